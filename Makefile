@@ -1,0 +1,61 @@
+# secoverhead: the step graph. `make reports` and `make test` each set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
+PYTEST_ARGS ?=
+
+.PHONY: help setup system-packages python kernel ferretdb test lint format reports lab clean
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make reports  - set up, then run every study at quick scale into reports/"
+	@echo "make test     - set up, then lint and run the tests (unit, real-server integration, notebooks)"
+	@echo "make lab      - set up, then open JupyterLab with the project's kernel"
+	@echo "make setup    - Debian packages, .venv with the project, Jupyter kernel, FerretDB build (idempotent)"
+
+setup: system-packages python kernel ferretdb
+
+system-packages:
+	@scripts/install-system-packages.sh
+
+python: $(VENV)/.installed
+
+# Re-installs only when pyproject.toml changes. uv when it can be had (seconds), pip otherwise.
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check uv || true
+	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'; \
+	 else $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; fi
+	@touch $@
+
+kernel: $(KERNEL)
+
+$(KERNEL): $(VENV)/.installed
+	@$(BIN)/python -m ipykernel install --prefix $(abspath $(VENV)) --name secoverhead \
+	  --display-name "Python (secoverhead)" >/dev/null
+	@echo "registered Jupyter kernel 'secoverhead' in $(VENV)"
+
+ferretdb:
+	@scripts/build-ferretdb.sh >/dev/null
+
+lint: python
+	$(BIN)/ruff check lib tests benchmarks
+	$(BIN)/ruff format --check lib tests benchmarks
+
+format: python
+	$(BIN)/ruff format lib tests benchmarks
+	$(BIN)/ruff check --fix lib tests benchmarks
+
+test: setup lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+reports: setup
+	$(BIN)/secoverhead run --all --profile quick
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

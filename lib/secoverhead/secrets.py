@@ -1,0 +1,80 @@
+"""Secrets: read from environment variables or files, never from parameters; never printed.
+
+Every secret the process obtains is remembered so that `redact` can strip it from text and the report
+pipeline can scan artefacts for leaks.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets as _stdlib_secrets
+from pathlib import Path
+
+from .errors import ConfigError
+
+_KNOWN: set[str] = set()
+
+
+class Secret:
+    """A string that does not show itself in repr/str/format, so it cannot leak by printing."""
+
+    __slots__ = ("_value", "source")
+
+    def __init__(self, value: str, source: str = "generated") -> None:
+        if not value:
+            raise ConfigError(f"secret from {source} is empty")
+        self._value = value
+        self.source = source
+        _KNOWN.add(value)
+
+    def reveal(self) -> str:
+        """The secret itself, to hand to a client library. Never log the result."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret(<hidden>, source={self.source!r})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def generate_password(nbytes: int = 18) -> Secret:
+    """A random password for a throwaway embedded server."""
+    return Secret(_stdlib_secrets.token_urlsafe(nbytes), source="generated")
+
+
+def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None) -> Secret:
+    """Read a secret from an environment variable or a file (first line, stripped).
+
+    Exactly one source must be named; a missing variable or file is a ConfigError.
+    """
+    if (env is None) == (file is None):
+        raise ConfigError("name exactly one of env= or file= for a secret")
+    if env is not None:
+        value = os.environ.get(env)
+        if value is None:
+            raise ConfigError(f"environment variable {env} is not set (it should hold the password)")
+        return Secret(value.strip(), source=f"env:{env}")
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"secret file {path} does not exist")
+    lines = path.read_text().splitlines()
+    return Secret(lines[0].strip() if lines else "", source=f"file:{path}")
+
+
+def known_secrets() -> frozenset[str]:
+    """Every secret value this process has created or read."""
+    return frozenset(_KNOWN)
+
+
+def redact(text: str) -> str:
+    """Replace every known secret value in text by a placeholder."""
+    for value in sorted(_KNOWN, key=len, reverse=True):
+        if value:
+            text = text.replace(value, "<redacted>")
+    return text

@@ -1,0 +1,148 @@
+"""Connection details handed to workloads. Passwords are Secrets; as_dict() never includes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..secrets import Secret
+
+
+def _public(obj: Any) -> dict[str, Any]:
+    out = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, Secret):
+            continue
+        out[f.name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+@dataclass(frozen=True)
+class MySQLEndpoint:
+    """A MySQL-protocol server: MariaDB started here, or a MySQL/MariaDB/RDS the user names."""
+
+    host: str
+    port: int
+    user: str
+    password: Secret = field(repr=False)
+    database: str | None = None
+    socket: Path | None = None
+    ca_file: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    tls_available: bool = False
+    tls_required: bool = False
+
+    def connect_args(self, *, tls: bool, verify: bool = True, **extra: Any) -> dict[str, Any]:
+        """Keyword arguments for mysql.connector.connect over TCP, TLS on or off explicitly: the connector
+        upgrades to TLS silently when the server offers it, and (C extension) silently stays plain when
+        it does not."""
+        args: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password.reveal(),
+        }
+        if self.database:
+            args["database"] = self.database
+        if tls:
+            if not self.tls_available:
+                # mysql-connector's C extension would silently fall back to plain TCP.
+                raise ConfigError(f"{self.host}:{self.port} does not offer TLS; cannot connect with tls=True")
+            if self.ca_file is not None:
+                args["ssl_ca"] = str(self.ca_file)
+                args["ssl_verify_cert"] = verify
+            else:
+                args["ssl_verify_cert"] = False
+            args["ssl_disabled"] = False
+        else:
+            args["ssl_disabled"] = True
+        args.update(extra)
+        return args
+
+    def connect(self, *, tls: bool, **extra: Any):
+        """A mysql.connector connection (C extension when it loads)."""
+        import mysql.connector
+
+        return mysql.connector.connect(**self.connect_args(tls=tls, **extra))
+
+    def as_dict(self) -> dict[str, Any]:
+        return _public(self)
+
+
+@dataclass(frozen=True)
+class MongoEndpoint:
+    """A MongoDB-wire server: FerretDB started here, or a MongoDB the user names."""
+
+    host: str
+    port: int | None
+    tls_port: int | None = None
+    ca_file: Path | None = None
+    # mechanism ("SCRAM-SHA-1", "SCRAM-SHA-256") -> user name; empty when auth is off
+    users: dict[str, str] = field(default_factory=dict)
+    password: Secret | None = field(default=None, repr=False)
+    auth_source: str = "admin"
+    uri: str | None = None  # external servers: a URI without credentials
+
+    @property
+    def auth(self) -> bool:
+        return bool(self.users)
+
+    def client_args(self, *, tls: bool = False, mechanism: str | None = None, **extra: Any) -> dict[str, Any]:
+        """Keyword arguments for pymongo.MongoClient (credentials passed as arguments, never in a URI)."""
+        if tls and self.tls_port is None and self.uri is None:
+            raise ConfigError("this MongoDB endpoint has no TLS listener")
+        if not tls and self.port is None and self.uri is None:
+            raise ConfigError("this MongoDB endpoint has no plain listener")
+        if self.uri is not None:
+            args: dict[str, Any] = {"host": self.uri}
+        else:
+            args = {"host": self.host, "port": self.tls_port if tls else self.port}
+        args.update(directConnection=True, serverSelectionTimeoutMS=5000)
+        if tls:
+            args["tls"] = True
+            if self.ca_file is not None:
+                args["tlsCAFile"] = str(self.ca_file)
+        if mechanism is not None:
+            if mechanism not in self.users:
+                raise ConfigError(f"no user for auth mechanism {mechanism}; have {sorted(self.users) or 'none'}")
+            args.update(
+                username=self.users[mechanism],
+                password=self.password.reveal(),
+                authSource=self.auth_source,
+                authMechanism=mechanism,
+            )
+        args.update(extra)
+        return args
+
+    def client(self, *, tls: bool = False, mechanism: str | None = None, **extra: Any):
+        import pymongo
+
+        return pymongo.MongoClient(**self.client_args(tls=tls, mechanism=mechanism, **extra))
+
+    def as_dict(self) -> dict[str, Any]:
+        return _public(self)
+
+
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """An HTTP(S) server: nginx started here."""
+
+    host: str
+    http_port: int
+    https_port: int | None = None
+    ca_file: Path | None = None
+    path: str = "/"
+
+    def url(self, *, tls: bool) -> str:
+        if tls:
+            if self.https_port is None:
+                raise ConfigError("this HTTP endpoint has no HTTPS listener")
+            return f"https://{self.host}:{self.https_port}{self.path}"
+        return f"http://{self.host}:{self.http_port}{self.path}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return _public(self)

@@ -1,0 +1,217 @@
+"""Servers the user names (their MongoDB, MySQL, RDS): same interface as embedded ones, nothing started
+or stopped. Credentials come from an environment variable or a file; entering the context checks that
+the server is reachable and the credentials work, before any load."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import AuthenticationError, ConfigError, UnreachableServerError
+from ..secrets import Secret, secret_from
+from .base import Server
+from .endpoints import MongoEndpoint, MySQLEndpoint
+from .mariadb import session_tls
+
+_MYSQL_FACTS = [
+    "version",
+    "version_comment",
+    "version_ssl_library",
+    "have_ssl",
+    "require_secure_transport",
+    "tls_version",
+    "innodb_buffer_pool_size",
+    "log_bin",
+    "general_log",
+    "init_connect",
+    "innodb_encrypt_tables",
+    "default_table_encryption",
+    "server_audit_logging",
+    "audit_log_policy",
+    "innodb_flush_log_at_trx_commit",
+]
+
+
+def _check_reachable(host: str, port: int, timeout: float) -> None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise UnreachableServerError(f"cannot reach {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _check_file(path: str | Path | None, what: str) -> Path | None:
+    if path is None:
+        return None
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise ConfigError(f"{what} {p} does not exist")
+    return p
+
+
+def _password(env: str | None, file: str | Path | None) -> Secret:
+    if env is None and file is None:
+        raise ConfigError("name where the password lives: password_env=VAR or password_file=PATH")
+    return secret_from(env=env, file=file)
+
+
+class ExternalMySQL(Server):
+    """A MySQL-protocol server the user names. tls: whether the checking connection uses TLS."""
+
+    kind = "external-mysql"
+    embedded = False
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int = 3306,
+        user: str,
+        password_env: str | None = None,
+        password_file: str | Path | None = None,
+        database: str | None = None,
+        ca_file: str | Path | None = None,
+        tls: bool = False,
+        connect_timeout: float = 5.0,
+        instance_class: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.host, self.port, self.user, self.database = host, int(port), user, database
+        self.ca_file = _check_file(ca_file, "CA certificate file")
+        self._password_source = (password_env, password_file)
+        self.tls, self.connect_timeout, self.instance_class = tls, connect_timeout, instance_class
+        self.endpoint: MySQLEndpoint | None = None
+
+    def _start(self) -> None:
+        password = _password(*self._password_source)
+        _check_reachable(self.host, self.port, self.connect_timeout)
+        self.endpoint = MySQLEndpoint(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=password,
+            database=self.database,
+            ca_file=self.ca_file,
+            tls_available=self.tls,
+            tls_required=False,
+        )
+        self._facts = self._query_facts()
+
+    def _query_facts(self) -> dict[str, Any]:
+        import mysql.connector
+        from mysql.connector import errorcode
+
+        try:
+            conn = self.endpoint.connect(tls=self.tls, connection_timeout=int(self.connect_timeout))
+        except mysql.connector.Error as exc:
+            if exc.errno in (errorcode.ER_ACCESS_DENIED_ERROR, errorcode.ER_DBACCESS_DENIED_ERROR):
+                raise AuthenticationError(f"{self.host}:{self.port} rejected user {self.user!r}: {exc.msg}") from None
+            if "certificate" in str(exc).lower() or "ssl" in str(exc).lower():
+                raise ConfigError(f"TLS to {self.host}:{self.port} failed (check ca_file): {exc}") from None
+            raise UnreachableServerError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
+        facts: dict[str, Any] = {}
+        try:
+            cur = conn.cursor()
+            for name in _MYSQL_FACTS:
+                with contextlib.suppress(mysql.connector.Error):
+                    cur.execute(f"SELECT @@{name}")
+                    facts[name] = cur.fetchone()[0]
+            facts.update({f"check_connection_{k}": v for k, v in session_tls(conn).items()})
+        finally:
+            conn.close()
+        return facts
+
+    def describe(self) -> dict[str, Any]:
+        engine = "MariaDB" if "mariadb" in str(self._facts.get("version", "")).lower() else "MySQL"
+        return {
+            "engine": engine,
+            "embedded": False,
+            "kind": self.kind,
+            "instance_class": self.instance_class,
+            **self._facts,
+            "endpoint": self.endpoint.as_dict(),
+        }
+
+
+class ExternalMongo(Server):
+    """A MongoDB the user names by a URI without credentials (e.g. mongodb://db.example:27017/?tls=false).
+
+    TLS on/off is chosen per client (tls=True/False), so arms need a server that accepts both
+    (net.tls.mode allowTLS/preferTLS) or a second URI run.
+    """
+
+    kind = "external-mongo"
+    embedded = False
+
+    def __init__(
+        self,
+        *,
+        uri: str,
+        username: str | None = None,
+        password_env: str | None = None,
+        password_file: str | Path | None = None,
+        mechanisms: tuple[str, ...] = ("SCRAM-SHA-256",),
+        auth_source: str = "admin",
+        ca_file: str | Path | None = None,
+        connect_timeout: float = 5.0,
+        instance_class: str | None = None,
+    ) -> None:
+        super().__init__()
+        parts = urlsplit(uri)
+        if parts.scheme not in ("mongodb", "mongodb+srv"):
+            raise ConfigError(f"MongoDB URI must start with mongodb:// or mongodb+srv://, got {parts.scheme!r}")
+        if "@" in parts.netloc:
+            raise ConfigError(
+                "put no credentials in the MongoDB URI: give username= and password_env= or password_file= instead"
+            )
+        self.uri, self.username, self.mechanisms, self.auth_source = uri, username, tuple(mechanisms), auth_source
+        self.ca_file = _check_file(ca_file, "CA certificate file")
+        self._password_source = (password_env, password_file)
+        self.connect_timeout, self.instance_class = connect_timeout, instance_class
+        self.endpoint: MongoEndpoint | None = None
+
+    def _start(self) -> None:
+        import pymongo
+        from pymongo import errors
+
+        password = _password(*self._password_source) if self.username else None
+        users = {m: self.username for m in self.mechanisms} if self.username else {}
+        self.endpoint = MongoEndpoint(
+            host="",
+            port=None,
+            ca_file=self.ca_file,
+            users=users,
+            password=password,
+            auth_source=self.auth_source,
+            uri=self.uri,
+        )
+        kwargs = {"serverSelectionTimeoutMS": int(self.connect_timeout * 1000)}
+        client = pymongo.MongoClient(
+            **self.endpoint.client_args(mechanism=self.mechanisms[0] if users else None, **kwargs)
+        )
+        try:
+            self._build_info = client.admin.command("buildInfo")
+            if users:
+                client.admin.command("connectionStatus")
+        except errors.OperationFailure as exc:
+            if exc.code == 18:
+                raise AuthenticationError(f"MongoDB rejected user {self.username!r}: {exc}") from None
+            raise
+        except errors.ServerSelectionTimeoutError as exc:
+            raise UnreachableServerError(f"cannot reach MongoDB at {self.uri}: {exc}") from None
+        finally:
+            client.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": "MongoDB",
+            "embedded": False,
+            "kind": self.kind,
+            "instance_class": self.instance_class,
+            "version": self._build_info.get("version"),
+            "openssl": self._build_info.get("openssl"),
+            "endpoint": self.endpoint.as_dict(),
+        }

@@ -1,0 +1,170 @@
+"""FerretDB (MongoDB wire protocol, SQLite backend) started on loopback: plain and TLS listeners in one
+process, auth off or on with SCRAM-SHA-1 and SCRAM-SHA-256 users.
+
+FerretDB stands in for mongod, which is not installable here. It reports itself as MongoDB 7.0, but its
+costs are Go's crypto/tls, its own SCRAM and SQLite: results are labelled as FerretDB's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ServerStartError
+from ..paths import ferretdb_binary
+from ..secrets import generate_password
+from .base import Server
+from .certs import KEY_TYPES, CertificateSet, make_certificates
+from .cpulimit import cpu_limiter
+from .endpoints import MongoEndpoint
+from .process import ServerProcess, pick_port
+
+MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
+USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
+
+
+class FerretDBServer(Server):
+    """A throwaway FerretDB.
+
+    tls: also open a TLS listener (server certificate only; clients need no certificate)
+    cert_type: rsa | ecdsa, or certificates=CertificateSet of your own
+    auth: SCRAM enforced (FerretDB's --test-enable-new-auth), with one user per mechanism
+    """
+
+    kind = "ferretdb"
+
+    def __init__(
+        self,
+        *,
+        tls: bool = False,
+        cert_type: str = "rsa",
+        certificates: CertificateSet | None = None,
+        auth: bool = False,
+        cpu_limit: float | None = None,
+        port: int | None = None,
+        tls_port: int | None = None,
+        binary: str | Path | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(tls, bool) or not isinstance(auth, bool):
+            raise ConfigError(f"tls and auth must be true or false, got tls={tls!r} auth={auth!r}")
+        if cert_type not in KEY_TYPES:
+            raise ConfigError(f"cert_type={cert_type!r} is not one of {', '.join(KEY_TYPES)}")
+        if certificates is not None:
+            certificates.check()
+        self.binary = Path(binary) if binary else ferretdb_binary()
+        if not self.binary.is_file():
+            raise ConfigError(
+                f"FerretDB binary not found at {self.binary}: run `make setup` to build it, or set SECOVERHEAD_FERRETDB"
+            )
+        self.tls, self.cert_type, self.certificates, self.auth = tls, cert_type, certificates, auth
+        self.cpu_limit = cpu_limit
+        if cpu_limit is not None:
+            cpu_limiter(cpu_limit).cleanup()
+        self.requested_ports = (port, tls_port)
+        self.limiter = None
+        self.endpoint: MongoEndpoint | None = None
+
+    def _start(self) -> None:
+        d = self.run_dir
+        for sub in ("data", "state"):
+            (d / sub).mkdir()
+        port = pick_port(self.requested_ports[0])
+        argv = [
+            str(self.binary),
+            "--handler=sqlite",
+            f"--sqlite-url=file:{d / 'data'}/",
+            f"--state-dir={d / 'state'}",
+            f"--listen-addr=127.0.0.1:{port}",
+            f"--debug-addr=127.0.0.1:{pick_port(None)}",
+            "--telemetry=disable",
+            "--log-level=warn",
+        ]
+        tls_port = None
+        if self.tls:
+            if self.certificates is None:
+                self.certificates = make_certificates(d / "certs", self.cert_type)
+            tls_port = pick_port(self.requested_ports[1])
+            # No --listen-tls-ca-file: that would make client certificates mandatory.
+            argv += [
+                f"--listen-tls=127.0.0.1:{tls_port}",
+                f"--listen-tls-cert-file={self.certificates.server_cert}",
+                f"--listen-tls-key-file={self.certificates.server_key}",
+            ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FERRETDB_")}
+        password = None
+        if self.auth:
+            password = generate_password()
+            argv += ["--test-enable-new-auth", "--setup-database=admin", f"--setup-username={USERS['SCRAM-SHA-256']}"]
+            env["FERRETDB_SETUP_PASSWORD"] = password.reveal()  # env, not argv: /proc/*/cmdline is public
+        self.limiter = cpu_limiter(self.cpu_limit)
+        proc = ServerProcess("ferretdb", argv, log_path=d / "ferretdb.log", cwd=d, env=env, cpu_limiter=self.limiter)
+        self.processes.append(proc)
+        self.endpoint = MongoEndpoint(
+            host="127.0.0.1",
+            port=port,
+            tls_port=tls_port,
+            ca_file=self.certificates.ca_cert if self.certificates else None,
+            users=dict(USERS) if self.auth else {},
+            password=password,
+        )
+        proc.wait_ready(self._ping, self.startup_timeout)
+        if self.auth:
+            self._create_users()
+
+    def _ping(self) -> bool:
+        client = self.endpoint.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
+        try:
+            client.admin.command("hello")
+            return True
+        finally:
+            client.close()
+
+    def _create_users(self) -> None:
+        client = self.endpoint.client(mechanism="SCRAM-SHA-256")
+        try:
+            client.admin.command(
+                "createUser",
+                USERS["SCRAM-SHA-1"],
+                pwd=self.endpoint.password.reveal(),
+                roles=[],
+                mechanisms=["SCRAM-SHA-1"],
+            )
+        except Exception as exc:
+            raise ServerStartError(f"FerretDB: creating the SCRAM-SHA-1 user failed: {exc}") from None
+        finally:
+            client.close()
+
+    def describe(self) -> dict[str, Any]:
+        version = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True).stdout
+        ferret_version = next(
+            (line.split(":", 1)[1].strip() for line in version.splitlines() if line.startswith("version:")), "unknown"
+        )
+        facts: dict[str, Any] = {
+            "engine": "FerretDB",
+            "embedded": True,
+            "kind": self.kind,
+            "version": ferret_version,
+            "backend": "sqlite",
+            "emulates": "mongod (FerretDB speaks the MongoDB wire protocol; its costs "
+            "are Go crypto/tls, its own SCRAM and SQLite)",
+            "tls_library": "Go crypto/tls",
+            "tls": self.tls,
+            "cert_type": self.cert_type if self.tls else None,
+            "auth": self.auth,
+            "auth_mechanisms": sorted(USERS) if self.auth else [],
+        }
+        client = self.endpoint.client()
+        try:
+            info = client.admin.command("buildInfo")
+            facts["reports_mongodb_version"] = info.get("version")
+        except Exception as exc:  # buildInfo may need auth on some servers
+            facts["reports_mongodb_version"] = f"unavailable ({type(exc).__name__})"
+        finally:
+            client.close()
+        facts.update(self.limiter.describe() if self.limiter else {"cpu_limit_method": "none"})
+        facts["endpoint"] = self.endpoint.as_dict()
+        return facts

@@ -1,0 +1,389 @@
+"""MariaDB started on loopback with TLS, data-at-rest encryption, audit modes and CPU limits toggled.
+
+MariaDB 10.11 stands in for MySQL 8 here (the only MySQL-family server installable); reports say so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets as _stdlib_secrets
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ServerStartError
+from ..secrets import Secret, generate_password
+from .base import Server
+from .certs import KEY_TYPES, CertificateSet, make_certificates
+from .cpulimit import cpu_limiter
+from .endpoints import MySQLEndpoint
+from .process import ServerProcess, pick_port, run_command
+
+TLS_MODES = ("off", "on", "required")
+AUDIT_MODES = ("none", "general_log", "server_audit", "init_connect_binlog")
+BENCH_USER = "bench"
+BENCH_DATABASE = "sbtest"
+AUDIT_TABLE = "secoverhead_audit.accesslog"
+_OPTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
+_SIZE = re.compile(r"^\d+[KMG]?$", re.IGNORECASE)
+
+
+def _binary(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+    if found is None:
+        raise ServerStartError(f"{name} not found: install mariadb-server (run `make setup`)")
+    return found
+
+
+class MariaDBServer(Server):
+    """A throwaway MariaDB instance.
+
+    tls: off | on (TLS offered) | required (require_secure_transport: plain TCP refused)
+    cert_type: rsa (RSA-2048) | ecdsa (P-256), or certificates=CertificateSet of your own
+    encryption: data at rest (file_key_management; tables, redo log, temporary files)
+    audit: none | general_log | server_audit | init_connect_binlog; binlog: binary log on its own
+    buffer_pool: innodb_buffer_pool_size, e.g. "64M"; cpu_limit: cores (cgroup v1 quota, else affinity)
+    extra_options: more my.cnf options for [mariadbd] (value None = bare flag)
+    """
+
+    kind = "mariadb"
+
+    def __init__(
+        self,
+        *,
+        tls: str = "off",
+        cert_type: str = "rsa",
+        certificates: CertificateSet | None = None,
+        tls_versions: str | None = None,
+        encryption: bool = False,
+        audit: str = "none",
+        binlog: bool = False,
+        buffer_pool: str = "64M",
+        cpu_limit: float | None = None,
+        cpu_limit_method: str = "auto",
+        max_connections: int = 600,
+        extra_options: dict[str, Any] | None = None,
+        port: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if tls not in TLS_MODES:
+            raise ConfigError(f"tls={tls!r} is not one of {', '.join(TLS_MODES)}")
+        if cert_type not in KEY_TYPES:
+            raise ConfigError(f"cert_type={cert_type!r} is not one of {', '.join(KEY_TYPES)}")
+        if audit not in AUDIT_MODES:
+            raise ConfigError(f"audit={audit!r} is not one of {', '.join(AUDIT_MODES)}")
+        if not _SIZE.match(str(buffer_pool)):
+            raise ConfigError(f"buffer_pool={buffer_pool!r} is not a size like 64M or 1G")
+        if tls_versions is not None and not re.fullmatch(r"TLSv1\.[0-3](,TLSv1\.[0-3])*", tls_versions):
+            raise ConfigError(f"tls_versions={tls_versions!r} is not like 'TLSv1.2,TLSv1.3'")
+        for name, value in (extra_options or {}).items():
+            if not _OPTION_NAME.match(name) or (value is not None and "\n" in str(value)):
+                raise ConfigError(f"extra option {name!r}={value!r} is not a valid my.cnf option")
+        if certificates is not None:
+            certificates.check()
+        self.tls, self.cert_type, self.certificates = tls, cert_type, certificates
+        self.tls_versions = tls_versions
+        self.encryption, self.audit, self.binlog = bool(encryption), audit, bool(binlog)
+        self.buffer_pool, self.max_connections = str(buffer_pool), int(max_connections)
+        self.extra_options = dict(extra_options or {})
+        self.requested_port = port
+        self.cpu_limit, self.cpu_limit_method = cpu_limit, cpu_limit_method
+        if cpu_limit is not None:  # validate now, create the cgroup at start
+            cpu_limiter(cpu_limit, prefer=cpu_limit_method).cleanup()
+        self.limiter = None
+        self.endpoint: MySQLEndpoint | None = None
+        self.audit_logs: list[Path] = []
+
+    # -- configuration ---------------------------------------------------------------------------
+    def _options(self, port: int) -> dict[str, Any]:
+        d = self.run_dir
+        opts: dict[str, Any] = {
+            "datadir": d / "data",
+            "tmpdir": d / "tmp",
+            "socket": d / "mariadb.sock",
+            "port": port,
+            "pid-file": d / "mariadb.pid",
+            "log-error": d / "error.log",
+            "bind-address": "127.0.0.1",
+            "skip-name-resolve": None,
+            "innodb_buffer_pool_size": self.buffer_pool,
+            "aria_pagecache_buffer_size": "8M",
+            "key_buffer_size": "1M",
+            "max_connections": self.max_connections,
+            "max_prepared_stmt_count": 1048576,
+        }
+        if os.geteuid() == 0:
+            opts["user"] = "root"
+        if self.tls != "off":
+            c = self.certificates
+            opts.update(ssl_ca=c.ca_cert, ssl_cert=c.server_cert, ssl_key=c.server_key)
+            if self.tls_versions:
+                opts["tls_version"] = self.tls_versions
+            if self.tls == "required":
+                opts["require_secure_transport"] = "ON"
+        if self.encryption:
+            opts.update(
+                {
+                    "plugin_load_add": "file_key_management",
+                    "file_key_management_filename": d / "keys" / "keys.enc",
+                    "file_key_management_filekey": f"FILE:{d / 'keys' / 'keys.key'}",
+                    "file_key_management_encryption_algorithm": "AES_CTR",
+                    "innodb_encrypt_tables": "ON",
+                    "innodb_encrypt_log": "ON",
+                    "innodb_encrypt_temporary_tables": "ON",
+                    "encrypt_tmp_files": "ON",
+                    "encrypt_tmp_disk_tables": "ON",
+                    "aria_encrypt_tables": "ON",
+                    "innodb_encryption_threads": 2,
+                }
+            )
+        if self.binlog or self.audit == "init_connect_binlog":
+            opts.update({"log_bin": d / "binlog" / "mariadb-bin", "server_id": 1})
+            if self.encryption:
+                opts["encrypt_binlog"] = "ON"
+        if self.audit == "general_log":
+            opts.update(general_log="ON", general_log_file=d / "audit" / "general.log", log_output="FILE")
+        elif self.audit == "server_audit":
+            opts.update(
+                {
+                    # A second plugin_load_add line is fine: the option is cumulative.
+                    "plugin_load_add@audit": "server_audit",
+                    "server_audit_logging": "ON",
+                    "server_audit_events": "CONNECT,QUERY,TABLE",
+                    "server_audit_output_type": "file",
+                    "server_audit_file_path": d / "audit" / "server_audit.log",
+                    # Rotate late so a run's bytes can be counted from one file.
+                    "server_audit_file_rotate_size": "4294967295",
+                    "server_audit_file_rotations": 1,
+                }
+            )
+        opts.update(self.extra_options)
+        return opts
+
+    def _write_cnf(self, port: int) -> Path:
+        lines = ["[mariadbd]"]
+        for key, value in self._options(port).items():
+            key = key.split("@")[0]
+            lines.append(key if value is None else f"{key}={value}")
+        lines += ["", "[client]", f"socket={self.run_dir / 'mariadb.sock'}", "user=root", ""]
+        cnf = self.run_dir / "my.cnf"
+        cnf.write_text("\n".join(lines))
+        return cnf
+
+    def _make_keys(self) -> None:
+        keys = self.run_dir / "keys"
+        keys.mkdir(mode=0o700)
+        filekey = keys / "keys.key"
+        filekey.write_text(_stdlib_secrets.token_hex(32))
+        filekey.chmod(0o600)
+        plain = keys / "keys.txt"
+        plain.write_text("".join(f"{i};{_stdlib_secrets.token_hex(32)}\n" for i in (1, 2)))
+        plain.chmod(0o600)
+        run_command(
+            [
+                "openssl",
+                "enc",
+                "-aes-256-cbc",
+                "-md",
+                "sha1",
+                "-pass",
+                f"file:{filekey}",
+                "-in",
+                plain,
+                "-out",
+                keys / "keys.enc",
+            ],
+            what="encrypting the key file",
+        )
+        plain.unlink()  # only the encrypted key file stays on disk
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _start(self) -> None:
+        d = self.run_dir
+        for sub in ("data", "tmp", "binlog", "audit"):
+            (d / sub).mkdir()
+        if self.tls != "off" and self.certificates is None:
+            self.certificates = make_certificates(d / "certs", self.cert_type)
+        if self.encryption:
+            self._make_keys()
+        port = pick_port(self.requested_port)
+        cnf = self._write_cnf(port)
+        run_command(
+            [
+                _binary("mariadb-install-db"),
+                f"--defaults-file={cnf}",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            what="mariadb-install-db",
+            timeout=120,
+            log=d / "error.log",
+        )
+        self.limiter = cpu_limiter(self.cpu_limit, prefer=self.cpu_limit_method)
+        proc = ServerProcess(
+            "mariadbd",
+            [_binary("mariadbd"), f"--defaults-file={cnf}"],
+            log_path=d / "stdout.log",
+            cwd=d,
+            cpu_limiter=self.limiter,
+        )
+        self.processes.append(proc)
+        proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "error.log")
+        password = generate_password()
+        self._bootstrap(password)
+        self.endpoint = MySQLEndpoint(
+            host="127.0.0.1",
+            port=port,
+            user=BENCH_USER,
+            password=password,
+            database=BENCH_DATABASE,
+            socket=d / "mariadb.sock",
+            ca_file=self.certificates.ca_cert if self.certificates else None,
+            client_cert=self.certificates.client_cert if self.certificates else None,
+            client_key=self.certificates.client_key if self.certificates else None,
+            tls_available=self.tls != "off",
+            tls_required=self.tls == "required",
+        )
+        if self.audit == "general_log":
+            self.audit_logs = [d / "audit" / "general.log"]
+        elif self.audit == "server_audit":
+            self.audit_logs = [d / "audit" / "server_audit.log"]
+        elif self.audit == "init_connect_binlog":
+            self.audit_logs = [d / "binlog"]
+
+    def admin(self):
+        """A root connection over the private socket (for set-up and checks, not for load)."""
+        import mysql.connector
+
+        return mysql.connector.connect(unix_socket=str(self.run_dir / "mariadb.sock"), user="root", autocommit=True)
+
+    def _ping(self) -> bool:
+        conn = self.admin()
+        conn.close()
+        return True
+
+    def _bootstrap(self, password: Secret) -> None:
+        conn = self.admin()
+        cur = conn.cursor()
+        pw = password.reveal().replace("'", "''")
+        statements = [
+            "DELETE FROM mysql.global_priv WHERE User=''",  # anonymous users would shadow the bench user
+            "FLUSH PRIVILEGES",
+            f"CREATE DATABASE IF NOT EXISTS {BENCH_DATABASE}",
+            f"CREATE USER '{BENCH_USER}'@'%' IDENTIFIED BY '{pw}'",
+            # Database privileges only: no SUPER / CONNECTION ADMIN, so init_connect applies.
+            f"GRANT ALL PRIVILEGES ON {BENCH_DATABASE}.* TO '{BENCH_USER}'@'%'",
+        ]
+        if self.audit == "init_connect_binlog":
+            db = AUDIT_TABLE.split(".")[0]
+            statements += [
+                f"CREATE DATABASE IF NOT EXISTS {db}",
+                f"CREATE TABLE {AUDIT_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, conn_id BIGINT NOT NULL,"
+                " login_time DATETIME(6) NOT NULL, user_host VARCHAR(255), matched_user VARCHAR(255),"
+                " KEY (conn_id)) ENGINE=InnoDB",
+                f"GRANT INSERT ON {AUDIT_TABLE} TO '{BENCH_USER}'@'%'",
+                # The table exists before init_connect is set: a failing init_connect drops connections.
+                f"SET GLOBAL init_connect='INSERT INTO {AUDIT_TABLE} (conn_id, login_time, user_host,"
+                " matched_user) VALUES (CONNECTION_ID(), NOW(6), USER(), CURRENT_USER())'",
+            ]
+        try:
+            for sql in statements:
+                cur.execute(sql)
+        finally:
+            conn.close()
+
+    # -- facts -----------------------------------------------------------------------------------
+    def variables(self, names: list[str]) -> dict[str, Any]:
+        conn = self.admin()
+        try:
+            cur = conn.cursor()
+            placeholders = ",".join(["%s"] * len(names))
+            cur.execute(
+                f"SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+                f"WHERE VARIABLE_NAME IN ({placeholders})",
+                [n.upper() for n in names],
+            )
+            return {k.lower(): v for k, v in cur.fetchall()}
+        finally:
+            conn.close()
+
+    def describe(self) -> dict[str, Any]:
+        names = [
+            "version",
+            "version_comment",
+            "version_ssl_library",
+            "have_ssl",
+            "require_secure_transport",
+            "tls_version",
+            "ssl_cipher",
+            "innodb_encrypt_tables",
+            "innodb_encrypt_log",
+            "innodb_encrypt_temporary_tables",
+            "encrypt_tmp_files",
+            "file_key_management_encryption_algorithm",
+            "general_log",
+            "log_output",
+            "log_bin",
+            "binlog_format",
+            "init_connect",
+            "server_audit_logging",
+            "server_audit_events",
+            "innodb_buffer_pool_size",
+            "innodb_flush_log_at_trx_commit",
+            "max_connections",
+            "sync_binlog",
+        ]
+        facts: dict[str, Any] = {
+            "engine": "MariaDB",
+            "embedded": True,
+            "kind": self.kind,
+            "emulates": "MySQL 8.0 (MariaDB 10.11 is the MySQL-family server installable here)",
+        }
+        facts.update(self.variables(names))
+        facts["requested"] = {
+            "tls": self.tls,
+            "cert_type": self.cert_type if self.tls != "off" else None,
+            "encryption": self.encryption,
+            "audit": self.audit,
+            "binlog": self.binlog,
+            "buffer_pool": self.buffer_pool,
+            "extra_options": self.extra_options,
+        }
+        if self.limiter is not None:
+            facts.update(self.limiter.describe())
+        else:
+            facts["cpu_limit_method"] = "none"
+        facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
+        return facts
+
+
+CLIENT_SSL = 0x0800
+
+
+def server_offers_tls(host: str, port: int, timeout: float = 5.0) -> bool:
+    """Whether a MySQL-protocol server advertises TLS (CLIENT_SSL in its initial handshake packet)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        packet = b""
+        while len(packet) < 4 or len(packet) < 4 + int.from_bytes(packet[:3], "little"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            packet += chunk
+    body = packet[4:]
+    if not body or body[0] != 10:  # protocol version 10; 0xff is an error packet (e.g. host blocked)
+        raise ConnectionError(f"{host}:{port} did not send a MySQL handshake: {body[:80]!r}")
+    after_version = body.index(b"\0", 1) + 1
+    caps_offset = after_version + 4 + 8 + 1  # connection id, auth data part 1, filler
+    return bool(int.from_bytes(body[caps_offset : caps_offset + 2], "little") & CLIENT_SSL)
+
+
+def session_tls(conn) -> dict[str, str]:
+    """The TLS version and cipher of one client connection ('' for both when plain)."""
+    cur = conn.cursor()
+    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
+    rows = dict(cur.fetchall())
+    cur.close()
+    return {"tls_version": rows.get("Ssl_version", ""), "cipher": rows.get("Ssl_cipher", "")}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the Debian packages the studies need, only those missing (a no-op re-run takes milliseconds).
+set -euo pipefail
+packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# The venv module is part of Debian's python, split out; only needed when python3 lacks it.
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null; then
+  echo "error: apt-get is not available. Install these packages with your package manager: ${missing[*]}" >&2
+  exit 1
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "error: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "installing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+# Debian's postinst would start services under systemd; we start our own private instances instead.
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,46 @@
+"""Test-wide set-up: every server started by the suite lives under one private base directory, and at the
+end of the session no process started by the suite may be left."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+BASE = Path(tempfile.mkdtemp(prefix="secoverhead-tests-"))
+os.environ["SECOVERHEAD_RUN_BASE"] = str(BASE)
+
+
+def processes_under(base: Path) -> list[str]:
+    """Command lines of live processes that mention base (our servers' run dirs are below it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(base) in cmd:
+            found.append(f"{proc.name}: {cmd[:200]}")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_servers_left_behind():
+    yield
+    from secoverhead.servers import live_processes
+
+    deadline = time.monotonic() + 10
+    while (left := processes_under(BASE)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not live_processes(), f"servers still registered as running: {live_processes()}"
+    assert not left, "processes started by the tests are still running:\n" + "\n".join(left)
+
+
+@pytest.fixture
+def run_base() -> Path:
+    return BASE
