@@ -1,0 +1,176 @@
+"""Experiments and the results store: interleaving, warm-up, resume after a crash, secrets stripped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from secoverhead.experiment import Experiment, Measurement, plan_runs
+from secoverhead.results import ResultStore, sanitize
+from secoverhead.secrets import Secret
+
+
+def test_plan_interleaves_arms_every_round_with_a_recorded_seed():
+    plan = plan_runs(["a", "b", "c"], {"threads": [1, 8]}, repetitions=4, warmup=1, seed=3)
+    assert len(plan) == 3 * 2 * 5
+    for rnd in range(5):
+        for threads in (1, 8):
+            arms = [p.arm for p in plan if p.round == rnd and p.factors["threads"] == threads]
+            assert sorted(arms) == ["a", "b", "c"]  # each arm once per round and combination
+    orders = {tuple(p.arm for p in plan if p.round == r and p.factors["threads"] == 1) for r in range(5)}
+    assert len(orders) > 1  # shuffled, not A B C every round
+    assert plan == plan_runs(["a", "b", "c"], {"threads": [1, 8]}, repetitions=4, warmup=1, seed=3)
+    assert [p.warmup for p in plan if p.round == 0] == [True] * 6
+    assert {p.repetition for p in plan if not p.warmup} == {0, 1, 2, 3}
+
+
+def test_runs_are_stored_with_warmups_marked(tmp_path):
+    store = ResultStore(tmp_path, "exp1")
+    exp = Experiment(
+        "exp1", arms=["off", "on"], factors={"n": [1]}, repetitions=3, warmup=1, store=store, progress=False
+    )
+    exp.run(
+        lambda arm, f: Measurement(
+            {"latency_ms": 1.0 if arm == "off" else 2.0}, samples=pd.DataFrame({"latency_ms": [1.0, 1.1]})
+        )
+    )
+    runs = store.runs()
+    assert len(runs) == 6 and not runs["warmup"].any()
+    assert len(store.runs(include_warmup=True)) == 8
+    long = pd.read_parquet(store.path / "results.parquet")
+    assert set(long.columns) >= {"run_id", "arm", "factor_n", "metric", "value", "warmup"}
+    assert len(long) == 8 and long["warmup"].sum() == 2
+    assert (store.path / "results.csv").exists()
+    assert len(store.samples()) == 12
+    meta = store.metadata()
+    assert meta["status"] == "complete" and meta["plan"]["seed"] == 0
+    assert meta["environment"]["machine"]["cpu_cores"] >= 1
+
+
+def test_a_failure_mid_sweep_keeps_completed_runs_and_records_the_error(tmp_path):
+    store = ResultStore(tmp_path, "exp2")
+    exp = Experiment("exp2", arms=["a", "b"], repetitions=3, warmup=0, store=store, progress=False)
+    calls = []
+
+    def measure(arm, factors):
+        calls.append(arm)
+        if len(calls) == 4:
+            raise RuntimeError("server went away")
+        return Measurement({"x": len(calls)})
+
+    with pytest.raises(RuntimeError, match="server went away"):
+        exp.run(measure)
+    records = store.records()
+    assert [r.status for r in records] == ["ok", "ok", "ok", "error"]
+    assert "server went away" in records[-1].error
+    assert store.metadata()["status"] == "failed"
+    # Resuming retries the failed run and continues; completed ones are not repeated.
+    calls.clear()
+    Experiment("exp2", arms=["a", "b"], repetitions=3, warmup=0, store=store, progress=False).run(
+        lambda arm, f: Measurement({"x": 0})
+    )
+    assert len(store.completed_keys()) == 6
+
+
+def test_time_budget_stops_the_plan_and_says_so(tmp_path):
+    store = ResultStore(tmp_path, "exp3")
+    exp = Experiment("exp3", arms=["a", "b"], repetitions=50, warmup=0, store=store, max_seconds=0.3, progress=False)
+
+    def slow(arm, factors):
+        time.sleep(0.1)
+        return Measurement({"x": 1})
+
+    exp.run(slow)
+    assert 2 <= len(store.records()) < 100
+    assert store.metadata()["status"] == "stopped at time budget"
+
+
+def test_same_id_with_another_plan_is_refused(tmp_path):
+    store = ResultStore(tmp_path, "exp4")
+    Experiment("exp4", arms=["a"], repetitions=1, store=store, progress=False)
+    with pytest.raises(ValueError, match="another plan"):
+        Experiment("exp4", arms=["a", "b"], repetitions=1, store=store, progress=False)
+
+
+def test_secrets_are_stripped_from_everything_stored(tmp_path):
+    pw = Secret("sentinel-PW-31337")
+    store = ResultStore(tmp_path, "exp5")
+    exp = Experiment(
+        "exp5",
+        arms=["a"],
+        repetitions=1,
+        warmup=0,
+        store=store,
+        progress=False,
+        parameters={
+            "mysql_password": "sentinel-PW-31337",
+            "mysql_password_env": "MYSQL_PW",
+            "nested": {"dsn": "mysql://bench:sentinel-PW-31337@host/db", "secret": pw},
+        },
+    )
+    exp.run(lambda arm, f: Measurement({"x": 1}, info={"note": f"connected with {pw.reveal()}"}))
+    for path in store.path.rglob("*"):
+        if path.is_file():
+            assert b"sentinel-PW-31337" not in path.read_bytes(), path
+    meta = store.metadata()
+    assert meta["parameters"]["mysql_password_env"] == "MYSQL_PW"  # where a secret lives is not a secret
+    assert meta["parameters"]["mysql_password"] == "<redacted>"
+
+
+def test_sanitize_keeps_ordinary_values():
+    assert sanitize({"key_type": "rsa", "threads": 8, "ratio": float("nan")}) == {
+        "key_type": "rsa",
+        "threads": 8,
+        "ratio": None,
+    }
+
+
+CRASHING = textwrap.dedent(
+    """
+    import sys, time
+    from secoverhead.experiment import Experiment, Measurement
+    from secoverhead.results import ResultStore
+    store = ResultStore(sys.argv[1], "crash")
+    exp = Experiment("crash", arms=["a", "b", "c"], repetitions=10, warmup=1, store=store, progress=False)
+    def measure(arm, factors):
+        time.sleep(0.05)
+        print(arm, flush=True)
+        return Measurement({"t": time.time()})
+    exp.run(measure)
+    """
+)
+
+
+def test_a_killed_experiment_resumes_without_repeating_or_losing_runs(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CRASHING, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    for _ in range(8):
+        proc.stdout.readline()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    store = ResultStore(tmp_path, "crash")
+    before = {r.key: r.metrics["t"] for r in store.records()}
+    assert 7 <= len(before) < 33
+    ran = []
+
+    def measure(arm, factors):
+        ran.append(arm)
+        return Measurement({"t": -1.0})
+
+    Experiment("crash", arms=["a", "b", "c"], repetitions=10, warmup=1, store=store, progress=False).run(measure)
+    records = store.records()
+    assert len(records) == 33 and len(ran) == 33 - len(before)
+    keys = Counter(r.key for r in records)
+    assert max(keys.values()) == 1  # nothing repeated
+    assert {r.key: r.metrics["t"] for r in records if r.key in before} == before  # nothing lost or rewritten
+    assert json.loads((store.path / "metadata.json").read_text())["status"] == "complete"
