@@ -13,23 +13,14 @@ import random
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from . import environment
+from .measurement import Measurement
 from .results import ResultStore, RunRecord, run_key
 
-
-@dataclass
-class Measurement:
-    """What one run returns: scalar metrics, and optionally raw samples, per-interval rows, and facts."""
-
-    metrics: dict[str, Any]
-    samples: pd.DataFrame | None = None
-    intervals: pd.DataFrame | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+__all__ = ["Experiment", "Measurement", "PlannedRun", "plan_runs"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,257 @@
+"""Connection probes: what a client pays to set up a connection (TLS on/off, auth mechanism) versus what it
+pays per query on a connection it keeps. Every iteration's timings are kept as raw samples; server and
+client CPU are measured over the whole batch and divided by the number of operations."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..measurement import Measurement
+from ..metrics import CpuMeter
+from ..servers.endpoints import MongoEndpoint, MySQLEndpoint
+
+_MS = 1e-6  # perf_counter_ns -> ms
+
+
+def summarize(samples: pd.DataFrame, columns: list[str]) -> dict[str, float]:
+    """mean, median and p99 of each timing column (ms)."""
+    out = {}
+    for c in columns:
+        x = samples[c].dropna().to_numpy(dtype=float)
+        if len(x):
+            out |= {
+                f"{c}_mean": float(x.mean()),
+                f"{c}_median": float(np.median(x)),
+                f"{c}_p99": float(np.percentile(x, 99)),
+            }
+    return out
+
+
+class _PoolTimer:
+    """CMAP listener: the first checkout's duration, and the first connection's ready duration."""
+
+    def __init__(self) -> None:
+        self.started: int | None = None
+        self.checkout_ms: float | None = None
+        self.ready_ms: float | None = None
+
+    # pymongo calls these by name; the no-op ones complete the ConnectionPoolListener interface
+    def connection_check_out_started(self, event: Any) -> None:
+        if self.started is None:
+            self.started = time.perf_counter_ns()
+
+    def connection_checked_out(self, event: Any) -> None:
+        if self.checkout_ms is None and self.started is not None:
+            self.checkout_ms = (time.perf_counter_ns() - self.started) * _MS
+
+    def connection_ready(self, event: Any) -> None:
+        if self.ready_ms is None:
+            self.ready_ms = getattr(event, "duration", float("nan")) * 1e3  # seconds -> ms; excludes TCP+TLS
+
+    def __getattr__(self, name: str):
+        if name.startswith(("pool_", "connection_")):
+            return lambda event: None
+        raise AttributeError(name)
+
+
+def _pool_listener(timer: _PoolTimer):
+    from pymongo import monitoring
+
+    class Listener(monitoring.ConnectionPoolListener):
+        def __getattribute__(self, name: str):
+            if name.startswith(("pool_", "connection_")):
+                return getattr(timer, name)
+            return object.__getattribute__(self, name)
+
+    return Listener()
+
+
+def mongo_connection_probe(
+    endpoint: MongoEndpoint,
+    *,
+    iterations: int,
+    tls: bool = False,
+    mechanism: str | None = None,
+    server_pids: list[int] | None = None,
+    database: str = "ycsb",
+    collection: str = "usertable",
+) -> Measurement:
+    """Per iteration: build a MongoClient (construct_ms), its first find_one (first_query_ms), their sum
+    (total_ms), the first pool checkout (checkout_ms, from CMAP events) and connection-ready time; close."""
+    import pymongo
+
+    rows = []
+    with CpuMeter(server_pids or []) as meter:
+        for i in range(iterations):
+            timer = _PoolTimer()
+            t0 = time.perf_counter_ns()
+            client = pymongo.MongoClient(
+                **endpoint.client_args(tls=tls, mechanism=mechanism, event_listeners=[_pool_listener(timer)])
+            )
+            t1 = time.perf_counter_ns()
+            client[database][collection].find_one()
+            t2 = time.perf_counter_ns()
+            client.close()
+            t3 = time.perf_counter_ns()
+            rows.append(
+                {
+                    "iteration": i,
+                    "construct_ms": (t1 - t0) * _MS,
+                    "first_query_ms": (t2 - t1) * _MS,
+                    "total_ms": (t2 - t0) * _MS,
+                    "checkout_ms": timer.checkout_ms,
+                    "ready_ms": timer.ready_ms,
+                    "close_ms": (t3 - t2) * _MS,
+                }
+            )
+    samples = pd.DataFrame(rows)
+    metrics = summarize(samples, ["construct_ms", "first_query_ms", "total_ms", "checkout_ms", "ready_ms"])
+    metrics |= meter.metrics(iterations)
+    return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
+
+
+def mongo_reused_probe(
+    endpoint: MongoEndpoint,
+    *,
+    iterations: int,
+    tls: bool = False,
+    mechanism: str | None = None,
+    server_pids: list[int] | None = None,
+    warmup: int = 20,
+    database: str = "ycsb",
+    collection: str = "usertable",
+) -> Measurement:
+    """find_one() latency on one client kept open (after `warmup` untimed calls)."""
+    client = endpoint.client(tls=tls, mechanism=mechanism)
+    try:
+        coll = client[database][collection]
+        for _ in range(warmup):
+            coll.find_one()
+        lat = np.empty(iterations)
+        with CpuMeter(server_pids or []) as meter:
+            for i in range(iterations):
+                t0 = time.perf_counter_ns()
+                coll.find_one()
+                lat[i] = (time.perf_counter_ns() - t0) * _MS
+    finally:
+        client.close()
+    samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
+    return Measurement(
+        summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples, info=_mongo_info(tls, mechanism)
+    )
+
+
+def _mongo_info(tls: bool, mechanism: str | None) -> dict[str, Any]:
+    import pymongo
+
+    return {
+        "client": f"pymongo {pymongo.version}",
+        "pymongo_c_extensions": pymongo.has_c(),
+        "tls": tls,
+        "auth_mechanism": mechanism,
+    }
+
+
+def mysql_connection_probe(
+    endpoint: MySQLEndpoint,
+    *,
+    iterations: int,
+    tls: bool = False,
+    query: str = "SELECT 1",
+    server_pids: list[int] | None = None,
+    use_pure: bool = False,
+) -> Measurement:
+    """Per iteration: connect (TCP + TLS + auth: connect_ms), run `query` (first_query_ms), their sum; close."""
+    import mysql.connector
+
+    args = endpoint.connect_args(tls=tls, use_pure=use_pure)
+    impl = None
+    rows = []
+    with CpuMeter(server_pids or []) as meter:
+        for i in range(iterations):
+            t0 = time.perf_counter_ns()
+            conn = mysql.connector.connect(**args)
+            t1 = time.perf_counter_ns()
+            cur = conn.cursor()
+            cur.execute(query)
+            cur.fetchall()
+            t2 = time.perf_counter_ns()
+            impl = impl or type(conn).__name__
+            cur.close()
+            conn.close()
+            t3 = time.perf_counter_ns()
+            rows.append(
+                {
+                    "iteration": i,
+                    "connect_ms": (t1 - t0) * _MS,
+                    "first_query_ms": (t2 - t1) * _MS,
+                    "total_ms": (t2 - t0) * _MS,
+                    "close_ms": (t3 - t2) * _MS,
+                }
+            )
+    samples = pd.DataFrame(rows)
+    metrics = summarize(samples, ["connect_ms", "first_query_ms", "total_ms"]) | meter.metrics(iterations)
+    return Measurement(metrics, samples=samples, info=_mysql_info(endpoint, tls, impl, query))
+
+
+def mysql_reused_probe(
+    endpoint: MySQLEndpoint,
+    *,
+    iterations: int,
+    tls: bool = False,
+    query: str = "SELECT 1",
+    server_pids: list[int] | None = None,
+    warmup: int = 20,
+    use_pure: bool = False,
+) -> Measurement:
+    """`query` latency on one connection kept open."""
+    conn = endpoint.connect(tls=tls, use_pure=use_pure)
+    impl = type(conn).__name__
+    try:
+        cur = conn.cursor()
+        for _ in range(warmup):
+            cur.execute(query)
+            cur.fetchall()
+        lat = np.empty(iterations)
+        with CpuMeter(server_pids or []) as meter:
+            for i in range(iterations):
+                t0 = time.perf_counter_ns()
+                cur.execute(query)
+                cur.fetchall()
+                lat[i] = (time.perf_counter_ns() - t0) * _MS
+    finally:
+        conn.close()
+    samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
+    return Measurement(
+        summarize(samples, ["query_ms"]) | meter.metrics(iterations),
+        samples=samples,
+        info=_mysql_info(endpoint, tls, impl, query),
+    )
+
+
+def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str) -> dict[str, Any]:
+    import mysql.connector
+
+    from ..servers.mariadb import session_tls
+
+    info: dict[str, Any] = {
+        "client": f"mysql-connector-python {mysql.connector.__version__}",
+        "client_implementation": "C extension" if impl == "CMySQLConnection" else "pure Python",
+        "tls": tls,
+        "query": query,
+    }
+    if impl != "CMySQLConnection":
+        info["warning"] = (
+            "pure-Python mysql-connector: a TLS connect is ~10x slower than with the C "
+            "extension; this is a client artefact, not a server cost"
+        )
+    conn = endpoint.connect(tls=tls)  # one extra connection, untimed, to record what TLS negotiated
+    try:
+        info.update(session_tls(conn))
+    finally:
+        conn.close()
+    return info
