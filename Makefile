@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-packages python kernel ferretdb test lint format reports lab clean
+.PHONY: help setup system-packages python kernel ferretdb test lint format reports lab bench clean
 .DEFAULT_GOAL := help
 
 help:
@@ -53,6 +53,9 @@ test: setup lint
 
 reports: setup
 	$(BIN)/secoverhead run --all --profile quick
+
+bench: setup
+	$(BIN)/python benchmarks/measurement_overhead.py
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

@@ -1,0 +1,75 @@
+"""CPU accounting from /proc on real processes, and the client-bound rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from secoverhead.metrics import CpuMeter, CpuSnapshot, CpuUsage, bytes_in, client_bound, cpu_between
+
+# user-bound: the clock (a real syscall for CPU time) is read only every 200,000 iterations
+BURN = "import time\nt=time.process_time()\nwhile time.process_time()-t < {s}:\n    for _ in range(200000): pass\n"
+# system-bound: the kernel fills 1 MiB per iteration
+SYSCALLS = (
+    "import time\nf=open('/dev/zero','rb',buffering=0)\nb=bytearray(1<<20)\nt=time.process_time()\n"
+    "while time.process_time()-t < {s}: f.readinto(b)\n"
+)
+
+
+def test_server_cpu_of_a_busy_process_is_measured_in_user_time():
+    # The child says when it has burnt 1 s of CPU: on a shared VM that can take much longer in wall time.
+    script = "import time\ntime.sleep(0.3)\n" + BURN.format(s=1.0) + "print('done', flush=True)\ntime.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        with CpuMeter([proc.pid]) as meter:
+            assert proc.stdout.readline().strip() == "done"
+        assert 0.9 <= meter.server.total_s <= 1.25
+        assert meter.server.user_s > 4 * meter.server.system_s
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_system_time_is_separated_from_user_time():
+    script = "import time\ntime.sleep(0.3)\n" + SYSCALLS.format(s=1.0) + "print('done', flush=True)\ntime.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        with CpuMeter([proc.pid]) as meter:
+            assert proc.stdout.readline().strip() == "done"
+        assert meter.server.system_s > meter.server.user_s
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_that_is_gone_contributes_nothing():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    before = CpuSnapshot.take([proc.pid])
+    proc.wait()
+    assert cpu_between(before, CpuSnapshot.take([proc.pid])).total_s == 0
+
+
+def test_client_cpu_includes_reaped_children_and_own_work():
+    with CpuMeter([]) as meter:
+        subprocess.run([sys.executable, "-c", BURN.format(s=0.5)], check=True)
+        t = time.process_time()
+        while time.process_time() - t < 0.3:
+            pass
+    assert meter.client.total_s >= 0.75
+    m = meter.metrics(operations=100)
+    assert m["client_cpu_us_per_op"] >= 7500 and m["client_bound"] is True
+
+
+def test_client_bound_rule():
+    server = CpuUsage(10.0, 8.0, 2.0)
+    assert not client_bound(CpuUsage(10.0, 3.0, 1.0), server)
+    assert client_bound(CpuUsage(10.0, 6.0, 2.5), server)  # 0.85 of a core
+    assert client_bound(CpuUsage(10.0, 1.0, 0.5), CpuUsage(10.0, 0.5, 0.5))  # more than the server used
+
+
+def test_bytes_in_files_and_directories(tmp_path):
+    (tmp_path / "a").write_bytes(b"x" * 10)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "b").write_bytes(b"y" * 5)
+    assert bytes_in([tmp_path / "a", tmp_path / "d", tmp_path / "missing"]) == 15
