@@ -42,3 +42,8 @@ def test_secret_from_errors(kwargs, message):
 def test_empty_secret_is_rejected():
     with pytest.raises(ConfigError, match="empty"):
         Secret("")
+
+
+def test_very_short_secrets_are_not_tracked_so_text_survives():
+    Secret("x")
+    assert redact("latency_max") == "latency_max"
