@@ -46,8 +46,14 @@ class Secret:
         return hash(self._value)
 
 
+EMBEDDED_PASSWORD_ENV = "SECOVERHEAD_EMBEDDED_PASSWORD"
+
+
 def generate_password(nbytes: int = 18) -> Secret:
-    """A random password for a throwaway embedded server."""
+    """A password for a throwaway embedded server: $SECOVERHEAD_EMBEDDED_PASSWORD when set (the report
+    pipeline sets it so it knows what to scan reports for), else a fresh random one."""
+    if os.environ.get(EMBEDDED_PASSWORD_ENV):
+        return Secret(os.environ[EMBEDDED_PASSWORD_ENV], source=f"env:{EMBEDDED_PASSWORD_ENV}")
     return Secret(_stdlib_secrets.token_urlsafe(nbytes), source="generated")
 
 
