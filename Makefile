@@ -49,7 +49,7 @@ format: python
 	$(BIN)/ruff check --fix lib tests benchmarks
 
 test: setup lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest tests notebooks --nbval-lax --nbval-sanitize-with $(abspath tests/nbval_sanitize.cfg) $(PYTEST_ARGS)
 
 reports: setup
 	$(BIN)/secoverhead run --all --profile quick

@@ -1,17 +1,15 @@
-"""Test-wide set-up: every server started by the suite lives under one private base directory, and at the
-end of the session no process started by the suite may be left."""
+"""At the end of the session no process started by the suite may be left (servers live under BASE)."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-BASE = Path(tempfile.mkdtemp(prefix="secoverhead-tests-"))
-os.environ["SECOVERHEAD_RUN_BASE"] = str(BASE)
+BASE = Path(os.environ["SECOVERHEAD_RUN_BASE"])  # set by the root conftest.py
+BASE.mkdir(parents=True, exist_ok=True)
 
 
 def processes_under(base: Path) -> list[str]:

@@ -4,6 +4,7 @@ servers reachable) before any kernel starts."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import socket
@@ -22,10 +23,19 @@ _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), 
 
 
 def notebook_parameters(study: Study) -> dict[str, dict[str, Any]]:
-    """Name -> {inferred_type_name, default, help} from the notebook's `parameters` cell."""
+    """Name -> {inferred_type_name, default, help} from the notebook's `parameters` cell. papermill infers a
+    type only from annotations; otherwise it is taken from the default's literal value."""
     import papermill
 
-    return papermill.inspect_notebook(str(study.notebook_path))
+    declared = papermill.inspect_notebook(str(study.notebook_path))
+    for spec in declared.values():
+        if spec.get("inferred_type_name") in (None, "None"):
+            try:
+                value = ast.literal_eval(spec["default"])
+            except (ValueError, SyntaxError):
+                continue
+            spec["inferred_type_name"] = type(value).__name__ if value is not None else "None"
+    return declared
 
 
 def _check_name(name: str) -> None:

@@ -56,6 +56,18 @@ def sanitize(obj: Any) -> Any:
     return redact(str(obj))
 
 
+def default_output_dir(study: str) -> Path:
+    """Where an interactive run writes when no output_dir is given: $SECOVERHEAD_RESULTS, else
+    results/interactive/ in the checkout, in a new timestamped directory (so re-running starts afresh;
+    pass the same output_dir again to resume instead)."""
+    import datetime as dt
+
+    base = Path(
+        os.environ.get("SECOVERHEAD_RESULTS") or Path(__file__).resolve().parents[2] / "results" / "interactive"
+    )
+    return base / f"{study}-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same directory and rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..experiment import Experiment
 from ..measurement import Measurement
-from ..results import ResultStore
+from ..results import ResultStore, default_output_dir
 from ..servers import ExternalMongo, ExternalMySQL, FerretDBServer, MariaDBServer
 from ..stats import Comparison, compare
 from ..workloads import probes
@@ -41,7 +41,7 @@ MYSQL_MEASURES = {
 
 @dataclass
 class TlsParams:
-    output_dir: str
+    output_dir: str = ""
     experiment_id: str = "tls"
     seed: int = 0
     repetitions: int = 3
@@ -68,6 +68,8 @@ class TlsParams:
     mysql_query: str = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"
 
     def __post_init__(self) -> None:
+        if not self.output_dir:
+            self.output_dir = str(default_output_dir("tls"))
         for name in (
             "repetitions",
             "mongo_record_count",
@@ -144,18 +146,22 @@ def _mysql_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tu
                 tls=True,
             )
         )
-        notes.append("external MySQL: certificate type is the server's own; server CPU is not measured")
+        notes.append(
+            "external MySQL: certificate type is the server's own; server CPU is not measured; the "
+            "probe reads sbtest1 in the named database (created with 1000 rows if absent)"
+        )
+        _sysbench_style_table(ext.endpoint)
         arms = {"no TLS": (ext.endpoint, False, []), "TLS": (ext.endpoint, True, [])}
         return arms, {"mysql": ext.describe()}, notes
     rsa = stack.enter_context(MariaDBServer(tls="on", cert_type="rsa"))
-    _sysbench_style_table(rsa)
+    _sysbench_style_table(rsa.endpoint)
     arms = {"no TLS": (rsa.endpoint, False, rsa.pids), "TLS": (rsa.endpoint, True, rsa.pids)}
     facts = {"mysql (MariaDB, RSA)": rsa.describe()}
     if p.extra_arms:
         ec = stack.enter_context(MariaDBServer(tls="on", cert_type="ecdsa"))
-        _sysbench_style_table(ec)
+        _sysbench_style_table(ec.endpoint)
         t12 = stack.enter_context(MariaDBServer(tls="on", cert_type="rsa", tls_versions="TLSv1.2"))
-        _sysbench_style_table(t12)
+        _sysbench_style_table(t12.endpoint)
         arms["TLS ECDSA"] = (ec.endpoint, True, ec.pids)
         arms["TLS 1.2"] = (t12.endpoint, True, t12.pids)
         facts["mysql (MariaDB, ECDSA)"] = ec.describe()
@@ -163,20 +169,23 @@ def _mysql_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tu
     return arms, facts, notes
 
 
-def _sysbench_style_table(db: MariaDBServer, rows: int = 1000) -> None:
-    """sbtest1 with sysbench's schema (id, k, c char(120), pad char(60)) so the probe query reads a real row."""
-    conn = db.endpoint.connect(tls=False)
+def _sysbench_style_table(endpoint, rows: int = 1000) -> None:
+    """sbtest1 with sysbench's schema (id, k, c char(120), pad char(60)) so the probe query reads a real row.
+    Idempotent: an existing table with rows is left alone."""
+    conn = endpoint.connect(tls=endpoint.tls_required)
     try:
         cur = conn.cursor()
         cur.execute(
             "CREATE TABLE IF NOT EXISTS sbtest1 (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
             " c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k)) ENGINE=InnoDB"
         )
-        cur.executemany(
-            "INSERT INTO sbtest1 (k, c, pad) VALUES (%s, %s, %s)",
-            [(i * 7 % rows, f"{i:011d}-" * 10, f"{i:011d}-" * 5) for i in range(rows)],
-        )
-        conn.commit()
+        cur.execute("SELECT COUNT(*) FROM sbtest1")
+        if cur.fetchone()[0] == 0:
+            cur.executemany(
+                "INSERT INTO sbtest1 (k, c, pad) VALUES (%s, %s, %s)",
+                [(i * 7 % rows, f"{i:011d}-" * 10, f"{i:011d}-" * 5) for i in range(rows)],
+            )
+            conn.commit()
     finally:
         conn.close()
 

@@ -1,0 +1,199 @@
+"""The report pipeline: bad input fails before any kernel starts; a run produces a versioned report
+directory with notebook, HTML, results and run.json; secrets never reach any of it; HTML renders offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from secoverhead.cli import main
+from secoverhead.pipeline import _scrub, run_study, scan_for_secrets
+from secoverhead.render import external_references
+from secoverhead.secrets import EMBEDDED_PASSWORD_ENV
+from secoverhead.servers import MariaDBServer
+from secoverhead.servers.process import free_port
+
+pytestmark = pytest.mark.integration
+TINY = Path(__file__).parents[1] / "fixtures" / "tls_tiny.yaml"
+SENTINEL = "Sentinel-Pw-4711!"
+
+
+def test_list_names_every_study(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for study in ("tls", "auth", "tde", "https", "audit"):
+        assert study in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "nosuchstudy"], "unknown study 'nosuchstudy'"),
+        (["run", "tls", "-p", "no_such_param", "1"], "unknown parameter 'no_such_param'"),
+        (["run", "tls", "-p", "repetitions", "many"], "must be int"),
+        (["run", "tls", "-p", "mongo_enabled", "3"], "must be bool"),
+        (["run", "tls", "-f", "/nonexistent/params.yaml"], "does not exist"),
+        (["run", "tls", "--profile", "enormous"], "no profile 'enormous'"),
+        (["run", "tls", "-p", "mysql_password", "hunter2"], "looks like a secret"),
+        (["run", "tls", "-p", "mysql_password_env", "SECOVERHEAD_UNSET_VAR"], "is not set"),
+        (["run", "tls", "-p", "mysql_ca_file", "/nonexistent/ca.pem"], "does not exist"),
+        (["run", "tls", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", "PORT"], "unreachable"),
+        (["run", "tls", "-p", "mongo_uri", "mongodb://u:pw@127.0.0.1:1/"], "must not hold credentials"),
+    ],
+)
+def test_bad_input_is_refused_before_any_kernel_starts(tmp_path, capsys, args, message):
+    args = [str(free_port()) if a == "PORT" else a for a in args]
+    assert main([*args, "--reports", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # no run directory, so no kernel was started
+
+
+@pytest.fixture(scope="module")
+def sentinel_db():
+    old = os.environ.get(EMBEDDED_PASSWORD_ENV)
+    os.environ[EMBEDDED_PASSWORD_ENV] = SENTINEL  # this server's bench password is the sentinel
+    try:
+        with MariaDBServer(tls="on") as db:
+            yield db
+    finally:
+        if old is None:
+            os.environ.pop(EMBEDDED_PASSWORD_ENV, None)
+        else:
+            os.environ[EMBEDDED_PASSWORD_ENV] = old
+
+
+@pytest.fixture(scope="module")
+def reports():
+    path = Path(tempfile.mkdtemp(prefix="secoverhead-reports-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def good_run(sentinel_db, reports):
+    assert sentinel_db.endpoint.password.reveal() == SENTINEL
+    os.environ["SECOVERHEAD_TEST_SENTINEL_PW"] = SENTINEL
+    e = sentinel_db.endpoint
+    outcome = run_study(
+        "tls",
+        params_file=TINY,
+        reports_root=reports,
+        overrides=[
+            ("mysql_host", e.host),
+            ("mysql_port", str(e.port)),
+            ("mysql_user", e.user),
+            ("mysql_password_env", "SECOVERHEAD_TEST_SENTINEL_PW"),
+            ("mysql_ca_file", str(e.ca_file)),
+        ],
+    )
+    return outcome
+
+
+def test_a_run_produces_a_versioned_report(good_run, reports):
+    assert good_run.ok, good_run.error
+    d = good_run.run_dir
+    assert d.parent == reports / "tls" and d.name.endswith("-tls_tiny+mysql_host")
+    for name in (
+        "report.ipynb",
+        "report.html",
+        "run.json",
+        "run.log",
+        "results/verdicts.json",
+        "results/tls-mysql/results.parquet",
+        "results/tls-mysql/metadata.json",
+    ):
+        assert (d / name).exists(), name
+    meta = json.loads((d / "run.json").read_text())
+    assert meta["status"] == "ok" and meta["duration_s"] > 0
+    assert meta["environment"]["tools"]["mariadbd"] and meta["parameters"]["mysql_password_env"]
+    assert (reports / "tls" / "latest").resolve() == d.resolve()
+
+
+def test_no_secret_reaches_any_artefact(good_run):
+    for path in good_run.run_dir.rglob("*"):
+        if path.is_file():
+            assert SENTINEL.encode() not in path.read_bytes(), path
+    assert scan_for_secrets(good_run.run_dir, [SENTINEL]) == []
+
+
+def test_the_scanner_finds_and_scrubs_a_planted_secret(tmp_path):
+    (tmp_path / "a.log").write_text(f"connected with password {SENTINEL}\n")
+    (tmp_path / "clean.txt").write_text("nothing here\n")
+    assert scan_for_secrets(tmp_path, [SENTINEL]) == ["a.log"]
+    _scrub(tmp_path, ["a.log"], [SENTINEL])
+    assert scan_for_secrets(tmp_path, [SENTINEL]) == []
+
+
+def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, reports):
+    e = sentinel_db.endpoint
+    second = run_study(
+        "tls",
+        params_file=TINY,
+        reports_root=reports,
+        overrides=[
+            ("mysql_host", e.host),
+            ("mysql_port", str(e.port)),
+            ("mysql_user", e.user),
+            ("mysql_password_env", "SECOVERHEAD_TEST_SENTINEL_PW"),
+            ("mysql_ca_file", str(e.ca_file)),
+            ("repetitions", "0"),
+        ],
+    )  # fails inside the notebook
+    assert not second.ok and "repetitions" in second.error
+    assert second.run_dir != good_run.run_dir and good_run.run_dir.exists()
+    assert (second.run_dir / "report.ipynb").exists()  # the partial notebook is kept
+    meta = json.loads((second.run_dir / "run.json").read_text())
+    assert meta["status"] == "failed" and "repetitions" in meta["error"]
+    assert (reports / "tls" / "latest").resolve() == second.run_dir.resolve()
+
+
+def test_cli_exit_code_and_index(good_run, reports, capsys):
+    from secoverhead.index import build_index
+
+    index = build_index(reports).read_text()
+    assert good_run.run_dir.name in index and "report.html" in index
+    assert "reproduced" in index or "inconclusive" in index  # headline verdicts are shown
+    assert main(["run", "tls", "-f", str(TINY), "-p", "repetitions", "0", "--reports", str(reports)]) == 1
+
+
+def test_html_is_conclusions_first_and_renders_offline(good_run, tmp_path):
+    html_path = good_run.run_dir / "report.html"
+    html = html_path.read_text()
+    assert external_references(html) == []
+    assert html.index("Conclusions") < html.index("Environment") < html.index("Method")
+    assert "import secoverhead" not in html and "from secoverhead" not in html  # --no-input
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is installed by `make setup`"
+    flags = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",  # networking off
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [*flags, f"--screenshot={shot}", "--window-size=1200,2000", html_path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    dom = subprocess.run(
+        [*flags, "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert dom.count("<table") >= 4
+    assert dom.count('src="data:image/png;base64,') >= 2
