@@ -240,3 +240,48 @@ def summarize_runs(runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str]
             row |= {m: med, f"{m}_ci_low": lo, f"{m}_ci_high": hi}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def line_plot(
+    table: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    hue: str,
+    title: str,
+    ylabel: str,
+    xlabel: str | None = None,
+    lo: str | None = None,
+    hi: str | None = None,
+    logx: bool = False,
+):
+    """A metric over a factor (threads, concurrency), one line per arm, with CI bands when given."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, g in table.groupby(hue, sort=False):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], marker="o", label=str(name))
+        if lo and hi:
+            ax.fill_between(g[x], g[lo], g[hi], alpha=0.15)
+    ax.set(title=title, ylabel=ylabel, xlabel=xlabel or x)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Sequence[str], title: str, ylabel: str):
+    """One bar per row of table, split into parts (e.g. user and system CPU)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bottom = np.zeros(len(table))
+    for col, label in zip(parts, labels, strict=True):
+        vals = table[col].to_numpy(dtype=float)
+        ax.bar(table[x].astype(str), vals, bottom=bottom, label=label)
+        bottom += np.nan_to_num(vals)
+    ax.set(title=title, ylabel=ylabel)
+    ax.tick_params(axis="x", labelrotation=25)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,149 @@
+"""Short-connection load: every operation opens a connection, authenticates, runs one query and closes it,
+from `concurrency` worker processes (processes, so the client is not GIL-bound). A pooled variant keeps one
+connection per worker, to show what reuse saves. Bounded by operations per worker and by a deadline."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SecoverheadError
+from ..measurement import Measurement
+from ..metrics import CpuMeter
+
+
+@dataclass(frozen=True)
+class ConnectSpec:
+    """How a worker connects: engine 'mongo' or 'mysql', and the client library's keyword arguments."""
+
+    engine: str
+    client_args: dict[str, Any]
+    query: str = "SELECT 1"  # mysql; mongo runs find_one() on ycsb.usertable
+
+
+def _one_op_mongo(args: dict[str, Any]) -> None:
+    import pymongo
+
+    client = pymongo.MongoClient(**args)
+    try:
+        client["ycsb"]["usertable"].find_one()
+    finally:
+        client.close()
+
+
+def _one_op_mysql(args: dict[str, Any], query: str) -> None:
+    import mysql.connector
+
+    conn = mysql.connector.connect(**args)
+    try:
+        cur = conn.cursor()
+        cur.execute(query)
+        cur.fetchall()
+    finally:
+        conn.close()
+
+
+def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: Any, out: Any) -> None:
+    lat: list[float] = []
+    errors, first_error = 0, None
+    keep = None
+    try:
+        if pooled:  # one connection per worker, opened before the clock starts
+            if spec.engine == "mongo":
+                import pymongo
+
+                keep = pymongo.MongoClient(**spec.client_args)
+                coll = keep["ycsb"]["usertable"]
+                coll.find_one()
+                op = coll.find_one
+            else:
+                import mysql.connector
+
+                keep = mysql.connector.connect(**spec.client_args)
+                cur = keep.cursor()
+
+                def op() -> None:
+                    cur.execute(spec.query)
+                    cur.fetchall()
+        elif spec.engine == "mongo":
+
+            def op() -> None:
+                _one_op_mongo(spec.client_args)
+        else:
+
+            def op() -> None:
+                _one_op_mysql(spec.client_args, spec.query)
+
+        start.wait()
+        for _ in range(ops):
+            if time.monotonic() > deadline:
+                break
+            t0 = time.perf_counter_ns()
+            try:
+                op()
+                lat.append((time.perf_counter_ns() - t0) / 1e6)
+            except Exception as exc:
+                errors += 1
+                first_error = first_error or f"{type(exc).__name__}: {exc}"[:300]
+    except Exception as exc:  # set-up failed (e.g. the pooled connection): report it, do not print a traceback
+        errors += 1
+        first_error = f"{type(exc).__name__}: {exc}"[:300]
+        start.wait(5)
+    finally:
+        if keep is not None:
+            keep.close()
+        out.put((lat, errors, first_error))
+
+
+def run_short_connections(
+    spec: ConnectSpec,
+    *,
+    concurrency: int,
+    ops_per_worker: int,
+    max_seconds: float = 60,
+    pooled: bool = False,
+    server_pids: list[int] | None = None,
+) -> Measurement:
+    """Run the load; metrics: connections (or queries) per second, latency, server/client CPU per op."""
+    if concurrency < 1 or ops_per_worker < 1 or max_seconds <= 0:
+        raise ValueError("concurrency and ops_per_worker must be >= 1, max_seconds > 0")
+    ctx = mp.get_context("fork")
+    start, out = ctx.Event(), ctx.Queue()
+    deadline = time.monotonic() + max_seconds
+    procs = [
+        ctx.Process(target=_worker, args=(spec, ops_per_worker, deadline, pooled, start, out), daemon=True)
+        for _ in range(concurrency)
+    ]
+    with CpuMeter(server_pids or []) as meter:
+        for p in procs:
+            p.start()
+        time.sleep(0.2)  # let every worker import and (pooled) connect before the clock starts
+        t0 = time.perf_counter()
+        start.set()
+        results = [out.get(timeout=max_seconds + 60) for _ in procs]
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join(10)
+    lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
+    errors = sum(r[1] for r in results)
+    n = len(lat)
+    first_error = next((r[2] for r in results if r[2]), None)
+    if n == 0:
+        raise SecoverheadError(f"every short-connection operation failed: {first_error}")
+    metrics: dict[str, Any] = {
+        "operations": n,
+        "errors": errors,
+        "wall_s": wall,
+        "ops_per_s": n / wall if wall else 0,
+        "latency_median_ms": float(np.median(lat)) if n else float("nan"),
+        "latency_p99_ms": float(np.percentile(lat, 99)) if n else float("nan"),
+    }
+    metrics |= meter.metrics(n)
+    samples = pd.DataFrame({"latency_ms": lat})
+    info = {"engine": spec.engine, "pooled": pooled, "concurrency": concurrency, "first_error": first_error}
+    return Measurement(metrics, samples=samples, info=info)
