@@ -172,12 +172,14 @@ def run(p: AuthParams, *, progress: bool = True) -> dict[str, StudyPart]:
         with contextlib.ExitStack() as stack:
             arms, facts, notes = make_arms(p, stack)
 
-            def measure(arm: str, factors: dict, arms=arms) -> Measurement:
+            ops = p.mysql_ops_per_worker if engine == "MySQL" else p.ops_per_worker
+
+            def measure(arm: str, factors: dict, arms=arms, ops=ops) -> Measurement:
                 spec, pooled, pids = arms[arm]
                 return run_short_connections(
                     spec,
                     concurrency=int(factors["concurrency"]),
-                    ops_per_worker=p.ops_per_worker * (20 if pooled else 1),
+                    ops_per_worker=ops * (20 if pooled else 1),
                     max_seconds=p.max_seconds_per_run,
                     pooled=pooled,
                     server_pids=pids,
