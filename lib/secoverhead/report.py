@@ -285,3 +285,16 @@ def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Se
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def heatmap(table: pd.DataFrame, *, index: str, columns: str, values: str, title: str, fmt: str = ".1f",
+            center: float | None = 0.0, label: str = ""):
+    """A grid of one value (e.g. loss %) over two factors, annotated with the numbers."""
+    import seaborn as sns
+
+    grid = table.pivot_table(index=index, columns=columns, values=values, aggfunc="median")
+    fig, ax = plt.subplots(figsize=(1.2 * max(4, grid.shape[1]) + 2, 0.6 * max(3, grid.shape[0]) + 1.5))
+    sns.heatmap(grid, annot=True, fmt=fmt, cmap="RdBu_r", center=center, ax=ax, cbar_kws={"label": label})
+    ax.set(title=title)
+    fig.tight_layout()
+    return fig
