@@ -287,8 +287,17 @@ def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Se
     return fig
 
 
-def heatmap(table: pd.DataFrame, *, index: str, columns: str, values: str, title: str, fmt: str = ".1f",
-            center: float | None = 0.0, label: str = ""):
+def heatmap(
+    table: pd.DataFrame,
+    *,
+    index: str,
+    columns: str,
+    values: str,
+    title: str,
+    fmt: str = ".1f",
+    center: float | None = 0.0,
+    label: str = "",
+):
     """A grid of one value (e.g. loss %) over two factors, annotated with the numbers."""
     import seaborn as sns
 

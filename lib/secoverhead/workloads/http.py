@@ -54,6 +54,32 @@ def _check_loopback(url_or_host: str) -> None:
         raise ConfigError(f"HTTP load is only sent to loopback addresses here, not {host!r}")
 
 
+def pinned(argv: list[str], cpus: str | None) -> list[str]:
+    """Run a load client on given CPUs (e.g. "1"), away from a server pinned elsewhere."""
+    return argv if not cpus else ["taskset", "-c", cpus, *argv]
+
+
+def openssl_speed(seconds: int = 1) -> dict[str, float]:
+    """Microseconds per operation for the handshake's crypto: RSA-2048 and ECDSA P-256 sign/verify, X25519."""
+    text = _run(
+        [_need("openssl"), "speed", "-seconds", str(seconds), "rsa2048", "ecdsap256", "ecdhx25519"],
+        timeout=120 + 10 * seconds,
+    )
+    out: dict[str, float] = {}
+    rsa = re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", text, re.MULTILINE)
+    ec = re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", text)
+    x = re.search(r"253 bits ecdh \(X25519\)\s+\S+\s+([\d.]+)", text)
+    if rsa:
+        out |= {"rsa2048_sign_us": 1e6 / float(rsa.group(1)), "rsa2048_verify_us": 1e6 / float(rsa.group(2))}
+    if ec:
+        out |= {"ecdsa_p256_sign_us": 1e6 / float(ec.group(1)), "ecdsa_p256_verify_us": 1e6 / float(ec.group(2))}
+    if x:
+        out["x25519_derive_us"] = 1e6 / float(x.group(1))
+    if not out:
+        raise SecoverheadError("openssl speed printed nothing parsable:\n" + text[-500:])
+    return out
+
+
 def _run(argv: list[str], timeout: float) -> str:
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -102,6 +128,7 @@ def run_ab(
     keepalive: bool = False,
     tls_protocol: str | None = None,
     time_limit_s: float = 120,
+    cpus: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame, str]:
     """ab -n requests -c concurrency [-k] [-f protocol] url. Returns summary, percentile table, command."""
     _check_loopback(url)
@@ -118,7 +145,7 @@ def run_ab(
         if tls_protocol:
             options += ["-f", tls_protocol]
         argv = [_need("ab"), "-q", "-t", str(int(time_limit_s)), *options, "-e", str(csv), url]
-        text = _run(argv, timeout=time_limit_s + 30)
+        text = _run(pinned(argv, cpus), timeout=time_limit_s + 30)
         pct = parse_ab_percentiles(csv.read_text()) if csv.exists() else pd.DataFrame()
     return parse_ab(text), pct, shlex.join(["ab", "-t", str(int(time_limit_s)), *options, url])
 
@@ -144,7 +171,13 @@ def parse_wrk(text: str) -> dict[str, Any]:
 
 
 def run_wrk(
-    url: str, *, duration_s: float, connections: int, threads: int = 1, keepalive: bool = True
+    url: str,
+    *,
+    duration_s: float,
+    connections: int,
+    threads: int = 1,
+    keepalive: bool = True,
+    cpus: str | None = None,
 ) -> tuple[dict[str, Any], str]:
     """wrk for duration_s. keepalive=False sends `Connection: close` (wrk then reconnects, and resumes TLS
     sessions on its own)."""
@@ -157,7 +190,7 @@ def run_wrk(
         options = ["-t", str(threads), "-c", str(connections), "-d", f"{duration_s:g}s", "--timeout", "10s"]
         if not keepalive:
             options += ["-H", "Connection: close"]
-        text = _run([_need("wrk"), *options, "-s", str(script), url], timeout=duration_s + 30)
+        text = _run(pinned([_need("wrk"), *options, "-s", str(script), url], cpus), timeout=duration_s + 30)
     return parse_wrk(text), shlex.join(["wrk", *options, url])
 
 
@@ -183,6 +216,7 @@ def run_s_time(
     seconds: int,
     processes: int = 1,
     ca_file: Path | None = None,
+    cpus: str | None = None,
 ) -> tuple[dict[str, float], str]:
     """`openssl s_time -new|-reuse` in `processes` parallel copies, each fetching / over a new connection for
     `seconds`. With -reuse every connection after the first offers the previous session."""
@@ -206,7 +240,8 @@ def run_s_time(
     if ca_file is not None:
         argv += ["-CAfile", str(ca_file)]
     procs = [
-        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(processes)
+        subprocess.Popen(pinned(argv, cpus), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(processes)
     ]
     try:
         outs = [p.communicate(timeout=seconds + 30)[0] for p in procs]
