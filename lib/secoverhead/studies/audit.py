@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SecoverheadError
-from ..experiment import Experiment
 from ..measurement import Measurement
 from ..metrics import bytes_in
 from ..report import ClaimVerdict, claim_direction
-from ..results import ResultStore, default_output_dir
+from ..results import ResultStore
 from ..servers import ExternalMySQL, MariaDBServer
 from ..stats import Comparison, compare_sweep
 from ..workloads.sysbench import Sysbench, SysbenchOptions
+from .common import ExternalMySQLParams, StudyParams, run_experiment
 
 BASELINE = "A: no audit"
 EMBEDDED_ARMS = {
@@ -47,32 +47,21 @@ SIX_MONTHS_S = 182.5 * 86400
 
 
 @dataclass
-class AuditParams:
-    output_dir: str = ""
+class AuditParams(StudyParams, ExternalMySQLParams):
     experiment_id: str = "audit"
-    seed: int = 0
-    repetitions: int = 3
-    warmup: int = 1
-    max_minutes: float = 30
     arms: list[str] = field(default_factory=lambda: list(EMBEDDED_ARMS))
     tables: int = 2
     table_size: int = 5000
     threads: int = 8
     run_seconds: int = 3
     report_interval: int = 1
-    mysql_host: str = ""
-    mysql_port: int = 3306
-    mysql_user: str = ""
-    mysql_password_env: str = ""
-    mysql_database: str = "sbtest"
     # external only: {"arm name": {"enable": [SQL, ...], "disable": [SQL, ...]}}, run by mysql_admin_user
     external_arms: dict[str, Any] = field(default_factory=dict)
     mysql_admin_user: str = ""
     mysql_admin_password_env: str = ""
 
     def __post_init__(self) -> None:
-        if not self.output_dir:
-            self.output_dir = str(default_output_dir("audit"))
+        super().__post_init__()
         if not self.mysql_host:
             unknown = [a for a in self.arms if a not in EMBEDDED_ARMS]
             if unknown:
@@ -82,8 +71,8 @@ class AuditParams:
         for name, spec in self.external_arms.items():
             if not isinstance(spec, dict) or not isinstance(spec.get("enable", []), list):
                 raise ValueError(f"external arm {name!r} must be {{'enable': [SQL...], 'disable': [SQL...]}}")
-        if self.repetitions < 1 or self.threads < 1 or self.run_seconds < 1:
-            raise ValueError("repetitions, threads and run_seconds must be >= 1")
+        if self.threads < 1 or self.run_seconds < 1:
+            raise ValueError("threads and run_seconds must be >= 1")
 
 
 @dataclass
@@ -152,24 +141,13 @@ def run(p: AuditParams, *, progress: bool = True) -> AuditResult:
         targets: dict[str, tuple[Sysbench, list[int], list[Path], Any]] = {}
         facts, verification = {}, {}
         if p.mysql_host:
-            ext = stack.enter_context(
-                ExternalMySQL(
-                    host=p.mysql_host,
-                    port=p.mysql_port,
-                    user=p.mysql_user,
-                    password_env=p.mysql_password_env or None,
-                    database=p.mysql_database,
-                )
-            )
+            ext = stack.enter_context(p.external_mysql())
             admin = None
             if p.external_arms:
                 admin = stack.enter_context(
-                    ExternalMySQL(
-                        host=p.mysql_host,
-                        port=p.mysql_port,
-                        user=p.mysql_admin_user,
-                        password_env=p.mysql_admin_password_env or None,
-                    )
+                    replace(
+                        p, mysql_user=p.mysql_admin_user, mysql_password_env=p.mysql_admin_password_env
+                    ).external_mysql()
                 )
             sb = Sysbench(ext.endpoint)
             sb.prepare(opts)
@@ -214,19 +192,9 @@ def run(p: AuditParams, *, progress: bool = True) -> AuditResult:
                 m.metrics["audit_bytes_per_transaction"] = written / max(m.metrics["transactions"], 1)
             return m
 
-        store = ResultStore(Path(p.output_dir), p.experiment_id)
-        Experiment(
-            p.experiment_id,
-            arms=list(targets),
-            repetitions=p.repetitions,
-            warmup=p.warmup,
-            seed=p.seed,
-            max_seconds=p.max_minutes * 60,
-            store=store,
-            parameters=vars(p),
-            servers=facts,
-            progress=progress,
-        ).run(measure)
+        store = run_experiment(
+            p, p.experiment_id, arms=list(targets), measure=measure, servers=facts, progress=progress
+        )
     store.update_metadata(notes=notes, verification=verification)
     return AuditResult(store, list(targets), facts, verification, notes)
 

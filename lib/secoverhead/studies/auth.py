@@ -10,28 +10,22 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..experiment import Experiment
 from ..measurement import Measurement
-from ..results import ResultStore, default_output_dir
-from ..servers import ExternalMongo, ExternalMySQL, FerretDBServer, MariaDBServer
+from ..results import ResultStore
+from ..servers import ExternalMongo, FerretDBServer, MariaDBServer
 from ..stats import Comparison, compare, compare_sweep
 from ..workloads.nonce import nonce_benchmark
 from ..workloads.short_connections import ConnectSpec, run_short_connections
+from .common import ExternalMySQLParams, StudyParams, run_experiment
 
 
 @dataclass
-class AuthParams:
-    output_dir: str = ""
+class AuthParams(StudyParams, ExternalMySQLParams):
     experiment_id: str = "auth"
-    seed: int = 0
-    repetitions: int = 3
-    warmup: int = 1
-    max_minutes: float = 30
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     ops_per_worker: int = 10
     mysql_ops_per_worker: int = 60  # a MySQL connect is ~20x cheaper than pymongo's: more per run for CPU ticks
@@ -42,21 +36,15 @@ class AuthParams:
     mongo_password_env: str = ""
     mongo_mechanisms: list[str] = field(default_factory=lambda: ["SCRAM-SHA-256"])
     mysql_enabled: bool = True
-    mysql_host: str = ""
-    mysql_port: int = 3306
-    mysql_user: str = ""
-    mysql_password_env: str = ""
-    mysql_database: str = "sbtest"
     mysql_ca_file: str = ""
     nonce_enabled: bool = True
     nonce_workers: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     nonces_per_run: int = 300_000
 
     def __post_init__(self) -> None:
-        if not self.output_dir:
-            self.output_dir = str(default_output_dir("auth"))
-        if self.repetitions < 1 or self.ops_per_worker < 1 or self.nonces_per_run < 1:
-            raise ValueError("repetitions, ops_per_worker and nonces_per_run must be >= 1")
+        super().__post_init__()
+        if self.ops_per_worker < 1 or self.mysql_ops_per_worker < 1 or self.nonces_per_run < 1:
+            raise ValueError("ops_per_worker, mysql_ops_per_worker and nonces_per_run must be >= 1")
         if not self.concurrency or min(self.concurrency) < 1 or max(self.concurrency) > 64:
             raise ValueError("concurrency levels must be between 1 and 64")
 
@@ -133,17 +121,7 @@ def _mongo_arms(p: AuthParams, stack: contextlib.ExitStack):
 
 def _mysql_arms(p: AuthParams, stack: contextlib.ExitStack):
     if p.mysql_host:
-        ext = stack.enter_context(
-            ExternalMySQL(
-                host=p.mysql_host,
-                port=p.mysql_port,
-                user=p.mysql_user,
-                password_env=p.mysql_password_env or None,
-                database=p.mysql_database or None,
-                ca_file=p.mysql_ca_file or None,
-                tls=True,
-            )
-        )
+        ext = stack.enter_context(p.external_mysql(tls=True, ca_file=p.mysql_ca_file))
         e, pids, facts = ext.endpoint, [], {"mysql": ext.describe()}
     else:
         db = stack.enter_context(MariaDBServer(tls="on"))
@@ -162,7 +140,6 @@ def _mysql_arms(p: AuthParams, stack: contextlib.ExitStack):
 
 def run(p: AuthParams, *, progress: bool = True) -> dict[str, StudyPart]:
     out: dict[str, StudyPart] = {}
-    root = Path(p.output_dir)
     for engine, enabled, make_arms in (
         ("MongoDB", p.mongo_enabled, _mongo_arms),
         ("MySQL", p.mysql_enabled, _mysql_arms),
@@ -186,41 +163,32 @@ def run(p: AuthParams, *, progress: bool = True) -> dict[str, StudyPart]:
                 )
 
             exp_id = f"{p.experiment_id}-{engine.lower()}"
-            store = ResultStore(root, exp_id)
-            Experiment(
+            store = run_experiment(
+                p,
                 exp_id,
                 arms=list(arms),
-                factors={"concurrency": p.concurrency},
-                repetitions=p.repetitions,
-                warmup=p.warmup,
-                seed=p.seed,
-                max_seconds=p.max_minutes * 60,
-                store=store,
-                parameters=vars(p),
+                measure=measure,
                 servers=facts,
+                factors={"concurrency": p.concurrency},
                 progress=progress,
-            ).run(measure)
+            )
             store.update_metadata(notes=notes)
             out[engine] = StudyPart(engine, store, list(arms), facts, notes)
     if p.nonce_enabled:
-        exp_id = f"{p.experiment_id}-nonce"
-        store = ResultStore(root, exp_id)
 
         def nonce(arm: str, factors: dict) -> Measurement:
             w = int(factors["workers"])
             return nonce_benchmark(arm, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
 
-        Experiment(
-            exp_id,
+        store = run_experiment(
+            p,
+            f"{p.experiment_id}-nonce",
             arms=["syscall", "userspace"],
+            measure=nonce,
+            servers={},
             factors={"workers": p.nonce_workers},
-            repetitions=p.repetitions,
-            warmup=p.warmup,
-            seed=p.seed,
-            store=store,
-            parameters=vars(p),
             progress=progress,
-        ).run(nonce)
+        )
         out["nonce"] = StudyPart(
             "nonce",
             store,

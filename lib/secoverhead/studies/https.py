@@ -11,19 +11,18 @@ import contextlib
 import os
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..experiment import Experiment
 from ..measurement import Measurement
 from ..report import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, ClaimVerdict
-from ..results import ResultStore, default_output_dir
+from ..results import ResultStore
 from ..servers import NginxServer
 from ..stats import bootstrap_medians, compare
 from ..workloads import http
+from .common import StudyParams, run_experiment
 
 
 @dataclass(frozen=True)
@@ -59,13 +58,8 @@ SERVERS = {
 
 
 @dataclass
-class HttpsParams:
-    output_dir: str = ""
+class HttpsParams(StudyParams):
     experiment_id: str = "https"
-    seed: int = 0
-    repetitions: int = 3
-    warmup: int = 1
-    max_minutes: float = 30
     arms: list[str] = None  # None: all
     run_seconds: int = 2
     concurrency: int = 4  # ab -c, wrk connections, s_time processes
@@ -73,16 +67,15 @@ class HttpsParams:
     client_cpus: str = "auto"  # "auto": the core the server is not on; "": no pinning
 
     def __post_init__(self) -> None:
-        if not self.output_dir:
-            self.output_dir = str(default_output_dir("https"))
+        super().__post_init__()
         known = [a.name for a in ARMS]
         if self.arms is None:
             self.arms = known
         unknown = [a for a in self.arms if a not in known]
         if unknown:
             raise ValueError(f"unknown arm(s) {unknown}; known: {known}")
-        if self.repetitions < 1 or self.run_seconds < 1 or self.concurrency < 1:
-            raise ValueError("repetitions, run_seconds and concurrency must be >= 1")
+        if self.run_seconds < 1 or self.concurrency < 1:
+            raise ValueError("run_seconds and concurrency must be >= 1")
         if self.client_cpus == "auto":
             self.client_cpus = "1" if (os.cpu_count() or 1) > 1 else ""
 
@@ -154,20 +147,8 @@ def run(p: HttpsParams, *, progress: bool = True) -> HttpsResult:
             m.info |= {"tool": arm.tool, "tls": arm.tls, "keepalive": arm.keepalive, "resume": arm.resume}
             return m
 
-        store = ResultStore(Path(p.output_dir), p.experiment_id)
         facts = {f"nginx ({k})": s.describe() for k, s in servers.items()}
-        Experiment(
-            p.experiment_id,
-            arms=list(arms),
-            repetitions=p.repetitions,
-            warmup=p.warmup,
-            seed=p.seed,
-            max_seconds=p.max_minutes * 60,
-            store=store,
-            parameters=vars(p),
-            servers=facts,
-            progress=progress,
-        ).run(measure)
+        store = run_experiment(p, p.experiment_id, arms=list(arms), measure=measure, servers=facts, progress=progress)
     notes = [
         f"nginx worker pinned to core 0; load clients pinned to core(s) {p.client_cpus or 'any'}",
         "ab is single-threaded and pays a full handshake's client crypto per request: full-handshake arms are "

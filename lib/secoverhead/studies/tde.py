@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..experiment import Experiment
 from ..measurement import Measurement
 from ..report import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, ClaimVerdict, median_ci
-from ..results import ResultStore, default_output_dir
-from ..servers import ExternalMySQL, MariaDBServer
+from ..results import ResultStore
+from ..servers import MariaDBServer
 from ..stats import Comparison, bootstrap_medians, compare_sweep
 from ..workloads.sysbench import Sysbench, SysbenchOptions
+from .common import ExternalMySQLParams, StudyParams, run_experiment
 
 DATA_GB = 41.0
 
@@ -45,37 +44,26 @@ ARMS = ("encryption off", "encryption on")
 
 
 @dataclass
-class TdeParams:
-    output_dir: str = ""
+class TdeParams(StudyParams, ExternalMySQLParams):
     experiment_id: str = "tde"
-    seed: int = 0
-    repetitions: int = 3
-    warmup: int = 1
-    max_minutes: float = 30
     profiles: list[str] = field(default_factory=lambda: ["4c16g", "8c32g"])
     workloads: list[str] = field(default_factory=lambda: ["oltp_read_write", "oltp_write_only"])
     threads: list[int] = field(default_factory=lambda: [1, 8])
     tables: int = 2
     table_size: int = 10_000
     run_seconds: int = 3
-    mysql_host: str = ""  # external: one server whose encryption state the user states
-    mysql_port: int = 3306
-    mysql_user: str = ""
-    mysql_password_env: str = ""
-    mysql_database: str = "sbtest"
     mysql_instance_class: str = ""
     mysql_encryption: str = ""  # external only: "on" or "off", what the server has
 
     def __post_init__(self) -> None:
-        if not self.output_dir:
-            self.output_dir = str(default_output_dir("tde"))
+        super().__post_init__()
         unknown = [p for p in self.profiles if p not in PROFILES]
         if unknown:
             raise ValueError(f"unknown profile(s) {unknown}; known: {', '.join(PROFILES)}")
         for w in self.workloads:
             SysbenchOptions(script=w)  # validates the name
-        if self.repetitions < 1 or min(self.threads) < 1 or self.run_seconds < 1:
-            raise ValueError("repetitions, threads and run_seconds must be >= 1")
+        if not self.threads or min(self.threads) < 1 or self.run_seconds < 1:
+            raise ValueError("threads and run_seconds must be >= 1")
         if self.mysql_host and self.mysql_encryption not in ("on", "off"):
             raise ValueError("with mysql_host, set mysql_encryption to 'on' or 'off' (what that server has)")
 
@@ -126,7 +114,6 @@ def _size_buffer_pool(db: MariaDBServer, profile: Profile) -> dict[str, Any]:
 
 def run(p: TdeParams, *, progress: bool = True) -> dict[str, ProfileResult]:
     out: dict[str, ProfileResult] = {}
-    root = Path(p.output_dir)
     max_threads = max(p.threads)
     opts = {
         w: {
@@ -140,16 +127,7 @@ def run(p: TdeParams, *, progress: bool = True) -> dict[str, ProfileResult]:
         with contextlib.ExitStack() as stack:
             notes: list[str] = []
             if p.mysql_host:
-                ext = stack.enter_context(
-                    ExternalMySQL(
-                        host=p.mysql_host,
-                        port=p.mysql_port,
-                        user=p.mysql_user,
-                        password_env=p.mysql_password_env or None,
-                        database=p.mysql_database,
-                        instance_class=p.mysql_instance_class or None,
-                    )
-                )
+                ext = stack.enter_context(p.external_mysql(instance_class=p.mysql_instance_class))
                 arm = f"encryption {p.mysql_encryption}"
                 targets = {arm: (Sysbench(ext.endpoint), [])}
                 facts = {"mysql": ext.describe()}
@@ -193,20 +171,15 @@ def run(p: TdeParams, *, progress: bool = True) -> dict[str, ProfileResult]:
                 return m
 
             exp_id = f"{p.experiment_id}-{name}"
-            store = ResultStore(root, exp_id)
-            Experiment(
+            store = run_experiment(
+                p,
                 exp_id,
                 arms=list(targets),
-                factors={"workload": p.workloads, "threads": p.threads},
-                repetitions=p.repetitions,
-                warmup=p.warmup,
-                seed=p.seed,
-                max_seconds=p.max_minutes * 60,
-                store=store,
-                parameters=vars(p),
+                measure=measure,
                 servers=facts,
+                factors={"workload": p.workloads, "threads": p.threads},
                 progress=progress,
-            ).run(measure)
+            )
             store.update_metadata(notes=notes)
             out[name] = ProfileResult(profile, store, facts, notes)
     return out

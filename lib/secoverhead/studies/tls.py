@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..experiment import Experiment
 from ..measurement import Measurement
-from ..results import ResultStore, default_output_dir
-from ..servers import ExternalMongo, ExternalMySQL, FerretDBServer, MariaDBServer
+from ..results import ResultStore
+from ..servers import ExternalMongo, FerretDBServer, MariaDBServer
 from ..stats import Comparison, compare
 from ..workloads import probes
 from ..workloads.ycsb import load_usertable
 from . import PUBLISHED
+from .common import ExternalMySQLParams, StudyParams, run_experiment
 
 # what each engine's probe calls its timings -> the original's row names
 MONGO_MEASURES = {
@@ -40,13 +39,8 @@ MYSQL_MEASURES = {
 
 
 @dataclass
-class TlsParams:
-    output_dir: str = ""
+class TlsParams(StudyParams, ExternalMySQLParams):
     experiment_id: str = "tls"
-    seed: int = 0
-    repetitions: int = 3
-    warmup: int = 1
-    max_minutes: float = 30
     extra_arms: bool = True
     mongo_enabled: bool = True
     mongo_uri: str = ""
@@ -57,21 +51,14 @@ class TlsParams:
     mongo_connect_iterations: int = 20
     mongo_reused_iterations: int = 200
     mysql_enabled: bool = True
-    mysql_host: str = ""
-    mysql_port: int = 3306
-    mysql_user: str = ""
-    mysql_password_env: str = ""
-    mysql_database: str = "sbtest"
     mysql_ca_file: str = ""
     mysql_connect_iterations: int = 20
     mysql_reused_iterations: int = 200
     mysql_query: str = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"
 
     def __post_init__(self) -> None:
-        if not self.output_dir:
-            self.output_dir = str(default_output_dir("tls"))
+        super().__post_init__()
         for name in (
-            "repetitions",
             "mongo_record_count",
             "mongo_connect_iterations",
             "mongo_reused_iterations",
@@ -135,17 +122,7 @@ def _mongo_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tu
 def _mysql_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tuple[Any, bool, list[int]]], dict, list]:
     notes = []
     if p.mysql_host:
-        ext = stack.enter_context(
-            ExternalMySQL(
-                host=p.mysql_host,
-                port=p.mysql_port,
-                user=p.mysql_user,
-                password_env=p.mysql_password_env or None,
-                database=p.mysql_database or None,
-                ca_file=p.mysql_ca_file or None,
-                tls=True,
-            )
-        )
+        ext = stack.enter_context(p.external_mysql(tls=True, ca_file=p.mysql_ca_file))
         notes.append(
             "external MySQL: certificate type is the server's own; server CPU is not measured; the "
             "probe reads sbtest1 in the named database (created with 1000 rows if absent)"
@@ -202,7 +179,6 @@ def _combine(conn: Measurement, reused: Measurement) -> Measurement:
 def run(p: TlsParams, *, progress: bool = True) -> dict[str, EngineResult]:
     """Start (or check) the servers, run both engines' experiments, return where the results are."""
     out: dict[str, EngineResult] = {}
-    root = Path(p.output_dir)
     for engine, enabled in (("MongoDB", p.mongo_enabled), ("MySQL", p.mysql_enabled)):
         if not enabled:
             continue
@@ -245,20 +221,7 @@ def run(p: TlsParams, *, progress: bool = True) -> dict[str, EngineResult]:
                     return _combine(c, r)
 
             exp_id = f"{p.experiment_id}-{engine.lower()}"
-            store = ResultStore(root, exp_id)
-            exp = Experiment(
-                exp_id,
-                arms=list(arms),
-                repetitions=p.repetitions,
-                warmup=p.warmup,
-                seed=p.seed,
-                max_seconds=p.max_minutes * 60,
-                store=store,
-                parameters=vars(p),
-                servers=facts,
-                progress=progress,
-            )
-            exp.run(measure)
+            store = run_experiment(p, exp_id, arms=list(arms), measure=measure, servers=facts, progress=progress)
             store.update_metadata(notes=notes)
             out[engine] = EngineResult(engine, store, facts, list(arms), notes)
     return out
