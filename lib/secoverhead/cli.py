@@ -39,13 +39,16 @@ def _run(args: argparse.Namespace) -> int:
         missing = [s.id for s in STUDIES.values() if not s.available]
         if missing:
             print(f"note: not written yet, skipped: {', '.join(missing)}", file=sys.stderr)
-    profile = args.profile if (args.profile or not args.file) else None
+    if args.file and args.profile:
+        print("error: -f and --profile both name a parameters file; give one", file=sys.stderr)
+        return 2
+    profile = None if args.file else (args.profile or "smoke")
     failed = []
     for study in studies:
         outcome = run_study(
             study,
             params_file=args.file,
-            profile=profile or ("smoke" if not args.file else None),
+            profile=profile,
             overrides=[tuple(p) for p in args.param or []],
             reports_root=args.reports,
         )
