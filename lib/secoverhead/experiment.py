@@ -152,27 +152,9 @@ class Experiment:
 
     def _run_one(self, planned: PlannedRun, measure: MeasureFn) -> None:
         started, t0 = environment.utc_now(), time.monotonic()
-        try:
-            m = measure(planned.arm, dict(planned.factors))
-        except Exception as exc:
-            self.store.append(
-                RunRecord(
-                    planned.run_id,
-                    planned.arm,
-                    planned.factors,
-                    planned.repetition,
-                    planned.round,
-                    planned.warmup,
-                    started,
-                    environment.utc_now(),
-                    time.monotonic() - t0,
-                    status="error",
-                    error="".join(traceback.format_exception_only(exc)).strip(),
-                )
-            )
-            raise
-        self.store.append(
-            RunRecord(
+
+        def record(**outcome: Any) -> RunRecord:
+            return RunRecord(
                 planned.run_id,
                 planned.arm,
                 planned.factors,
@@ -182,12 +164,15 @@ class Experiment:
                 started,
                 environment.utc_now(),
                 time.monotonic() - t0,
-                metrics=m.metrics,
-                info=m.info,
-            ),
-            samples=m.samples,
-            intervals=m.intervals,
-        )
+                **outcome,
+            )
+
+        try:
+            m = measure(planned.arm, dict(planned.factors))
+        except Exception as exc:
+            self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
+            raise
+        self.store.append(record(metrics=m.metrics, info=m.info), samples=m.samples, intervals=m.intervals)
 
 
 def _progress(total: int, done: int, desc: str):

@@ -78,24 +78,23 @@ def reports():
     shutil.rmtree(path, ignore_errors=True)
 
 
+def sentinel_overrides(db) -> list[tuple[str, str]]:
+    """Point the TLS study at db as an external server whose password is the sentinel."""
+    e = db.endpoint
+    return [
+        ("mysql_host", e.host),
+        ("mysql_port", str(e.port)),
+        ("mysql_user", e.user),
+        ("mysql_password_env", "SECOVERHEAD_TEST_SENTINEL_PW"),
+        ("mysql_ca_file", str(e.ca_file)),
+    ]
+
+
 @pytest.fixture(scope="module")
 def good_run(sentinel_db, reports):
     assert sentinel_db.endpoint.password.reveal() == SENTINEL
     os.environ["SECOVERHEAD_TEST_SENTINEL_PW"] = SENTINEL
-    e = sentinel_db.endpoint
-    outcome = run_study(
-        "tls",
-        params_file=TINY,
-        reports_root=reports,
-        overrides=[
-            ("mysql_host", e.host),
-            ("mysql_port", str(e.port)),
-            ("mysql_user", e.user),
-            ("mysql_password_env", "SECOVERHEAD_TEST_SENTINEL_PW"),
-            ("mysql_ca_file", str(e.ca_file)),
-        ],
-    )
-    return outcome
+    return run_study("tls", params_file=TINY, reports_root=reports, overrides=sentinel_overrides(sentinel_db))
 
 
 def test_a_run_produces_a_versioned_report(good_run, reports):
@@ -134,20 +133,8 @@ def test_the_scanner_finds_and_scrubs_a_planted_secret(tmp_path):
 
 
 def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, reports):
-    e = sentinel_db.endpoint
-    second = run_study(
-        "tls",
-        params_file=TINY,
-        reports_root=reports,
-        overrides=[
-            ("mysql_host", e.host),
-            ("mysql_port", str(e.port)),
-            ("mysql_user", e.user),
-            ("mysql_password_env", "SECOVERHEAD_TEST_SENTINEL_PW"),
-            ("mysql_ca_file", str(e.ca_file)),
-            ("repetitions", "0"),
-        ],
-    )  # fails inside the notebook
+    overrides = [*sentinel_overrides(sentinel_db), ("repetitions", "0")]  # fails inside the notebook
+    second = run_study("tls", params_file=TINY, reports_root=reports, overrides=overrides)
     assert not second.ok and "repetitions" in second.error
     assert second.run_dir != good_run.run_dir and good_run.run_dir.exists()
     assert (second.run_dir / "report.ipynb").exists()  # the partial notebook is kept
