@@ -139,6 +139,9 @@ def environment_table(
     for name, facts in servers.items():
         version = facts.get("version", "?")
         tls = facts.get("version_ssl_library") or facts.get("tls_library") or "-"
+        neg = facts.get("negotiated_tls") or {}
+        if neg.get("cipher"):
+            tls += f", negotiates {neg.get('protocol') or neg.get('tls_version')} {neg['cipher']}"
         rows.append(
             {
                 "what": f"server: {name}",

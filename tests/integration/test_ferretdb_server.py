@@ -102,6 +102,7 @@ def test_describe_labels_the_engine_honestly(secured):
     assert facts["engine"] == "FerretDB" and facts["version"] == "v1.24.0"
     assert facts["tls_library"] == "Go crypto/tls" and "mongod" in facts["emulates"]
     assert facts["auth_mechanisms"] == ["SCRAM-SHA-1", "SCRAM-SHA-256"]
+    assert facts["negotiated_tls"]["key_type"] == "ecdsa" and facts["negotiated_tls"]["cipher"]
     assert "password" not in repr(facts).lower()
 
 

@@ -54,7 +54,8 @@ def test_tls_on_negotiates_a_cipher_with_the_requested_key_type(cert_type, kex_w
         plain = db.endpoint.connect(tls=False)  # "on" still allows plain TCP
         assert session_tls(plain)["cipher"] == ""
         plain.close()
-        assert db.describe()["have_ssl"] == "YES"
+        facts = db.describe()
+        assert facts["have_ssl"] == "YES" and facts["negotiated_tls"]["cipher"] == tls["cipher"]
         assert server_offers_tls(db.endpoint.host, db.endpoint.port)
 
 

@@ -54,6 +54,7 @@ def test_https_uses_the_requested_certificate_type(cert_type):
         assert json.loads(body)["status"] == "ok"
         facts = web.describe()
         assert facts["tls_library"].startswith("OpenSSL") and facts["version"].startswith("1.")
+        assert facts["negotiated_tls"]["key_type"] == cert_type
 
 
 def test_tls_versions_are_enforced():

@@ -16,7 +16,7 @@ from ..errors import ConfigError, ServerStartError
 from ..paths import ferretdb_binary
 from ..secrets import generate_password
 from .base import Server
-from .certs import KEY_TYPES, CertificateSet, make_certificates
+from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
 from .cpulimit import cpu_limiter
 from .endpoints import MongoEndpoint
 from .process import ServerProcess, pick_port
@@ -166,5 +166,9 @@ class FerretDBServer(Server):
         finally:
             client.close()
         facts.update(self.limiter.describe() if self.limiter else {"cpu_limit_method": "none"})
+        if self.tls:  # what a client actually negotiates with the TLS listener
+            facts["negotiated_tls"] = probe_tls(
+                self.endpoint.host, self.endpoint.tls_port, self.endpoint.ca_file
+            ).as_dict()
         facts["endpoint"] = self.endpoint.as_dict()
         return facts

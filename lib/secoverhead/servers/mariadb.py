@@ -356,6 +356,12 @@ class MariaDBServer(Server):
             facts.update(self.limiter.describe())
         else:
             facts["cpu_limit_method"] = "none"
+        if self.tls != "off" and self.endpoint is not None:  # what a client actually negotiates
+            conn = self.endpoint.connect(tls=True)
+            try:
+                facts["negotiated_tls"] = session_tls(conn)
+            finally:
+                conn.close()
         facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
         return facts
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError, ServerStartError
 from .base import Server
-from .certs import KEY_TYPES, CertificateSet, make_certificates
+from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
 from .endpoints import HttpEndpoint
 from .process import ServerProcess, pick_port
 
@@ -202,7 +202,11 @@ http {{
         version = re.search(r"nginx/(\S+)", v)
         built = re.search(r"built with (OpenSSL [^\s]+)", v)
         running = re.search(r"running with (OpenSSL [^\s)]+)", v)
+        negotiated = None
+        if self.https and self.endpoint is not None:  # a real handshake, as a client sees it
+            negotiated = probe_tls(self.endpoint.host, self.endpoint.https_port, self.endpoint.ca_file).as_dict()
         return {
+            "negotiated_tls": negotiated,
             "engine": "nginx",
             "embedded": True,
             "kind": self.kind,
