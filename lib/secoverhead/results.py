@@ -166,32 +166,31 @@ class ResultStore:
     def completed_keys(self) -> set[str]:
         return {r.key for r in self.records() if r.status == "ok"}
 
+    def _ok(self, include_warmup: bool) -> list[RunRecord]:
+        """Successful runs, warm-ups only when asked for."""
+        return [r for r in self.records() if r.status == "ok" and (include_warmup or not r.warmup)]
+
+    @staticmethod
+    def _ids(r: RunRecord) -> dict[str, Any]:
+        """The columns that identify a run in every table."""
+        return {
+            "run_id": r.run_id,
+            "arm": r.arm,
+            "repetition": r.repetition,
+            "round": r.round,
+            "warmup": r.warmup,
+            "started": r.started,
+        }
+
     def runs(self, include_warmup: bool = False) -> pd.DataFrame:
         """One row per successful run: identifiers, factors, and metrics as columns."""
-        rows = []
-        for r in self.records():
-            if r.status != "ok" or (r.warmup and not include_warmup):
-                continue
-            rows.append(
-                {
-                    "run_id": r.run_id,
-                    "arm": r.arm,
-                    **r.factors,
-                    "repetition": r.repetition,
-                    "round": r.round,
-                    "warmup": r.warmup,
-                    "started": r.started,
-                    **r.metrics,
-                }
-            )
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{**self._ids(r), **r.factors, **r.metrics} for r in self._ok(include_warmup)])
 
     def table(self) -> pd.DataFrame:
         """The tidy long table: one row per run x numeric metric (warm-up runs included, marked)."""
         rows = []
-        for r in self.records():
-            if r.status != "ok":
-                continue
+        for r in self._ok(include_warmup=True):
+            factors = {f"factor_{k}": str(v) for k, v in r.factors.items()}
             for metric, value in r.metrics.items():
                 if isinstance(value, bool) or value is None:
                     value = float(value) if isinstance(value, bool) else float("nan")
@@ -199,34 +198,26 @@ class ResultStore:
                     rows.append(
                         {
                             "experiment": self.experiment_id,
-                            "run_id": r.run_id,
-                            "arm": r.arm,
-                            **{f"factor_{k}": str(v) for k, v in r.factors.items()},
-                            "repetition": r.repetition,
-                            "round": r.round,
-                            "warmup": r.warmup,
-                            "started": r.started,
+                            **self._ids(r),
+                            **factors,
                             "metric": metric,
                             "value": float(value),
                         }
                     )
         return pd.DataFrame(rows)
 
-    def samples(self, include_warmup: bool = False) -> pd.DataFrame:
-        """Every raw sample, with the run's arm, factors and repetition attached."""
+    def _per_run_files(self, sub: str, suffix: str, read: Any, include_warmup: bool) -> pd.DataFrame:
         frames = []
-        for r in self.records():
-            p = self.path / "samples" / f"{r.run_id:06d}.parquet"
-            if r.status == "ok" and p.exists() and (include_warmup or not r.warmup):
-                df = pd.read_parquet(p)
-                df = df.assign(run_id=r.run_id, arm=r.arm, repetition=r.repetition, warmup=r.warmup, **r.factors)
-                frames.append(df)
+        for r in self._ok(include_warmup):
+            p = self.path / sub / f"{r.run_id:06d}.{suffix}"
+            if p.exists():
+                frames.append(read(p).assign(**self._ids(r), **r.factors))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    def samples(self, include_warmup: bool = False) -> pd.DataFrame:
+        """Every raw sample, with the run's identifiers and factors attached."""
+        return self._per_run_files("samples", "parquet", pd.read_parquet, include_warmup)
+
     def intervals(self, include_warmup: bool = False) -> pd.DataFrame:
-        frames = []
-        for r in self.records():
-            p = self.path / "intervals" / f"{r.run_id:06d}.csv"
-            if r.status == "ok" and p.exists() and (include_warmup or not r.warmup):
-                frames.append(pd.read_csv(p).assign(run_id=r.run_id, arm=r.arm, repetition=r.repetition, **r.factors))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        """Every per-interval row, with the run's identifiers and factors attached."""
+        return self._per_run_files("intervals", "csv", pd.read_csv, include_warmup)

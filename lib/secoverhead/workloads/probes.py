@@ -114,6 +114,21 @@ def mongo_connection_probe(
     return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
 
 
+def _time_reused(op: Any, iterations: int, warmup: int, server_pids: list[int] | None) -> Measurement:
+    """Time `iterations` calls of op on a kept connection after `warmup` untimed ones; CPU over the batch.
+    One loop for every engine, so the probes' own overhead is the same everywhere."""
+    for _ in range(warmup):
+        op()
+    lat = np.empty(iterations)
+    with CpuMeter(server_pids or []) as meter:
+        for i in range(iterations):
+            t0 = time.perf_counter_ns()
+            op()
+            lat[i] = (time.perf_counter_ns() - t0) * _MS
+    samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
+    return Measurement(summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples)
+
+
 def mongo_reused_probe(
     endpoint: MongoEndpoint,
     *,
@@ -128,21 +143,11 @@ def mongo_reused_probe(
     """find_one() latency on one client kept open (after `warmup` untimed calls)."""
     client = endpoint.client(tls=tls, mechanism=mechanism)
     try:
-        coll = client[database][collection]
-        for _ in range(warmup):
-            coll.find_one()
-        lat = np.empty(iterations)
-        with CpuMeter(server_pids or []) as meter:
-            for i in range(iterations):
-                t0 = time.perf_counter_ns()
-                coll.find_one()
-                lat[i] = (time.perf_counter_ns() - t0) * _MS
+        m = _time_reused(client[database][collection].find_one, iterations, warmup, server_pids)
     finally:
         client.close()
-    samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
-    return Measurement(
-        summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples, info=_mongo_info(tls, mechanism)
-    )
+    m.info = _mongo_info(tls, mechanism)
+    return m
 
 
 def _mongo_info(tls: bool, mechanism: str | None) -> dict[str, Any]:
@@ -213,24 +218,16 @@ def mysql_reused_probe(
     impl = type(conn).__name__
     try:
         cur = conn.cursor()
-        for _ in range(warmup):
+
+        def op() -> None:
             cur.execute(query)
             cur.fetchall()
-        lat = np.empty(iterations)
-        with CpuMeter(server_pids or []) as meter:
-            for i in range(iterations):
-                t0 = time.perf_counter_ns()
-                cur.execute(query)
-                cur.fetchall()
-                lat[i] = (time.perf_counter_ns() - t0) * _MS
+
+        m = _time_reused(op, iterations, warmup, server_pids)
     finally:
         conn.close()
-    samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
-    return Measurement(
-        summarize(samples, ["query_ms"]) | meter.metrics(iterations),
-        samples=samples,
-        info=_mysql_info(endpoint, tls, impl, query),
-    )
+    m.info = _mysql_info(endpoint, tls, impl, query)
+    return m
 
 
 def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str) -> dict[str, Any]:
