@@ -1,94 +1,176 @@
-"""secoverhead: list studies, run them headlessly into versioned reports, build the report index.
+"""secoverhead: list studies and their parameters, run them headlessly into versioned reports, compare two
+runs, build the report index.
 
 secoverhead list
-secoverhead run STUDY [-f FILE.yaml] [-p NAME VALUE]... [--profile smoke|quick|full]
+secoverhead params STUDY
+secoverhead run STUDY [--profile P] [-f FILE]... [-p NAME VALUE]... [--reports DIR]
 secoverhead run --all --profile quick
-secoverhead index
+secoverhead run --resume REPORT_DIR
+secoverhead compare RUN_A RUN_B [--metric M]...
+secoverhead index [--reports DIR]
+
+Bad input is one line on stderr and exit 2, before anything heavy is imported or started.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
+from . import __version__
 from .errors import SecoverheadError
-from .studies import STUDIES
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as every other mistake
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def _list() -> int:
+    from .studies import STUDIES
+
     for s in STUDIES.values():
         files = ", ".join(p.stem for p in s.parameter_files()) or "-"
-        state = "" if s.available else "  (notebook not written yet)"
-        print(f"{s.id:6} {s.notebook:36} params: {files}{state}")
+        print(f"{s.id:6} {s.notebook:36} params: {files}")
     return 0
 
 
+def _params(study_id: str) -> int:
+    from .params import describe
+    from .pipeline import get_study
+
+    rows = describe(get_study(study_id).params_class())
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        rng = f"  [{r['range']}]" if r["range"] else ""
+        print(f"{r['name']:<{width}}  {r['type']:<9} default {r['default']}{rng}\n{'':<{width}}  {r['help']}")
+    return 0
+
+
+def _startup_housekeeping() -> None:
+    """What a crash left behind: private directories and cgroups of dead owners, journals of changes made
+    to a user's server (undone, or explained)."""
+    from .journal import recover
+    from .servers.process import sweep_stale
+
+    sweep_stale()
+    for message in recover():
+        print(f"note: {message}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
+    from .studies import STUDIES
+
+    if args.resume and (args.study or args.all or args.file or args.param or args.profile):
+        raise SecoverheadError("--resume continues a run as it was: give no study, -f, -p or --profile with it")
+    if not args.resume and args.all == bool(args.study):
+        raise SecoverheadError("name one study or --all")
+    if args.all and (args.file or args.param):
+        raise SecoverheadError("-f and -p apply to one study, not --all")
+    from .pipeline import check_reports_root, get_study, prepare, resume_values
+
+    reports = check_reports_root(args.reports)
+    if args.resume:
+        from pathlib import Path
+
+        study, values = resume_values(Path(args.resume))
+        jobs = [(prepare(study, values=values), Path(args.resume).expanduser().resolve())]
+    else:
+        studies = list(STUDIES) if args.all else [args.study]
+        profile = args.profile if (args.profile or args.file) else "smoke"
+        for s in studies:
+            get_study(s)
+        overrides = [tuple(p) for p in args.param or []]
+        jobs = [(prepare(s, files=args.file or [], profile=profile, overrides=overrides), None) for s in studies]
+    _startup_housekeeping()
     from .index import build_index
     from .pipeline import run_study
 
-    if args.all == bool(args.study):
-        print("error: name one study or --all", file=sys.stderr)
-        return 2
-    if args.all and (args.file or args.param):
-        print("error: -f and -p apply to one study, not --all", file=sys.stderr)
-        return 2
-    studies = [s.id for s in STUDIES.values() if s.available] if args.all else [args.study]
-    if args.all:
-        missing = [s.id for s in STUDIES.values() if not s.available]
-        if missing:
-            print(f"note: not written yet, skipped: {', '.join(missing)}", file=sys.stderr)
-    if args.file and args.profile:
-        print("error: -f and --profile both name a parameters file; give one", file=sys.stderr)
-        return 2
-    profile = None if args.file else (args.profile or "smoke")
     failed = []
-    for study in studies:
-        outcome = run_study(
-            study,
-            params_file=args.file,
-            profile=profile,
-            overrides=[tuple(p) for p in args.param or []],
-            reports_root=args.reports,
+    for prepared, resume in jobs:
+        outcome = run_study(prepared, reports_root=reports, resume=resume)
+        print(
+            f"{outcome.study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else "")
         )
-        print(f"{study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else ""))
         if not outcome.ok:
-            failed.append(study)
-    print(f"index: {build_index(args.reports)}")
+            failed.append(outcome.study)
+    print(f"index: {build_index(reports)}")
     return 1 if failed else 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .crossrun import combined_claims, compare_reports
+
+    print(compare_reports(args.run_a, args.run_b, metrics=args.metric or None).to_string(index=False))
+    verdicts = combined_claims(args.run_a, args.run_b)
+    if verdicts:
+        print("\nThe study's claims on the two runs together:")
+        for v in verdicts:
+            print(f"  {v.verdict}: {v.claim}\n      {v.evidence}")
+    return 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    from .pipeline import Terminated
+
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secoverhead", description="Measure what database security costs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="secoverhead", description="Measure what database security features cost.")
+    parser.add_argument("--version", action="version", version=f"secoverhead {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="studies and their parameter files")
+    prm = sub.add_parser("params", help="a study's parameters: type, default, range, meaning")
+    prm.add_argument("study")
     run = sub.add_parser("run", help="run a study's notebook with papermill into reports/")
     run.add_argument("study", nargs="?")
     run.add_argument("--all", action="store_true", help="every study")
-    run.add_argument("-f", "--file", help="parameters YAML file")
-    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="one parameter")
-    run.add_argument("--profile", help="papermill-params/<study>/<profile>.yaml (default: smoke)")
+    run.add_argument("-f", "--file", action="append", help="parameters YAML file (repeatable; later files win)")
+    run.add_argument(
+        "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="one parameter (coerced to its type)"
+    )
+    run.add_argument(
+        "--profile", help="papermill-params/<study>/<profile>.yaml, applied first (default: smoke, without -f)"
+    )
     run.add_argument("--reports", default="reports", help="reports directory (default: reports)")
-    idx = sub.add_parser("index", help="write reports/index.html")
+    run.add_argument("--resume", metavar="REPORT_DIR", help="continue an interrupted run in place")
+    cmp_ = sub.add_parser("compare", help="benchstat-style comparison of two runs of one study")
+    cmp_.add_argument("run_a")
+    cmp_.add_argument("run_b")
+    cmp_.add_argument("--metric", action="append", help="metric(s) to compare (default: each study's primary ones)")
+    idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    old = signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command == "list":
             return _list()
+        if args.command == "params":
+            return _params(args.study)
         if args.command == "index":
             from .index import build_index
+            from .pipeline import check_reports_root
 
-            print(build_index(args.reports))
+            print(build_index(check_reports_root(args.reports)))
             return 0
+        if args.command == "compare":
+            return _compare(args)
         return _run(args)
     except SecoverheadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from .pipeline import Terminated
+
+        print("terminated" if isinstance(exc, Terminated) else "interrupted", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

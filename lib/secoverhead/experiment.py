@@ -1,67 +1,99 @@
-"""Experiments: arms (named configurations) x factors (workload, threads, ...) x repetitions.
+"""Experiments: arms (named configurations) x factors (workload, threads, ...) x rounds.
 
 Runs are interleaved: in each round every arm runs once per factor combination, in an order shuffled per
-round from a recorded seed, so slow drifts of a noisy machine hit every arm alike. The first `warmup`
-rounds are marked warm-up and kept. Each run is stored the moment it ends; re-running an experiment with
-the same id resumes after the runs already completed. A time budget stops the plan early (recorded).
+round from a recorded seed, so slow drifts of a noisy machine hit every arm alike and the round is a block.
+The first `warmup` rounds are marked warm-up and kept. The plan is generated round by round (its size is
+arithmetic, never a list in memory). Each run is stored the moment it ends; re-running an experiment with the
+same id resumes after the runs already completed.
+
+Sequential: with `looks`, the runner asks `decide(look, alpha)` after the planned rounds; it answers which
+(arm, factors) cells its undecided claims still need. Later rounds run only those, and the experiment stops
+when nothing is undecided or the time budget ends (see design.py for why the error rate stays honest).
+A run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again. An optional
+profiling round runs after the warm-up, marked, and never enters the statistics.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import random
+import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import environment
+from .design import Looks
+from .files import atomic_write_json
 from .measurement import Measurement
+from .noise import NoiseMonitor
 from .results import ResultStore, RunRecord, run_key
 
-__all__ = ["Experiment", "Measurement", "PlannedRun", "plan_runs"]
+__all__ = ["Experiment", "Measurement", "PlannedRun", "plan_rounds", "plan_size"]
+
+MAX_PLANNED_RUNS = 200_000  # beyond this no study here could finish; refused before anything starts
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    run_id: int
     round: int
     repetition: int
     warmup: bool
     arm: str
     factors: dict[str, Any]
+    profiling: bool = False
 
     @property
     def key(self) -> str:
-        return run_key(self.arm, self.factors, self.repetition, self.warmup)
+        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling)
+
+    @property
+    def cell(self) -> tuple[str, tuple]:
+        return cell_of(self.arm, self.factors)
+
+
+def cell_of(arm: str, factors: Mapping[str, Any]) -> tuple[str, tuple]:
+    return (arm, tuple(sorted((k, str(v)) for k, v in factors.items())))
 
 
 MeasureFn = Callable[[str, dict[str, Any]], Measurement]
+DecideFn = Callable[[int, float], "set[tuple[str, tuple]] | None"]
 
 
-def plan_runs(
+def combinations(factors: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    names = list(factors)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*factors.values())] or [{}]
+
+
+def plan_size(arms: int, combos: int, rounds: int) -> int:
+    return arms * combos * rounds
+
+
+def plan_rounds(
     arms: Sequence[str], factors: Mapping[str, Sequence[Any]], repetitions: int, warmup: int, seed: int
-) -> list[PlannedRun]:
-    """The full, deterministic run order. Rounds outermost; within a round, factor combinations in order and
-    arms shuffled per (round, combination)."""
+) -> Iterator[list[PlannedRun]]:
+    """The deterministic run order, one round at a time: factor combinations in order, arms shuffled per
+    (round, combination) by a generator seeded from (seed, round), so any round can be re-derived alone."""
     if not arms or len(set(arms)) != len(arms):
         raise ValueError(f"arms must be distinct and non-empty, got {list(arms)}")
     if repetitions < 1 or warmup < 0:
         raise ValueError("repetitions must be >= 1 and warmup >= 0")
-    names = list(factors)
-    combos = [dict(zip(names, values, strict=True)) for values in itertools.product(*factors.values())] or [{}]
-    rng = random.Random(seed)
-    planned, run_id = [], 0
+    combos = combinations(factors)
+    if plan_size(len(arms), len(combos), repetitions + warmup) > MAX_PLANNED_RUNS:
+        raise ValueError(f"the plan has more than {MAX_PLANNED_RUNS} runs: lower repetitions or the factor levels")
     for rnd in range(warmup + repetitions):
+        rng = random.Random(f"{seed}:{rnd}")
+        planned = []
         for combo in combos:
             order = list(arms)
             rng.shuffle(order)
-            for arm in order:
-                is_warm = rnd < warmup
-                planned.append(PlannedRun(run_id, rnd, rnd if is_warm else rnd - warmup, is_warm, arm, combo))
-                run_id += 1
-    return planned
+            is_warm = rnd < warmup
+            planned += [PlannedRun(rnd, rnd if is_warm else rnd - warmup, is_warm, arm, combo) for arm in order]
+        yield planned
 
 
 class Experiment:
@@ -78,15 +110,21 @@ class Experiment:
         seed: int = 0,
         max_seconds: float | None = None,
         store: ResultStore,
+        study: str = "",
         parameters: Mapping[str, Any] | None = None,
         servers: Mapping[str, Any] | None = None,
-        progress: bool = True,
+        calibration: Mapping[str, Any] | None = None,
+        progress: bool = False,
+        max_retakes: int = 0,
     ) -> None:
         self.experiment_id = experiment_id
         self.arms, self.factors = list(arms), {k: list(v) for k, v in (factors or {}).items()}
         self.repetitions, self.warmup, self.seed = int(repetitions), int(warmup), int(seed)
         self.max_seconds, self.store, self.progress = max_seconds, store, progress
-        self.plan = plan_runs(self.arms, self.factors, self.repetitions, self.warmup, self.seed)
+        self.combos = combinations(self.factors)
+        self.planned_runs = plan_size(len(self.arms), len(self.combos), self.repetitions + self.warmup)
+        next(plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed))  # validates
+        self.max_retakes = max_retakes or 0  # noisy runs taken again: at most this many per experiment
         self._signature = {
             "arms": self.arms,
             "factors": {k: [str(v) for v in vs] for k, vs in self.factors.items()},
@@ -104,58 +142,130 @@ class Experiment:
             store.write_metadata(
                 {
                     "experiment_id": experiment_id,
+                    "study": study,
                     "plan": self._signature,
                     "created": environment.utc_now(),
                     "parameters": dict(parameters or {}),
                     "servers": dict(servers or {}),
                     "environment": environment.collect(),
-                    "planned_runs": len(self.plan),
+                    "calibration": dict(calibration or {}),
+                    "planned_runs": self.planned_runs,
                     "status": "planned",
                 }
             )
         elif servers:
             store.update_metadata(servers={**meta.get("servers", {}), **servers})
 
+    # -- the plan --------------------------------------------------------------------------------
+    def rounds(self) -> Iterator[list[PlannedRun]]:
+        return plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed)
+
     def remaining(self) -> list[PlannedRun]:
         done = self.store.completed_keys()
-        return [p for p in self.plan if p.key not in done]
+        return [p for rnd in self.rounds() for p in rnd if p.key not in done]
 
-    def run(self, measure: MeasureFn) -> ResultStore:
-        """Run every remaining planned run. Errors are recorded and re-raised; completed runs stay stored."""
-        todo = self.remaining()
+    # -- running ---------------------------------------------------------------------------------
+    def run(
+        self,
+        measure: MeasureFn,
+        *,
+        looks: Looks | None = None,
+        decide: DecideFn | None = None,
+        profile: Callable[[str, dict[str, Any]], contextlib.AbstractContextManager] | None = None,
+        profile_factors: Sequence[Mapping[str, Any]] | None = None,
+    ) -> ResultStore:
+        """Run every remaining planned run (fewer when looks decide early). Errors are recorded and re-raised;
+        completed runs stay stored and the long table is rebuilt on every exit."""
         start = time.monotonic()
-        self.store.update_metadata(status="running", resumed_with_done=len(self.plan) - len(todo))
-        bar = _progress(len(self.plan), len(self.plan) - len(todo), self.experiment_id) if self.progress else None
-        status = "complete"
+        done = self.store.completed_keys()
+        self._progress = _Progress(self, len(done))
+        self.store.update_metadata(status="running", resumed_with_done=len(done))
+        status, stop_reason, needed = "complete", "", None
+        look_log: list[dict[str, Any]] = list(self.store.metadata().get("looks_done", []))
+        retakes, profiled = 0, profile is None
         try:
-            for planned in todo:
-                if self.max_seconds is not None and time.monotonic() - start > self.max_seconds:
-                    status = "stopped at time budget"
-                    break
-                self._run_one(planned, measure)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(f"{planned.arm} {planned.factors}"[:60])
+            for rnd in self.rounds():
+                measured_round = not rnd[0].warmup
+                if measured_round and not profiled:  # after warm-up, so it sees warm servers; before the budget
+                    self._profiling_round(measure, profile, profile_factors)
+                    profiled = True
+                for planned in rnd:
+                    if planned.key in done:
+                        continue
+                    if needed is not None and measured_round and planned.cell not in needed:
+                        self._progress.skip()
+                        continue
+                    if self.max_seconds is not None and time.monotonic() - start > self.max_seconds:
+                        raise _Budget
+                    record = self._run_one(planned, measure)
+                    done.add(planned.key)
+                    in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
+                    if record.metrics.get("noise_flagged") and retakes < self.max_retakes and in_budget:
+                        retakes += 1
+                        self._run_one(planned, measure, retake_of=record.run_id)
+                n_done = rnd[0].repetition + 1
+                if looks is not None and decide is not None and measured_round and n_done in looks.rounds:
+                    index = looks.rounds.index(n_done)
+                    needed = decide(index, looks.alpha_at(index))
+                    look_log.append(
+                        {
+                            "rounds": n_done,
+                            "look": index,
+                            "alpha": looks.alpha_at(index),
+                            "undecided_cells": len(needed or ()),
+                        }
+                    )
+                    self.store.update_metadata(looks_done=look_log)
+                    if needed is not None and not needed:
+                        stop_reason = f"every claim decided after {n_done} rounds (look {index + 1})"
+                        break
+        except _Budget:
+            status, stop_reason = "stopped at time budget", f"time budget of {self.max_seconds:.0f} s reached"
         except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        except SystemExit:
             status = "interrupted"
             raise
         except BaseException:
             status = "failed"
             raise
         finally:
-            if bar is not None:
-                bar.close()
+            self._progress.close()
+            with contextlib.suppress(Exception):
+                self.store.export()
             self.store.update_metadata(
-                status=status, finished=environment.utc_now(), completed_runs=len(self.store.completed_keys())
+                status=status,
+                stop_reason=stop_reason,
+                finished=environment.utc_now(),
+                completed_runs=len(self.store.completed_keys()),
+                retakes=retakes,
+                looks=looks.as_dict() if looks else None,
+                final_alpha=_final_alpha(looks, look_log, self._measured_rounds()),
             )
         return self.store
 
-    def _run_one(self, planned: PlannedRun, measure: MeasureFn) -> None:
+    def _measured_rounds(self) -> int:
+        return len({r.round for r in self.store.records() if r.status == "ok" and not r.warmup and not r.profiling})
+
+    def _profiling_round(self, measure: MeasureFn, profile, profile_factors) -> None:
+        combos = [dict(c) for c in profile_factors] if profile_factors is not None else self.combos[:1]
+        done = self.store.completed_keys()
+        for combo in combos:
+            for arm in self.arms:
+                planned = PlannedRun(-1, 0, False, arm, combo, profiling=True)
+                if planned.key in done:
+                    continue
+                with profile(arm, dict(combo)):
+                    self._run_one(planned, measure)
+
+    def _run_one(self, planned: PlannedRun, measure: MeasureFn, retake_of: int | None = None) -> RunRecord:
         started, t0 = environment.utc_now(), time.monotonic()
+        run_id = self.store.next_run_id()
 
         def record(**outcome: Any) -> RunRecord:
             return RunRecord(
-                planned.run_id,
+                run_id,
                 planned.arm,
                 planned.factors,
                 planned.repetition,
@@ -164,18 +274,105 @@ class Experiment:
                 started,
                 environment.utc_now(),
                 time.monotonic() - t0,
+                profiling=planned.profiling,
                 **outcome,
             )
 
+        self._progress.start(planned)
         try:
-            m = measure(planned.arm, dict(planned.factors))
+            with NoiseMonitor() as nm:
+                m = measure(planned.arm, dict(planned.factors))
         except Exception as exc:
             self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
             raise
-        self.store.append(record(metrics=m.metrics, info=m.info), samples=m.samples, intervals=m.intervals)
+        m.metrics |= nm.noise.metrics()
+        if retake_of is not None:
+            m.info = m.info | {"retake_of": retake_of}
+        rec = record(metrics=m.metrics, info=m.info)
+        self.store.append(rec, samples=m.samples, intervals=m.intervals)
+        self._progress.finish(rec)
+        return rec
 
 
-def _progress(total: int, done: int, desc: str):
+def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int) -> float:
+    """The alpha the report's intervals spend: that of the look the data ended at, or, when the budget ended
+    between looks, that of the next unspent look (it happens early)."""
+    if looks is None:
+        return 0.05
+    if done and done[-1]["rounds"] == rounds:
+        return float(done[-1]["alpha"])
+    nxt = done[-1]["look"] + 1 if done else looks.index_for(rounds)
+    return looks.alpha_at(nxt)
+
+
+class _Budget(Exception):
+    """The time budget ended: stop starting runs."""
+
+
+class _Progress:
+    """Runs done / planned and an ETA from the runs' own durations: written to progress.json (the CLI shows
+    it while papermill executes) and, when interactive, drawn as a bar."""
+
+    def __init__(self, exp: Experiment, done: int) -> None:
+        self.exp, self.done, self.skipped = exp, done, 0
+        self.durations: list[float] = []
+        self.path = exp.store.path / "progress.json"
+        self.bar = _bar(exp.planned_runs, done, exp.experiment_id) if exp.progress else None
+        self.current = ""
+        self._write()
+
+    def start(self, planned: PlannedRun) -> None:
+        self.current = f"{planned.arm} {planned.factors}" if planned.factors else planned.arm
+        self._write()
+
+    def finish(self, rec: RunRecord) -> None:
+        self.done += 1
+        self.durations.append(rec.duration_s)
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(self.current[:50])
+        self._write()
+
+    def skip(self) -> None:
+        self.skipped += 1
+        if self.bar is not None:
+            self.bar.total = max(self.bar.n, self.bar.total - 1)
+            self.bar.refresh()
+
+    def eta_s(self) -> float | None:
+        if not self.durations:
+            return None
+        left = max(0, self.exp.planned_runs - self.done - self.skipped)
+        mean = sum(self.durations[-20:]) / len(self.durations[-20:])
+        return left * mean
+
+    def _write(self) -> None:
+        with contextlib.suppress(OSError):
+            atomic_write_json(
+                self.path,
+                {
+                    "experiment": self.exp.experiment_id,
+                    "done": self.done,
+                    "planned": self.exp.planned_runs - self.skipped,
+                    "eta_s": self.eta_s(),
+                    "current": self.current,
+                    "updated": time.time(),
+                },
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _bar(total: int, done: int, desc: str):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=done, desc=desc, unit="run", leave=True)
+    return tqdm(total=total, initial=done, desc=desc, unit="run", leave=True, file=sys.stderr)
+
+
+def read_progress(path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,9 +1,10 @@
-"""CPU and I/O accounting from /proc: server CPU (user and system separately) of the server's PIDs over a
-run, client CPU, CPU per operation, bytes written to files, and the client-bound flag.
+"""CPU and I/O accounting: server CPU (user and system apart) over a run, client CPU, CPU per operation,
+bytes written to files, and the client-bound flag.
 
-Server CPU comes from utime/stime in /proc/PID/stat, which keep the time of threads that already exited
-(per-thread schedstat would lose them: MariaDB ends connection threads). Resolution is one clock tick
-(usually 10 ms), so a run should burn at least ~2 s of server CPU; `CpuUsage.low_resolution` says when not.
+Server CPU comes from the server's own cgroup v1 `cpuacct` group where the library could make one
+(nanoseconds; threads and processes that exited stay counted), else from utime/stime in /proc/PID/stat
+(clock ticks, usually 10 ms: a run should then burn >= 2 s of server CPU, and `low_resolution` says when
+not). Each run records which method measured it. Client CPU is this process's and its reaped children's.
 """
 
 from __future__ import annotations
@@ -11,12 +12,25 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Protocol
+
+from .cgroups import CpuAccount
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 CLIENT_BOUND_CORES = 0.8
+
+
+class CpuSource(Protocol):
+    """Where a server's CPU is read: take() a reading, seconds(a, b) -> (user, system) between two."""
+
+    method: str
+
+    def take(self) -> Any: ...
+
+    def seconds(self, a: Any, b: Any) -> tuple[float, float]: ...
 
 
 def _read_ticks(pid: int) -> tuple[int, int]:
@@ -25,29 +39,62 @@ def _read_ticks(pid: int) -> tuple[int, int]:
     return int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5), counted after "(comm)"
 
 
-@dataclass(frozen=True)
-class CpuSnapshot:
-    wall: float
-    ticks: dict[int, tuple[int, int]]
+class ProcCpu:
+    """/proc ticks of a fixed set of processes; a process gone by the second reading counts nothing."""
 
-    @classmethod
-    def take(cls, pids: Iterable[int]) -> CpuSnapshot:
+    method = "proc-ticks"
+
+    def __init__(self, pids: Iterable[int]) -> None:
+        self.pids = list(pids)
+
+    def take(self) -> dict[int, tuple[int, int]]:
         ticks = {}
-        for pid in pids:
+        for pid in self.pids:
             try:
                 ticks[pid] = _read_ticks(pid)
             except (OSError, IndexError):
-                continue  # a process that is gone contributes nothing after this point
-        return cls(time.monotonic(), ticks)
+                continue
+        return ticks
+
+    def seconds(self, a: dict, b: dict) -> tuple[float, float]:
+        user = sum(u1 - a[pid][0] for pid, (u1, _) in b.items() if pid in a)
+        system = sum(s1 - a[pid][1] for pid, (_, s1) in b.items() if pid in a)
+        return user * TICK_S, system * TICK_S
+
+
+class CgroupCpu:
+    """A cpuacct group's nanosecond counters."""
+
+    method = CpuAccount.method
+
+    def __init__(self, account: CpuAccount) -> None:
+        self.account = account
+
+    def take(self) -> tuple[int, int]:
+        return self.account.usage_ns()
+
+    def seconds(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[float, float]:
+        return (b[0] - a[0]) / 1e9, (b[1] - a[1]) / 1e9
+
+
+def cpu_source(server: CpuSource | Sequence[int] | None) -> CpuSource | None:
+    """A CpuSource from a server's source, a list of PIDs (/proc), or None (nothing to measure)."""
+    if server is None:
+        return None
+    if hasattr(server, "take"):
+        return server  # type: ignore[return-value]
+    pids = list(server)  # type: ignore[arg-type]
+    return ProcCpu(pids) if pids else None
 
 
 @dataclass(frozen=True)
 class CpuUsage:
-    """CPU seconds used between two snapshots."""
+    """CPU seconds used over an interval."""
 
     wall_s: float
     user_s: float
     system_s: float
+    method: str = "rusage"
 
     @property
     def total_s(self) -> float:
@@ -60,8 +107,8 @@ class CpuUsage:
 
     @property
     def low_resolution(self) -> bool:
-        """Fewer than 200 ticks: the figure is uncertain by more than 0.5 % from tick rounding alone."""
-        return self.total_s < 200 * TICK_S
+        """Tick-based and fewer than 200 ticks: uncertain by more than 0.5 % from rounding alone."""
+        return self.method == ProcCpu.method and self.total_s < 200 * TICK_S
 
     def per_op_us(self, operations: int) -> dict[str, float]:
         """CPU microseconds per operation, total and split user/system."""
@@ -74,34 +121,22 @@ class CpuUsage:
         }
 
     def as_dict(self, prefix: str = "") -> dict[str, float]:
-        d = asdict(self) | {"total_s": self.total_s, "cores": self.cores}
+        d = {k: v for k, v in asdict(self).items() if k != "method"} | {"total_s": self.total_s, "cores": self.cores}
         return {f"{prefix}{k}": v for k, v in d.items()}
 
 
-def cpu_between(before: CpuSnapshot, after: CpuSnapshot) -> CpuUsage:
-    """CPU used by the processes present in both snapshots."""
-    user = system = 0
-    for pid, (u1, s1) in after.ticks.items():
-        if pid in before.ticks:
-            u0, s0 = before.ticks[pid]
-            user += u1 - u0
-            system += s1 - s0
-    return CpuUsage(after.wall - before.wall, user * TICK_S, system * TICK_S)
-
-
 class CpuMeter:
-    """Measure server CPU (given PIDs) and this process's own CPU over a `with` block.
+    """Measure server CPU (from its source) and this process's own CPU over a `with` block.
 
-    Child processes the block started and reaped (sysbench, ab, wrk) are counted as client CPU too.
-    """
+    Child processes the block started and reaped (sysbench, ab, wrk) are counted as client CPU too."""
 
-    def __init__(self, server_pids: Iterable[int]) -> None:
-        self.server_pids = list(server_pids)
+    def __init__(self, server: CpuSource | Sequence[int] | None) -> None:
+        self.source = cpu_source(server)
         self.server: CpuUsage | None = None
         self.client: CpuUsage | None = None
 
     def __enter__(self) -> CpuMeter:
-        self._server0 = CpuSnapshot.take(self.server_pids)
+        self._server0 = self.source.take() if self.source is not None else None
         self._self0 = resource.getrusage(resource.RUSAGE_SELF)
         self._children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._wall0 = time.monotonic()
@@ -109,7 +144,9 @@ class CpuMeter:
 
     def __exit__(self, *exc: object) -> None:
         wall = time.monotonic() - self._wall0
-        self.server = cpu_between(self._server0, CpuSnapshot.take(self.server_pids))
+        if self.source is not None:
+            user, system = self.source.seconds(self._server0, self.source.take())
+            self.server = CpuUsage(wall, user, system, self.source.method)
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.client = CpuUsage(
             wall,
@@ -118,21 +155,23 @@ class CpuMeter:
         )
 
     def metrics(self, operations: int) -> dict[str, float | bool]:
-        """Server and client CPU totals, per operation, and the client-bound flag."""
+        """Server (when measured) and client CPU totals, per operation, and the client-bound flag."""
         out: dict[str, float | bool] = {}
-        out.update(self.server.as_dict("server_cpu_"))
-        out.update({f"server_{k}": v for k, v in self.server.per_op_us(operations).items()})
+        if self.server is not None:
+            out.update(self.server.as_dict("server_cpu_"))
+            out.update({f"server_{k}": v for k, v in self.server.per_op_us(operations).items()})
+            out["server_cpu_low_resolution"] = self.server.low_resolution
+            out["server_cpu_ns_resolution"] = self.server.method == CgroupCpu.method
         out.update(self.client.as_dict("client_cpu_"))
         out.update({f"client_{k}": v for k, v in self.client.per_op_us(operations).items()})
-        out["server_cpu_low_resolution"] = self.server.low_resolution
         out["client_bound"] = client_bound(self.client, self.server)
         return out
 
 
-def client_bound(client: CpuUsage, server: CpuUsage) -> bool:
+def client_bound(client: CpuUsage, server: CpuUsage | None) -> bool:
     """The client, not the server, may have limited throughput: it used >= 0.8 core, or more CPU than the
     server (a loaded 2-core machine cannot give both sides a core each)."""
-    return client.cores >= CLIENT_BOUND_CORES or client.total_s > server.total_s
+    return client.cores >= CLIENT_BOUND_CORES or (server is not None and client.total_s > server.total_s)
 
 
 def bytes_in(paths: Iterable[str | os.PathLike]) -> int:

@@ -1,124 +1,378 @@
-"""Notebook parameters: loaded from papermill-params/<study>/*.yaml and -p overrides, checked against the
-notebook's own `parameters` cell (names and types), and pre-flighted (secrets present, files present,
-servers reachable) before any kernel starts."""
+"""Parameters: each study's `Params` dataclass is the schema.
+
+A field's type comes from its annotation; its help, range, choices and size limits from `param(...)`. Values
+arrive from YAML files (layered, later files win) and `-p NAME VALUE` pairs (coerced to the declared type, as
+papermill does), are checked against the schema, and the dataclass is built, all in the pipeline process
+before any server or kernel starts. Every mistake is one line (a ConfigError). This module imports only the
+standard library and PyYAML, so the CLI answers bad input in well under a second.
+"""
 
 from __future__ import annotations
 
-import ast
+import copy
+import dataclasses
+import math
 import os
 import re
-import socket
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import yaml
 
-from .errors import ConfigError, UnreachableServerError
-from .studies import Study
+from .errors import ConfigError
+from .secrets import holds_secret, secret_reference
 
-RESERVED = ("output_dir",)  # set by the pipeline
-_SECRET_NAME = re.compile(r"pass(word|wd)?|secret|token|credential|api_?key", re.IGNORECASE)
-_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,), "dict": (dict,)}
-
-
-def notebook_parameters(study: Study) -> dict[str, dict[str, Any]]:
-    """Name -> {inferred_type_name, default, help} from the notebook's `parameters` cell. papermill infers a
-    type only from annotations; otherwise it is taken from the default's literal value."""
-    import papermill
-
-    declared = papermill.inspect_notebook(str(study.notebook_path))
-    for spec in declared.values():
-        if spec.get("inferred_type_name") in (None, "None"):
-            try:
-                value = ast.literal_eval(spec["default"])
-            except (ValueError, SyntaxError):
-                continue
-            spec["inferred_type_name"] = type(value).__name__ if value is not None else "None"
-    return declared
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"  # names that become directory names: no '/', no leading '.'
+MAX_STR = 1000  # no parameter needs a longer string; bounds what a typo or a fuzzer can do
+MAX_ITEMS_DEFAULT = 64
+BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
-def _check_name(name: str) -> None:
-    if _SECRET_NAME.search(name) and not name.endswith(("_env", "_file")):
-        raise ConfigError(
-            f"parameter {name!r} looks like a secret: name where it lives instead "
-            f"({name}_env=VARIABLE or {name}_file=PATH)"
-        )
+@dataclass(frozen=True)
+class Spec:
+    """One parameter: name, type, default and the limits it is checked against."""
+
+    name: str
+    kind: str  # int | float | str | bool | list[int] | list[float] | list[str] | dict
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] | None = None
+    min_items: int = 0
+    max_items: int = MAX_ITEMS_DEFAULT
+    pattern: str | None = None
+    internal: bool = False  # set by the pipeline, not by the user
+
+    @property
+    def item_kind(self) -> str | None:
+        return self.kind[5:-1] if self.kind.startswith("list[") else None
+
+    def describe_range(self) -> str:
+        parts = []
+        if self.choices:
+            parts.append("one of " + ", ".join(map(str, self.choices)))
+        if self.min is not None or self.max is not None:
+            parts.append(f"{_fmt(self.min) if self.min is not None else '-inf'}..{_fmt(self.max)}")
+        if self.item_kind:
+            parts.append(f"{self.min_items}..{self.max_items} items")
+        if self.pattern:
+            parts.append(f"matches {self.pattern}")
+        return "; ".join(parts)
 
 
-def load_params(
-    study: Study,
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "inf"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def param(
+    default: Any,
+    help: str = "",
     *,
-    file: str | os.PathLike | None = None,
-    profile: str | None = None,
-    overrides: list[tuple[str, str]] | None = None,
-) -> tuple[dict[str, Any], str]:
-    """The parameters for one run and a short name for them (the file's stem, or 'defaults')."""
-    if file is None and profile is not None:
-        file = study.params_dir / f"{profile}.yaml"
-        if not Path(file).is_file():
-            known = ", ".join(p.stem for p in study.parameter_files()) or "none"
-            raise ConfigError(f"study {study.id!r} has no profile {profile!r} (have: {known})")
-    params: dict[str, Any] = {}
-    name = "defaults"
-    if file is not None:
-        path = Path(file)
-        if not path.is_file():
-            raise ConfigError(f"parameters file {path} does not exist")
-        loaded = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"parameters file {path} must hold a mapping of name: value")
-        params.update(loaded)
-        name = path.stem
-    for key, raw in overrides or []:
-        params[key] = yaml.safe_load(raw) if isinstance(raw, str) else raw
-        name = f"{name}+{key}" if "+" not in name else name
-    declared = notebook_parameters(study)
-    for key, value in params.items():
-        _check_name(key)
-        if key in RESERVED:
-            raise ConfigError(f"parameter {key!r} is set by the pipeline, not by you")
-        if key not in declared:
-            raise ConfigError(f"unknown parameter {key!r} for study {study.id!r}; known: {', '.join(sorted(declared))}")
-        want = declared[key].get("inferred_type_name", "None")
-        types = _TYPES.get(want)
-        if (
-            types is not None
-            and value is not None
-            and not (isinstance(value, types) and not (want in ("int", "float") and isinstance(value, bool)))
-        ):
-            raise ConfigError(f"parameter {key!r} must be {want}, got {type(value).__name__} {value!r}")
-    return params, re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+    min: float | None = None,
+    max: float | None = None,
+    choices: Sequence[Any] | None = None,
+    min_items: int = 0,
+    max_items: int = MAX_ITEMS_DEFAULT,
+    pattern: str | None = None,
+    internal: bool = False,
+) -> Any:
+    """A dataclass field carrying its schema. Mutable defaults are copied per instance."""
+    meta = {
+        "secoverhead": {
+            "help": help,
+            "min": min,
+            "max": max,
+            "choices": tuple(choices) if choices is not None else None,
+            "min_items": min_items,
+            "max_items": max_items,
+            "pattern": pattern,
+            "internal": internal,
+        }
+    }
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
 
 
-def _reachable(host: str, port: int, what: str) -> None:
+_SCALARS = {int: "int", float: "float", str: "str", bool: "bool"}
+
+
+def _kind(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _kind(args[0])
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    if origin is list:
+        (item,) = typing.get_args(hint) or (str,)
+        return f"list[{_SCALARS.get(item, 'str')}]"
+    if origin is dict or hint is dict:
+        return "dict"
+    raise TypeError(f"unsupported parameter type {hint!r}")
+
+
+def specs(cls: type) -> dict[str, Spec]:
+    """The schema of a Params dataclass: name -> Spec, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        meta = dict(f.metadata.get("secoverhead", {}))
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        out[f.name] = Spec(name=f.name, kind=_kind(hints[f.name]), default=default, **meta)
+    return out
+
+
+# -- checking and coercing --------------------------------------------------------------------------------
+def _scalar(spec: Spec, kind: str, value: Any, where: str) -> Any:
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, got {value!r}")
+        value = float(value)
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, got {value!r}")
+        if len(value) > MAX_STR or "\0" in value:
+            raise ConfigError(f"{where} is longer than {MAX_STR} characters or holds a NUL byte")
+        if spec.pattern and value and not re.fullmatch(spec.pattern, value):
+            raise ConfigError(f"{where} must match {spec.pattern}, got {value!r}")
+    if spec.choices is not None and value not in spec.choices:
+        raise ConfigError(f"{where} must be one of {', '.join(map(str, spec.choices))}; got {value!r}")
+    if kind in ("int", "float") and (
+        (spec.min is not None and value < spec.min) or (spec.max is not None and value > spec.max)
+    ):
+        raise ConfigError(f"{where} must be between {_fmt(spec.min)} and {_fmt(spec.max)}, got {value!r}")
+    return value
+
+
+def check(spec: Spec, value: Any) -> Any:
+    """The value if it fits the spec (ints widened to float where a float is declared), else ConfigError."""
+    where = f"parameter {spec.name!r}"
+    if value is None:
+        raise ConfigError(f"{where} must be {spec.kind}, got null")
+    item = spec.item_kind
+    if item is not None:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where} must be a list of {item}, got {value!r}")
+        if not spec.min_items <= len(value) <= spec.max_items:
+            raise ConfigError(f"{where} must have {spec.min_items} to {spec.max_items} items, got {len(value)}")
+        out = [_scalar(spec, item, v, f"{where} item {v!r}") for v in value]
+        if len(set(map(repr, out))) != len(out):
+            raise ConfigError(f"{where} lists an item twice: {value!r}")
+        return out
+    if spec.kind == "dict":
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{where} must be a mapping with string keys, got {value!r}")
+        if len(value) > spec.max_items:
+            raise ConfigError(f"{where} has more than {spec.max_items} entries")
+        return value
+    return _scalar(spec, spec.kind, value, where)
+
+
+def coerce(spec: Spec, text: str) -> Any:
+    """A `-p` value (always text) turned into the declared type: strings stay verbatim (so `on` stays "on")."""
+    where = f"parameter {spec.name!r}"
+    kind = spec.item_kind or spec.kind
+    if spec.kind == "str":
+        return text
+    if spec.kind == "bool":
+        word = text.strip().lower()
+        if word not in BOOL_WORDS:
+            raise ConfigError(f"{where} must be true or false, got {text!r}")
+        return BOOL_WORDS[word]
+    if spec.kind in ("int", "float"):
+        try:
+            return int(text) if spec.kind == "int" else float(text)
+        except ValueError:
+            what = "an integer" if spec.kind == "int" else "a number"
+            raise ConfigError(f"{where} must be {what}, got {text!r}") from None
+    stripped = text.strip()
+    if spec.item_kind is not None and not stripped.startswith("["):  # 1,8,16 as well as [1, 8, 16]
+        return [coerce(Spec(spec.name, kind, None), t.strip()) for t in stripped.split(",") if t.strip()]
+    value = _yaml_load(text, f"the value of {where}")
+    if spec.item_kind is not None and isinstance(value, list):
+        return [coerce(Spec(spec.name, kind, None), v) if isinstance(v, str) and kind != "str" else v for v in value]
+    return value
+
+
+def accept(spec: Spec, value: Any) -> Any:
+    """A value from a YAML file: text for a non-text parameter is coerced like `-p`, numbers for text are
+    taken as text (a user name 1234), then checked."""
+    if isinstance(value, str) and spec.kind != "str":
+        value = coerce(spec, value)
+    elif spec.kind == "str" and isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    return check(spec, value)
+
+
+# -- YAML, read safely ------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false. YAML 1.1 would read `on`, `off`, `yes`, `no` as booleans."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def _yaml_load(text: str, what: str) -> Any:
     try:
-        with socket.create_connection((host, int(port)), timeout=5):
-            pass
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{what} is not valid YAML{at}: {problem}") from None
+
+
+MAX_FILE_BYTES = 1 << 20
+
+
+def read_file(path: str | os.PathLike) -> dict[str, Any]:
+    """One parameters file: a mapping of name: value, read as YAML 1.2 with the safe loader."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"parameters file {p} does not exist or is not a file")
+    try:
+        raw = p.read_bytes()
     except OSError as exc:
-        raise UnreachableServerError(f"{what} {host}:{port} is unreachable: {exc.strerror or exc}") from None
+        raise ConfigError(f"parameters file {p} cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"parameters file {p} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"parameters file {p} is not UTF-8 text (byte {exc.start})") from None
+    loaded = _yaml_load(text, f"parameters file {p}")
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
+        raise ConfigError(f"parameters file {p} must hold a mapping of name: value")
+    return loaded
 
 
-def preflight(params: dict[str, Any], declared: dict[str, dict[str, Any]]) -> None:
-    """Checks that need no kernel: named secrets exist, named files exist, named servers answer."""
-    merged = {k: v.get("default") for k, v in declared.items()} | params
-    for key, value in merged.items():
-        if isinstance(value, str):
-            value = value.strip("'\"") if key not in params else value
-        if not value:
+# -- building a Params ------------------------------------------------------------------------------------
+def build(cls: type, values: Mapping[str, Any], *, study: str) -> Any:
+    """Check every value against cls's schema and build it; cross-field rules run in its __post_init__."""
+    schema = specs(cls)
+    checked: dict[str, Any] = {}
+    for name, value in values.items():
+        spec = schema.get(name)
+        if spec is None:
+            if holds_secret(name):
+                refs = [f"{name}{s}" for s in ("_env", "_file") if f"{name}{s}" in schema]
+                where = " or ".join(f"{r}=..." for r in refs) or "an environment variable or a file"
+                raise ConfigError(
+                    f"parameter {name!r} would put a secret in a parameter: name where it lives ({where})"
+                )
+            raise ConfigError(
+                f"unknown parameter {name!r} for study {study!r}; `secoverhead params {study}` lists them"
+            )
+        if spec.internal:
+            raise ConfigError(f"parameter {name!r} is set by the pipeline, not by you")
+        checked[name] = accept(spec, value)
+    try:
+        return cls(**checked)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{study}: {str(exc).splitlines()[0]}") from None
+
+
+def layer(
+    *,
+    files: Sequence[str | os.PathLike] = (),
+    overrides: Sequence[tuple[str, str]] = (),
+    schema: Mapping[str, Spec],
+) -> dict[str, Any]:
+    """Files in order (later ones win), then `-p` pairs coerced to their declared types."""
+    values: dict[str, Any] = {}
+    for f in files:
+        values.update(read_file(f))
+    for name, text in overrides:
+        spec = schema.get(name)
+        values[name] = coerce(spec, text) if spec is not None else text
+    return values
+
+
+def params_name(files: Sequence[str | os.PathLike], overrides: Sequence[tuple[str, str]]) -> str:
+    """A short name for a parameter set, for the report directory: file stems, then the first -p name."""
+    name = "+".join(Path(f).stem for f in files) or "defaults"
+    if overrides:
+        name += f"+{overrides[0][0]}"
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)[:80]
+
+
+def secret_parameters(p: Any) -> dict[str, tuple[str, str]]:
+    """name -> ('env' | 'file', where) for every parameter that says where a secret lives and is set."""
+    out = {}
+    for f in dataclasses.fields(p):
+        kind = secret_reference(f.name)
+        value = getattr(p, f.name)
+        if kind and isinstance(value, str) and value:
+            out[f.name] = (kind, value)
+    return out
+
+
+def preflight(p: Any) -> None:
+    """What can be checked without a kernel: named secrets exist, named files exist, and every external server
+    the parameters name answers, accepts the credentials and (with a CA file) verifies."""
+    for name, (kind, where) in secret_parameters(p).items():
+        if kind == "env" and where not in os.environ:
+            raise ConfigError(f"{name}: environment variable {where} is not set (it should hold the secret)")
+        if kind == "file" and not Path(where).expanduser().is_file():
+            raise ConfigError(f"{name}: secret file {where} does not exist")
+    for f in dataclasses.fields(p):
+        value = getattr(p, f.name)
+        if not (f.name.endswith("_file") and isinstance(value, str) and value):
             continue
-        if key.endswith("_env") and isinstance(value, str) and value not in os.environ:
-            raise ConfigError(f"{key}: environment variable {value} is not set")
-        if key.endswith("_file") and isinstance(value, str) and not Path(value).expanduser().is_file():
-            raise ConfigError(f"{key}: file {value} does not exist")
-    for prefix in ("mysql", "mongo"):
-        host, port = merged.get(f"{prefix}_host"), merged.get(f"{prefix}_port")
-        if isinstance(host, str) and host.strip("'\""):
-            _reachable(host.strip("'\""), int(port or (3306 if prefix == "mysql" else 27017)), f"{prefix} server")
-    uri = merged.get("mongo_uri")
-    if isinstance(uri, str) and uri.strip("'\""):
-        parts = urlsplit(uri.strip("'\""))
-        if "@" in parts.netloc:
-            raise ConfigError("mongo_uri must not hold credentials: use mongo_username and mongo_password_env")
-        if parts.hostname and parts.scheme == "mongodb":
-            _reachable(parts.hostname, parts.port or 27017, "MongoDB")
+        if not Path(value).expanduser().is_file():
+            raise ConfigError(f"{f.name}: file {value} does not exist")
+        if f.name.endswith("_ca_file"):
+            import ssl
+
+            try:
+                ssl.create_default_context(cafile=str(Path(value).expanduser()))
+            except (ssl.SSLError, ValueError, OSError) as exc:
+                raise ConfigError(f"{f.name}: {value} holds no usable certificate ({exc})") from None
+    for server in p.external_servers():
+        with server:  # connects, logs in, reads facts; leaves nothing behind
+            pass
+
+
+def describe(cls: type) -> list[dict[str, str]]:
+    """Rows for `secoverhead params STUDY`: name, type, default, range, help."""
+    return [
+        {
+            "name": s.name,
+            "type": s.kind,
+            "default": repr(s.default),
+            "range": s.describe_range(),
+            "help": s.help,
+        }
+        for s in specs(cls).values()
+        if not s.internal
+    ]

@@ -1,4 +1,7 @@
-"""Where things live: the cache of built tools, and the binaries found in it."""
+"""Where things live: the checkout's folders, the cache of built tools, and the binaries found in it.
+
+The one place that knows the repository's layout; every other module asks here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,12 @@ import os
 from pathlib import Path
 
 FERRETDB_VERSION = "v1.24.0"
+INFERNO_VERSION = "0.12.8"
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+PARAMS = ROOT / "papermill-params"
+PUBLISHED = ROOT / "data" / "published"
 
 
 def cache_dir() -> Path:
@@ -19,3 +28,23 @@ def ferretdb_binary() -> Path:
     """The FerretDB binary: $SECOVERHEAD_FERRETDB, else the one `make setup` builds into the cache."""
     env = os.environ.get("SECOVERHEAD_FERRETDB")
     return Path(env) if env else cache_dir() / f"ferretdb-{FERRETDB_VERSION}" / "ferretdb"
+
+
+def inferno_bin() -> Path:
+    """Folder of the inferno flame-graph tools (Rust port of Brendan Gregg's FlameGraph) `make setup` builds."""
+    return cache_dir() / f"inferno-{INFERNO_VERSION}" / "bin"
+
+
+def state_dir() -> Path:
+    """Where the library keeps state between runs (journals of changes to external servers)."""
+    env = os.environ.get("SECOVERHEAD_STATE")
+    base = (
+        Path(env) if env else Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "secoverhead"
+    )
+    return base.expanduser().resolve()
+
+
+def interactive_results() -> Path:
+    """Where a notebook run outside the pipeline writes: $SECOVERHEAD_RESULTS, else results/interactive/."""
+    env = os.environ.get("SECOVERHEAD_RESULTS")
+    return Path(env) if env else ROOT / "results" / "interactive"

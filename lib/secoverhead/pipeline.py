@@ -1,38 +1,64 @@
-"""Headless runs: validate parameters, execute a study's notebook with papermill into a versioned report
-directory, render HTML, scan every artefact for secrets, record run.json, point `latest` at it.
+"""Headless runs: validate parameters against the study's schema, execute its notebook with papermill into a
+versioned report directory, render HTML, scan every artefact for secrets, record run.json, point `latest`.
 
-    reports/<study>/<UTC timestamp>-<params name>/
-        report.ipynb  report.html  run.json  run.log  results/<experiment>/...  (and verdicts.json)
+    reports/<study>/<UTC timestamp>-<host>-<params name>/
+        report.ipynb  report.html  run.json  run.log  calibration.json  results/<experiment>/...  verdicts.json
+
+Everything that can be checked is checked in `prepare` before any server or kernel starts. A run that stops
+(an error, Ctrl-C, SIGTERM, an output that became unwritable) is finalised: its status recorded, what can be
+rendered rendered. `--resume` continues an interrupted run in place: completed runs are not repeated.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import logging
 import os
+import re
 import secrets as _stdlib_secrets
+import socket
+import sys
+import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import environment
+from . import calibration, environment
 from .errors import ConfigError
-from .params import load_params, notebook_parameters, preflight
-from .render import render_html
-from .results import atomic_write_json, sanitize
+from .files import atomic_write_json, read_json, sanitize
+from .owners import alive
+from .params import build, layer, params_name, preflight, secret_parameters, specs
 from .secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from .studies import STUDIES, Study
 
 KERNEL = "secoverhead"
+MAX_PLANNED_RUNS = 100_000
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a scheduler sends): finalised like Ctrl-C."""
+
+
+@dataclass
+class Prepared:
+    """A validated run: nothing has started yet."""
+
+    study: Study
+    params: Any
+    values: dict[str, Any]
+    name: str
+    files: list[str] = field(default_factory=list)
 
 
 @dataclass
 class RunOutcome:
     study: str
     run_dir: Path
-    status: str  # ok | failed
+    status: str  # ok | failed | interrupted
     error: str | None = None
 
     @property
@@ -45,11 +71,58 @@ def get_study(study_id: str) -> Study:
         raise ConfigError(f"unknown study {study_id!r}; studies: {', '.join(STUDIES)}")
     study = STUDIES[study_id]
     if not study.available:
-        raise ConfigError(f"study {study_id!r} has no notebook yet ({study.notebook_path})")
+        raise ConfigError(f"study {study_id!r} has no notebook ({study.notebook_path})")
     return study
 
 
-def _check_kernel(name: str) -> None:
+def prepare(
+    study_id: str,
+    *,
+    files: list[str | os.PathLike] | None = None,
+    profile: str | None = None,
+    overrides: list[tuple[str, str]] | None = None,
+    values: dict[str, Any] | None = None,
+    check_servers: bool = True,
+) -> Prepared:
+    """Parameters from files (a profile first, then -f files in order) and -p pairs, checked against the
+    study's Params, bounded, and pre-flighted (secrets present, files present, named servers answering)."""
+    study = get_study(study_id)
+    chain = [str(f) for f in files or []]
+    if profile is not None:
+        path = study.params_dir / f"{profile}.yaml"
+        if not path.is_file():
+            known = ", ".join(p.stem for p in study.parameter_files()) or "none"
+            raise ConfigError(f"study {study.id!r} has no profile {profile!r} (have: {known})")
+        chain.insert(0, str(path))
+    cls = study.params_class()
+    merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
+    p = build(cls, merged, study=study.id)
+    planned = p.planned_runs()
+    if planned > MAX_PLANNED_RUNS:
+        raise ConfigError(
+            f"{study.id}: the plan has up to {planned:,} runs (limit "
+            f"{MAX_PLANNED_RUNS:,}): lower repetitions or the factor levels"
+        )
+    if check_servers:
+        preflight(p)
+    return Prepared(study, p, merged, params_name(chain, overrides or []) if values is None else "resumed", chain)
+
+
+def check_reports_root(root: str | os.PathLike) -> Path:
+    """The reports directory exists (or can be made) and is writable."""
+    path = Path(root).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--reports {path} is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--reports {path} cannot be created: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"--reports {path} is not writable")
+    return path
+
+
+def check_kernel(name: str = KERNEL) -> None:
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -58,9 +131,13 @@ def _check_kernel(name: str) -> None:
         raise ConfigError(f"Jupyter kernel {name!r} is not registered: run `make setup`") from None
 
 
-def _new_run_dir(root: Path, study: str, params_name: str) -> Path:
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:24] or "host"
+
+
+def _new_run_dir(root: Path, study: str, name: str) -> Path:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = root / study / f"{stamp}-{params_name}"
+    base = root / study / f"{stamp}-{_host()}-{name}"
     path, n = base, 1
     while True:
         try:
@@ -71,18 +148,12 @@ def _new_run_dir(root: Path, study: str, params_name: str) -> Path:
             path = base.with_name(f"{base.name}-{n}")
 
 
-def _secret_values(params: dict[str, Any], declared: dict[str, Any]) -> list[str]:
-    """The secrets this run can touch: every *_env / *_file parameter's value, read here."""
-    merged = {k: str(v.get("default", "")).strip("'\"") for k, v in declared.items()} | params
-    found = []
-    for key, value in merged.items():
-        if not value or not isinstance(value, str):
-            continue
-        if key.endswith("_password_env") or key.endswith("_secret_env"):
-            found.append(secret_from(env=value).reveal())
-        elif key.endswith("_password_file") or key.endswith("_secret_file"):
-            found.append(secret_from(file=value).reveal())
-    return found
+def _secret_values(p: Any) -> list[str]:
+    """The secrets this run can touch: every *_password_env / *_password_file parameter's value, read here."""
+    out = []
+    for kind, where in secret_parameters(p).values():
+        out.append(secret_from(env=where).reveal() if kind == "env" else secret_from(file=where).reveal())
+    return out
 
 
 def scan_for_secrets(run_dir: Path, values: list[str]) -> list[str]:
@@ -91,9 +162,9 @@ def scan_for_secrets(run_dir: Path, values: list[str]) -> list[str]:
     leaks = []
     for path in run_dir.rglob("*"):
         if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            if any(n in data for n in needles):
-                leaks.append(str(path.relative_to(run_dir)))
+            with contextlib.suppress(OSError):
+                if any(n in path.read_bytes() for n in needles):
+                    leaks.append(str(path.relative_to(run_dir)))
     return leaks
 
 
@@ -115,96 +186,230 @@ def _point_latest(run_dir: Path) -> None:
     os.replace(tmp, latest)
 
 
+def _concurrent(root: Path, me: Path) -> list[str]:
+    """Other runs under root whose owner is still alive: they share the CPU with this one."""
+    found = []
+    for rj in root.glob("*/*/run.json"):
+        if rj.parent == me:
+            continue
+        meta = read_json(rj)
+        if isinstance(meta, dict) and meta.get("status") == "running" and alive(meta.get("owner_pid")):
+            found.append(str(rj.parent.relative_to(root)))
+    return found
+
+
+class _Progress(threading.Thread):
+    """Shows the experiments' progress files while papermill executes (a bar on a terminal, a line every
+    30 s in a log)."""
+
+    def __init__(self, results: Path, study: str) -> None:
+        super().__init__(daemon=True)
+        self.results, self.study, self.stop_event = results, study, threading.Event()
+        self.tty = sys.stderr.isatty()
+
+    def run(self) -> None:
+        last_print = 0.0
+        while not self.stop_event.wait(1.0 if self.tty else 5.0):
+            states = [read_json(p) for p in sorted(self.results.glob("*/progress.json"))]
+            states = [s for s in states if isinstance(s, dict)]
+            if not states:
+                continue
+            s = max(states, key=lambda x: x.get("updated", 0))
+            done, planned, eta = s.get("done", 0), max(s.get("planned", 1), 1), s.get("eta_s")
+            width = 24
+            bar = "#" * int(width * min(done / planned, 1)) + "-" * (width - int(width * min(done / planned, 1)))
+            eta_txt = f"ETA {int(eta // 60)}m{int(eta % 60):02d}s" if eta is not None else "ETA -"
+            current = str(s.get("current", ""))[:40]
+            line = f"{self.study}: {s.get('experiment')} [{bar}] {done}/{planned} runs, {eta_txt}  {current}"
+            if self.tty:
+                sys.stderr.write("\r" + line.ljust(110)[:110])
+                sys.stderr.flush()
+            elif time.monotonic() - last_print > 30:
+                print(line, file=sys.stderr, flush=True)
+                last_print = time.monotonic()
+        if self.tty:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(3)
+
+
+_CALIBRATION: Path | None = None
+
+
+def _shared_calibration(run_dir: Path) -> Path:
+    """One machine-speed calibration per CLI invocation, copied into every report it makes."""
+    global _CALIBRATION
+    cal = None
+    if _CALIBRATION is not None:
+        cal = read_json(_CALIBRATION)
+        if not isinstance(cal, dict) or time.time() - cal.get("taken_at", 0) > calibration.MAX_AGE_S:
+            cal = None
+    if cal is None:
+        cal = calibration.measure()
+    _CALIBRATION = calibration.save(cal, run_dir / "calibration.json")
+    return _CALIBRATION
+
+
 def run_study(
-    study_id: str,
+    prepared: Prepared,
     *,
-    params_file: str | os.PathLike | None = None,
-    profile: str | None = None,
-    overrides: list[tuple[str, str]] | None = None,
     reports_root: str | os.PathLike = "reports",
     kernel: str = KERNEL,
     log: logging.Logger | None = None,
+    resume: Path | None = None,
 ) -> RunOutcome:
-    """Validate, execute, render, scan, record. Bad input raises before any kernel starts."""
+    """Execute, render, scan, record. Raises only before a run directory exists; after, every outcome is
+    recorded and returned (KeyboardInterrupt / Terminated are re-raised once recorded)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    log = log or logging.getLogger("secoverhead")
-    study = get_study(study_id)
-    params, params_name = load_params(study, file=params_file, profile=profile, overrides=overrides)
-    declared = notebook_parameters(study)
-    preflight(params, declared)
-    _check_kernel(kernel)
-    secret_values = _secret_values(params, declared)
+    from .render import render_html
 
-    run_dir = _new_run_dir(Path(reports_root).resolve(), study.id, params_name)
+    log = log or logging.getLogger("secoverhead")
+    study, p = prepared.study, prepared.params
+    root = check_reports_root(reports_root)
+    check_kernel(kernel)
+    secret_values = _secret_values(p)
+    run_dir = resume if resume is not None else _new_run_dir(root, study.id, prepared.name)
     results_dir = run_dir / "results"
     embedded_pw = _stdlib_secrets.token_urlsafe(18)  # so the scan knows embedded servers' password too
     secret_values.append(embedded_pw)
     started, t0 = environment.utc_now(), time.monotonic()
+    previous = read_json(run_dir / "run.json") if resume is not None else None
     record: dict[str, Any] = {
         "study": study.id,
         "title": study.title,
         "notebook": study.notebook,
-        "params_name": params_name,
-        "params_file": str(params_file or "") or (str(study.params_dir / f"{profile}.yaml") if profile else None),
-        "parameters": params,
-        "started": started,
+        "params_name": prepared.name if previous is None else previous.get("params_name", prepared.name),
+        "params_files": prepared.files if previous is None else previous.get("params_files", []),
+        "parameters": prepared.values,
+        "started": started if previous is None else previous.get("started", started),
+        "host": socket.gethostname(),
+        "owner_pid": os.getpid(),
         "status": "running",
+        "resumed": (previous or {}).get("resumed", 0) + (1 if previous is not None else 0),
     }
-    atomic_write_json(run_dir / "run.json", record)
-    handler = logging.FileHandler(run_dir / "run.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    pm_log = logging.getLogger("papermill")
-    pm_log.addHandler(handler)
-    pm_log.setLevel(logging.INFO)
-    old_env = os.environ.get(EMBEDDED_PASSWORD_ENV)
-    os.environ[EMBEDDED_PASSWORD_ENV] = embedded_pw
     status, error = "ok", None
+    handler = None
+    pm_log = logging.getLogger("papermill")
+    env_before = {k: os.environ.get(k) for k in (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")}
+    progress = _Progress(results_dir, study.id)
     try:
-        log.info("running %s (%s) into %s", study.id, params_name, run_dir)
+        atomic_write_json(run_dir / "run.json", record)
+        others = _concurrent(root, run_dir)
+        if others:
+            record["concurrent_runs"] = others
+            log.warning(
+                "warning: %d other run(s) are running on this machine and share its CPU: %s",
+                len(others),
+                ", ".join(others),
+            )
+        handler = logging.FileHandler(run_dir / "run.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        pm_log.addHandler(handler)
+        pm_log.setLevel(logging.INFO)
+        pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
+        os.environ[EMBEDDED_PASSWORD_ENV] = embedded_pw
+        os.environ[calibration.ENV] = str(_shared_calibration(run_dir))
+        os.environ["SECOVERHEAD_HEADLESS"] = "1"
+        log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
+        progress.start()
         papermill.execute_notebook(
             str(study.notebook_path),
             str(run_dir / "report.ipynb"),
-            parameters={**params, "output_dir": str(results_dir)},
+            parameters={**prepared.values, "output_dir": str(results_dir)},
             kernel_name=kernel,
             cwd=str(run_dir),
             progress_bar=False,
             log_output=True,
         )
     except PapermillExecutionError as exc:
-        status, error = "failed", f"{exc.ename}: {exc.evalue}"
-    except KeyboardInterrupt:
-        status, error = "failed", "interrupted (Ctrl-C)"
+        status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}"
+    except Terminated:
+        status, error = "interrupted", "terminated (SIGTERM)"
         raise
-    except Exception as exc:  # kernel died, notebook missing, ...
-        status, error = "failed", "".join(traceback.format_exception_only(exc)).strip()
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted (Ctrl-C)"
+        raise
+    except Exception as exc:  # kernel died, outputs unwritable, ...
+        status, error = "failed", "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1]
     finally:
-        if old_env is None:
-            os.environ.pop(EMBEDDED_PASSWORD_ENV, None)
-        else:
-            os.environ[EMBEDDED_PASSWORD_ENV] = old_env
-        pm_log.removeHandler(handler)
-        handler.close()
-        if (run_dir / "report.ipynb").exists():
-            try:
-                render_html(run_dir / "report.ipynb", run_dir / "report.html", title=f"{study.title} ({params_name})")
-            except Exception as exc:  # keep the notebook even if rendering fails
-                status = "failed"
-                error = (error + "; " if error else "") + f"HTML rendering failed: {exc}"
+        progress.stop()
+        for k, v in env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if handler is not None:
+            pm_log.removeHandler(handler)
+            pm_log.propagate = True
+            handler.close()
+        status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
+    log.info("%s: %s (%s)", study.id, status, error or "no error")
+    return RunOutcome(study.id, run_dir, status, error)
+
+
+def _finalise(run_dir, study, record, status, error, secret_values, t0, render_html) -> tuple[str, str | None]:
+    """Render, scan, record, point latest: each step on its own, so one failing (a full disk, a directory
+    made read-only) leaves the others done and is said in run.json when it can be written at all."""
+
+    def add(msg: str) -> None:
+        nonlocal error, status
+        error = (error + "; " if error else "") + msg
+        if status == "ok":
+            status = "failed"
+
+    if (run_dir / "report.ipynb").exists():
+        try:
+            render_html(
+                run_dir / "report.ipynb", run_dir / "report.html", title=f"{study.title} ({record['params_name']})"
+            )
+        except Exception as exc:
+            add(f"HTML rendering failed: {str(exc).splitlines()[0][:200]}")
+    try:
         leaks = scan_for_secrets(run_dir, secret_values)
         if leaks:
             _scrub(run_dir, leaks, secret_values)
-            status = "failed"
-            error = (error + "; " if error else "") + f"a secret appeared in {', '.join(leaks)} (scrubbed)"
-        record.update(
-            status=status,
-            error=error,
-            finished=environment.utc_now(),
-            duration_s=round(time.monotonic() - t0, 1),
-            environment=environment.collect(),
+            add(f"a secret appeared in {', '.join(leaks)} (scrubbed)")
+    except OSError as exc:
+        add(f"secret scan failed: {exc.strerror}")
+    record.update(
+        status=status,
+        error=error,
+        finished=environment.utc_now(),
+        duration_s=round(time.monotonic() - t0, 1),
+        environment=environment.collect(),
+        outputs=sorted(
+            str(p.relative_to(run_dir))
+            for p in run_dir.rglob("*")
+            if p.is_file() and p.suffix in (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
         )
+        if run_dir.exists()
+        else [],
+    )
+    try:
         atomic_write_json(run_dir / "run.json", sanitize(record))
         _point_latest(run_dir)
-    log.info("%s: %s (%s)", study.id, status, error or "no error")
-    return RunOutcome(study.id, run_dir, status, error)
+    except OSError as exc:
+        print(f"error: could not record the run in {run_dir}: {exc.strerror}", file=sys.stderr)
+        status = "failed"
+    return status, error
+
+
+def resume_values(run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """The study and parameters an earlier run recorded, to continue it in place."""
+    run_dir = Path(run_dir).expanduser().resolve()
+    meta = read_json(run_dir / "run.json")
+    if not isinstance(meta, dict) or "study" not in meta:
+        raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")
+    if meta.get("status") == "running" and alive(meta.get("owner_pid")) and int(meta.get("owner_pid")) != os.getpid():
+        raise ConfigError(f"--resume {run_dir}: that run is still running (pid {meta.get('owner_pid')})")
+    if meta.get("status") == "ok":
+        raise ConfigError(f"--resume {run_dir}: that run completed; nothing to resume")
+    return meta["study"], dict(meta.get("parameters") or {})
+
+
+def json_dumps(obj: Any) -> str:
+    return json.dumps(sanitize(obj), indent=1, sort_keys=True)

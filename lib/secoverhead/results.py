@@ -1,21 +1,20 @@
 """Results on disk, after BenchBase: one directory per experiment holding
 
-    metadata.json          what ran: plan, seed, environment, servers (secrets stripped)
+    metadata.json          what ran: study, plan, seed, environment, calibration, servers (secrets stripped)
     runs/000042.json       one record per run, written atomically the moment it ends
-    samples/000042.parquet every raw sample of a run (e.g. each connection's latency)
+    samples/000042.parquet every raw sample of a run (e.g. each connection's latency): pictures, not n
     intervals/000042.csv   per-interval statistics (e.g. sysbench's 1 s reports)
-    results.parquet/.csv   the tidy long table: one row per run x metric, rebuilt after each run
+    results.parquet/.csv   the tidy long table: one row per run x metric, with unit, direction and provenance
 
-A crash loses at most the run in progress; everything else is already on disk.
+A crash loses at most the run in progress; the long table is rebuilt from the run records when an
+experiment ends (or is resumed), so appending a run costs the same at run 1 and run 1000.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,73 +22,14 @@ from typing import Any
 
 import pandas as pd
 
-from .secrets import Secret, redact
-
-_SECRET_KEY = re.compile(r"pass(word|wd)?$|password|secret|token|credential|private_key", re.IGNORECASE)
-
-
-def sanitize(obj: Any) -> Any:
-    """A JSON-ready copy with secrets removed: Secret values, keys that name secrets, known secret strings."""
-    if isinstance(obj, Secret):
-        return "<redacted>"
-    if isinstance(obj, Mapping):
-        return {
-            str(k): (
-                "<redacted>"
-                if _SECRET_KEY.search(str(k)) and v not in (None, "") and not str(k).endswith(("_env", "_file"))
-                else sanitize(v)
-            )
-            for k, v in obj.items()
-        }
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [sanitize(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return sanitize(obj.item())
-    if obj is None or isinstance(obj, bool | int | float):
-        return obj
-    return redact(str(obj))
-
-
-def default_output_dir(study: str) -> Path:
-    """Where an interactive run writes when no output_dir is given: $SECOVERHEAD_RESULTS, else
-    results/interactive/ in the checkout, in a new timestamped directory (so re-running starts afresh;
-    pass the same output_dir again to resume instead)."""
-    import datetime as dt
-
-    base = Path(
-        os.environ.get("SECOVERHEAD_RESULTS") or Path(__file__).resolve().parents[2] / "results" / "interactive"
-    )
-    return base / f"{study}-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory and rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, json.dumps(sanitize(obj), indent=1, sort_keys=True).encode())
+from .files import atomic_write_bytes, atomic_write_json, read_json
+from .params import ID_PATTERN
+from .units import unit
 
 
 @dataclass
 class RunRecord:
-    """One run: an arm under one combination of factors, one repetition."""
+    """One run: an arm under one combination of factors, in one round."""
 
     run_id: int
     arm: str
@@ -104,26 +44,30 @@ class RunRecord:
     metrics: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    profiling: bool = False  # a profiling round's run: kept, never in the statistics
 
     @property
     def key(self) -> str:
-        return run_key(self.arm, self.factors, self.repetition, self.warmup)
+        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling)
 
 
-def run_key(arm: str, factors: Mapping[str, Any], repetition: int, warmup: bool) -> str:
-    return json.dumps([arm, sorted((k, str(v)) for k, v in factors.items()), repetition, warmup])
+def run_key(arm: str, factors: Mapping[str, Any], repetition: int, warmup: bool, profiling: bool = False) -> str:
+    key = [arm, sorted((k, str(v)) for k, v in factors.items()), repetition, warmup]
+    return json.dumps([*key, "profile"] if profiling else key)
 
 
 class ResultStore:
     """All results of one experiment id, under root/<experiment_id>/."""
 
     def __init__(self, root: str | os.PathLike, experiment_id: str) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", experiment_id):
-            raise ValueError(f"experiment id {experiment_id!r} must be letters, digits, '_', '-', '.'")
+        if not re.fullmatch(ID_PATTERN, experiment_id) or ".." in experiment_id:
+            raise ValueError(f"experiment id {experiment_id!r} must be letters, digits, '_', '-', '.' (max 64)")
         self.experiment_id = experiment_id
         self.path = Path(root).resolve() / experiment_id
         for sub in ("runs", "samples", "intervals"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
+        self._records: list[RunRecord] | None = None
+        self.skipped: list[str] = []  # run files that could not be read
 
     # -- writing ---------------------------------------------------------------------------------
     def write_metadata(self, metadata: Mapping[str, Any]) -> None:
@@ -144,7 +88,7 @@ class ResultStore:
         if intervals is not None and len(intervals):
             atomic_write_bytes(self.path / "intervals" / f"{name}.csv", intervals.to_csv(index=False).encode())
         atomic_write_json(self.path / "runs" / f"{name}.json", asdict(run))
-        self.export()
+        self.records().append(run)
 
     def export(self) -> None:
         """Rebuild results.parquet and results.csv (the long table) atomically."""
@@ -154,21 +98,34 @@ class ResultStore:
 
     # -- reading ---------------------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
-        p = self.path / "metadata.json"
-        return json.loads(p.read_text()) if p.exists() else {}
+        meta = read_json(self.path / "metadata.json")
+        return meta if isinstance(meta, dict) else {}
 
     def records(self) -> list[RunRecord]:
-        out = []
-        for p in sorted((self.path / "runs").glob("*.json")):
-            out.append(RunRecord(**json.loads(p.read_text())))
-        return out
+        """Every run record, read once and kept; a corrupt file is skipped and named in `skipped`."""
+        if self._records is None:
+            self._records = []
+            for p in sorted((self.path / "runs").glob("*.json")):
+                data = read_json(p)
+                try:
+                    self._records.append(RunRecord(**data))
+                except TypeError:
+                    self.skipped.append(p.name)
+        return self._records
+
+    def next_run_id(self) -> int:
+        return max((r.run_id for r in self.records()), default=-1) + 1
 
     def completed_keys(self) -> set[str]:
         return {r.key for r in self.records() if r.status == "ok"}
 
-    def _ok(self, include_warmup: bool) -> list[RunRecord]:
-        """Successful runs, warm-ups only when asked for."""
-        return [r for r in self.records() if r.status == "ok" and (include_warmup or not r.warmup)]
+    def _ok(self, include_warmup: bool, include_profiling: bool = False) -> list[RunRecord]:
+        """Successful runs; warm-ups and profiling runs only when asked for."""
+        return [
+            r
+            for r in self.records()
+            if r.status == "ok" and (include_warmup or not r.warmup) and (include_profiling or not r.profiling)
+        ]
 
     @staticmethod
     def _ids(r: RunRecord) -> dict[str, Any]:
@@ -182,26 +139,50 @@ class ResultStore:
             "started": r.started,
         }
 
-    def runs(self, include_warmup: bool = False) -> pd.DataFrame:
+    def runs(self, include_warmup: bool = False, include_profiling: bool = False) -> pd.DataFrame:
         """One row per successful run: identifiers, factors, and metrics as columns."""
-        return pd.DataFrame([{**self._ids(r), **r.factors, **r.metrics} for r in self._ok(include_warmup)])
+        return pd.DataFrame(
+            [{**self._ids(r), **r.factors, **r.metrics} for r in self._ok(include_warmup, include_profiling)]
+        )
+
+    def provenance(self) -> dict[str, Any]:
+        """Where these results come from, for every row of the long table."""
+        meta = self.metadata()
+        env = meta.get("environment", {})
+        targets = [
+            f"{f.get('engine')} {f.get('version', '')}".strip() + ("" if f.get("embedded", True) else " (external)")
+            for f in meta.get("servers", {}).values()
+            if isinstance(f, dict)
+        ]
+        return {
+            "study": meta.get("study", ""),
+            "experiment": self.experiment_id,
+            "host": env.get("machine", {}).get("hostname", ""),
+            "target": "; ".join(dict.fromkeys(targets)),
+            "commit": (env.get("git_commit") or "")[:12],
+        }
 
     def table(self) -> pd.DataFrame:
-        """The tidy long table: one row per run x numeric metric (warm-up runs included, marked)."""
+        """The tidy long table: one row per run x numeric metric (warm-up runs included, marked), with the
+        metric's unit, whether higher is better, and where the row comes from."""
         rows = []
+        origin = self.provenance()
         for r in self._ok(include_warmup=True):
             factors = {f"factor_{k}": str(v) for k, v in r.factors.items()}
             for metric, value in r.metrics.items():
                 if isinstance(value, bool) or value is None:
                     value = float(value) if isinstance(value, bool) else float("nan")
                 if isinstance(value, int | float):
+                    u, better = unit(metric)
                     rows.append(
                         {
-                            "experiment": self.experiment_id,
+                            **origin,
                             **self._ids(r),
                             **factors,
                             "metric": metric,
                             "value": float(value),
+                            "unit": u,
+                            "higher_is_better": better,
                         }
                     )
         return pd.DataFrame(rows)
@@ -215,7 +196,7 @@ class ResultStore:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def samples(self, include_warmup: bool = False) -> pd.DataFrame:
-        """Every raw sample, with the run's identifiers and factors attached."""
+        """Every raw sample, with the run's identifiers and factors attached (for pictures, never for n)."""
         return self._per_run_files("samples", "parquet", pd.read_parquet, include_warmup)
 
     def intervals(self, include_warmup: bool = False) -> pd.DataFrame:

@@ -7,6 +7,7 @@ pipeline can scan artefacts for leaks.
 from __future__ import annotations
 
 import os
+import re
 import secrets as _stdlib_secrets
 from pathlib import Path
 
@@ -74,6 +75,29 @@ def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None
         raise ConfigError(f"secret file {path} does not exist")
     lines = path.read_text().splitlines()
     return Secret(lines[0].strip() if lines else "", source=f"file:{path}")
+
+
+# The one rule for "this name is about a secret", used by parameter checks, result files and the pipeline.
+_SECRET_NAME = re.compile(r"pass(word|wd)?|secret|token|credential|api_?key|private_?key", re.IGNORECASE)
+REFERENCE_SUFFIXES = ("_env", "_file")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter, option or field name speaks of a secret (password, token, key, ...)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_reference(name: str) -> str | None:
+    """'env' or 'file' when the name says where a secret lives (mysql_password_env), else None."""
+    for suffix in REFERENCE_SUFFIXES:
+        if name.endswith(suffix) and is_secret_name(name[: -len(suffix)]):
+            return suffix[1:]
+    return None
+
+
+def holds_secret(name: str) -> bool:
+    """A name whose value would be the secret itself (mysql_password), not where it lives."""
+    return is_secret_name(name) and not name.endswith(REFERENCE_SUFFIXES)
 
 
 def known_secrets() -> frozenset[str]:

@@ -1,165 +1,209 @@
-"""Comparing two samples of a cost like a careful benchmarker (after benchstat, pyperf and criterion):
-medians, a bootstrap CI of their ratio, a Mann-Whitney U test, a noise threshold, Tukey outliers reported
-but kept, Holm's correction across a sweep, and an A/A calibration of the noise floor.
+"""Statistics of run summaries (after benchstat's benchmath): the unit of replication is the run.
 
-Values are costs by default (time, CPU per operation: higher is slower). Pass higher_is_better=True for
-throughput. Every result is deterministic for a given seed.
+Each run is summarised by one number per metric (its median latency, its server CPU per operation, its
+throughput). Arms are interleaved per round, so a round is a block: the candidate/baseline ratio is taken
+within each round and the comparison is made on those per-round log ratios,
+
+    ratio = exp(mean(log(candidate_r / baseline_r)))       (the geometric mean of per-round ratios)
+    CI    = exp(mean +- t(n-1) * sd / sqrt(n))             (Student t on the log ratios)
+    p     = two-sided paired t test on the log ratios
+
+which is exact when run-to-run noise is log-normal and, unlike a rank test, has no floor on p at small n
+(Wilcoxon's signed-rank test cannot go below p = 2/2^n: 0.0625 at 5 rounds). Where rounds are incomplete,
+Welch's unpaired t test on the logs is used instead and said so. Per-sample distributions (every
+connection, every query) never enter a test: samples inside one run share the machine's state.
+
+Values are costs by default (higher is worse); pass higher_is_better=True for throughput.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 import numpy as np
-from scipy import stats as _st
 
-MIN_FOR_TEST = 4  # below this, Mann-Whitney cannot reach p < 0.05 (benchstat says the same)
-MIN_FOR_CI = 6  # below this, a 95 % CI of a median is not meaningful (benchstat)
-TEST_NAME = "Mann-Whitney U, two-sided"
-CI_NAME = "bootstrap percentile 95 % CI of the ratio of medians"
-VERDICTS = ("slower", "faster", "no change", "inconclusive")
+CONFIDENCE = 0.95
+NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
+PAIRED = "paired by round"
+UNPAIRED = "unpaired (rounds incomplete)"
+PAIRED_TEST = "paired t test on per-round log ratios"
+UNPAIRED_TEST = "Welch t test on log run summaries"
+PAIRED_CI = "Student t interval of the geometric mean of per-round ratios"
+UNPAIRED_CI = "Welch interval of the ratio of geometric means"
+PAIRED_DIFF_TEST = "paired t test on per-round differences"
+UNPAIRED_DIFF_TEST = "Welch t test on run summaries"
+PAIRED_DIFF_CI = "Student t interval of the mean per-round difference"
+UNPAIRED_DIFF_CI = "Welch interval of the difference of means"
+
+
+class Change(StrEnum):
+    """What a comparison says about the candidate, in words a DBA reads."""
+
+    WORSE = "worse"
+    BETTER = "better"
+    SAME = "no change"
+    UNCLEAR = "inconclusive"
+
+
+def _t():
+    from scipy import special  # light next to scipy.stats; only the t distribution is needed
+
+    return special
+
+
+def t_quantile(df: float, q: float) -> float:
+    return float(_t().stdtrit(df, q))
+
+
+def t_sf2(df: float, t: float) -> float:
+    """Two-sided p-value of a t statistic."""
+    return float(2 * _t().stdtr(df, -abs(t)))
 
 
 @dataclass
-class Comparison:
-    """candidate vs baseline. ratio = candidate median / baseline median."""
+class RatioEstimate:
+    """candidate / baseline, with its interval and test."""
 
-    baseline_median: float
-    candidate_median: float
     ratio: float
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str
-    n_baseline: int
-    n_candidate: int
-    alpha: float
-    noise: float
-    higher_is_better: bool
-    test: str = TEST_NAME
-    ci_method: str = CI_NAME
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def change_pct(self) -> float:
-        """(candidate - baseline) / baseline in percent."""
-        return (self.ratio - 1.0) * 100.0
-
-    def as_dict(self) -> dict:
-        return asdict(self) | {"change_pct": self.change_pct}
+    n: int  # rounds (paired) or the smaller arm's runs (unpaired)
+    design: str
+    test: str
+    ci_method: str
+    confidence: float
 
 
-def _clean(x: Sequence[float] | np.ndarray) -> np.ndarray:
+def _positive(x: Sequence[float] | np.ndarray) -> np.ndarray:
     a = np.asarray(x, dtype=float)
-    return a[np.isfinite(a)]
+    return a[np.isfinite(a) & (a > 0)]
 
 
-def bootstrap_medians(sorted_x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Medians of n_boot bootstrap resamples of sorted_x, drawn exactly in O(n_boot).
-
-    A resample's k-th order statistic is sorted_x[floor(U_(k) * n)] with U_(k) the k-th order statistic of n
-    uniforms, which is Beta(k, n - k + 1); for even n the next one is U_(k) + (1 - U_(k)) * Beta(1, n - k).
-    This avoids materialising n_boot x n resamples (100,000-sample arms stay well under a second).
-    """
-    n = len(sorted_x)
-    k = (n + 1) // 2
-    u_k = rng.beta(k, n - k + 1, size=n_boot)
-    lo = sorted_x[np.minimum((u_k * n).astype(np.int64), n - 1)]
-    if n % 2:
-        return lo
-    u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=n_boot)
-    hi = sorted_x[np.minimum((u_next * n).astype(np.int64), n - 1)]
-    return (lo + hi) / 2.0
-
-
-def tukey_outliers(x: np.ndarray) -> int:
-    """Number of values outside the 1.5 IQR fences."""
-    if len(x) < 4:
-        return 0
-    q1, q3 = np.percentile(x, [25, 75])
-    iqr = q3 - q1
-    return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
+def paired_ratio(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Per-round pairs (baseline[i], candidate[i]); pairs with a non-positive or missing value are dropped."""
+    b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    ok = np.isfinite(b) & np.isfinite(c) & (b > 0) & (c > 0)
+    d = np.log(c[ok]) - np.log(b[ok])
+    n = len(d)
+    nan = float("nan")
+    if n == 0:
+        return RatioEstimate(nan, nan, nan, nan, 0, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
+    mean = float(d.mean())
+    if n < 2:
+        return RatioEstimate(math.exp(mean), nan, nan, nan, n, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+        lo = hi = math.exp(mean)
+    else:
+        p = t_sf2(n - 1, mean / se)
+        half = t_quantile(n - 1, 0.5 + confidence / 2) * se
+        lo, hi = math.exp(mean - half), math.exp(mean + half)
+    return RatioEstimate(math.exp(mean), lo, hi, p, n, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
 
 
-def _verdict(
-    ratio: float, lo: float, hi: float, p: float, alpha: float, noise: float, higher_is_better: bool, testable: bool
-) -> str:
-    if not testable or not np.isfinite(ratio):
-        return "inconclusive"
-    inside_noise = abs(ratio - 1.0) <= noise
-    if p < alpha and not inside_noise:
-        worse = ratio > 1.0 if not higher_is_better else ratio < 1.0
-        return "slower" if worse else "faster"
-    if inside_noise and (p < alpha or (1.0 - noise <= lo and hi <= 1.0 + noise)):
-        return "no change"  # either a real but negligible shift, or confidently within the noise band
-    return "inconclusive"
-
-
-def compare(
-    baseline: Sequence[float] | np.ndarray,
-    candidate: Sequence[float] | np.ndarray,
-    *,
-    alpha: float = 0.05,
-    noise: float = 0.02,
-    higher_is_better: bool = False,
-    n_boot: int = 5000,
-    seed: int = 0,
-) -> Comparison:
-    """Compare candidate with baseline; see the module docstring for the method."""
-    if not 0 < alpha < 1 or noise < 0:
-        raise ValueError("alpha must be in (0, 1) and noise >= 0")
-    a, b = np.sort(_clean(baseline)), np.sort(_clean(candidate))
-    warnings: list[str] = []
+def welch_ratio(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Ratio of geometric means of two independent sets of run summaries."""
+    a, b = np.log(_positive(baseline)), np.log(_positive(candidate))
+    n = min(len(a), len(b))
+    nan = float("nan")
     if len(a) == 0 or len(b) == 0:
-        nan = float("nan")
-        return Comparison(
-            nan,
-            nan,
-            nan,
-            nan,
-            nan,
-            nan,
-            "inconclusive",
-            len(a),
-            len(b),
-            alpha,
-            noise,
-            higher_is_better,
-            warnings=["an arm has no finite samples"],
+        return RatioEstimate(nan, nan, nan, nan, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+    diff = float(b.mean() - a.mean())
+    if n < 2:
+        return RatioEstimate(math.exp(diff), nan, nan, nan, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        p = 1.0 if diff == 0.0 else 0.0
+        lo = hi = math.exp(diff)
+    else:
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+        p = t_sf2(df, diff / se)
+        half = t_quantile(df, 0.5 + confidence / 2) * se
+        lo, hi = math.exp(diff - half), math.exp(diff + half)
+    return RatioEstimate(math.exp(diff), lo, hi, p, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+
+
+def mean_interval(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float, float, int]:
+    """Mean of d, its two-sided t interval and p against 0, and n."""
+    n = len(d)
+    nan = float("nan")
+    if n == 0:
+        return nan, nan, nan, nan, 0
+    mean = float(d.mean())
+    if n < 2:
+        return mean, nan, nan, nan, n
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:
+        return mean, mean, mean, 1.0 if mean == 0.0 else 0.0, n
+    half = t_quantile(n - 1, 0.5 + confidence / 2) * se
+    return mean, mean - half, mean + half, t_sf2(n - 1, mean / se), n
+
+
+def paired_difference(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Per-round differences candidate - baseline (for percentage points, where a ratio means nothing)."""
+    b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    ok = np.isfinite(b) & np.isfinite(c)
+    mean, lo, hi, p, n = mean_interval(c[ok] - b[ok], confidence)
+    return RatioEstimate(mean, lo, hi, p, n, PAIRED, PAIRED_DIFF_TEST, PAIRED_DIFF_CI, confidence)
+
+
+def welch_difference(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    a, b = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    n = min(len(a), len(b))
+    nan = float("nan")
+    if n == 0 or n < 2:
+        diff = float(b.mean() - a.mean()) if n else nan
+        return RatioEstimate(diff, nan, nan, nan, n, UNPAIRED, UNPAIRED_DIFF_TEST, UNPAIRED_DIFF_CI, confidence)
+    diff = float(b.mean() - a.mean())
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return RatioEstimate(
+            diff, diff, diff, 1.0 if diff == 0 else 0.0, n, UNPAIRED, UNPAIRED_DIFF_TEST, UNPAIRED_DIFF_CI, confidence
         )
-    med_a, med_b = float(np.median(a)), float(np.median(b))
-    ratio = med_b / med_a if med_a != 0 else float("nan")
-    rng = np.random.default_rng(seed)
-    boot_a = bootstrap_medians(a, n_boot, rng)
-    boot_b = bootstrap_medians(b, n_boot, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = boot_b / boot_a
-    lo, hi = (float(v) for v in np.nanpercentile(ratios, [2.5, 97.5]))
-    if min(len(a), len(b)) < MIN_FOR_CI:
-        warnings.append(f"need >= {MIN_FOR_CI} samples per arm for a meaningful 95 % CI (have {len(a)}, {len(b)})")
-    testable = min(len(a), len(b)) >= MIN_FOR_TEST
-    if not testable:
-        warnings.append(f"need >= {MIN_FOR_TEST} samples per arm to detect a difference at alpha={alpha}")
-    p = float(_st.mannwhitneyu(a, b, alternative="two-sided").pvalue) if len(a) and len(b) else float("nan")
-    for name, x in (("baseline", a), ("candidate", b)):
-        if (k := tukey_outliers(x)) > 0:
-            warnings.append(f"{name}: {k} outlier(s) beyond Tukey's fences (kept)")
-    return Comparison(
-        med_a,
-        med_b,
-        ratio,
-        lo,
-        hi,
-        p,
-        _verdict(ratio, lo, hi, p, alpha, noise, higher_is_better, testable),
-        len(a),
-        len(b),
-        alpha,
-        noise,
-        higher_is_better,
-        warnings=warnings,
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile(df, 0.5 + confidence / 2) * se
+    return RatioEstimate(
+        diff,
+        diff - half,
+        diff + half,
+        t_sf2(df, diff / se),
+        n,
+        UNPAIRED,
+        UNPAIRED_DIFF_TEST,
+        UNPAIRED_DIFF_CI,
+        confidence,
     )
+
+
+def change(ratio: float, lo: float, hi: float, *, noise: float = NOISE, higher_is_better: bool = False) -> Change:
+    """Worse or better when the interval excludes 1 and the estimate lies outside the noise band; no change
+    when the interval lies inside the band (or excludes 1 by less than the band); inconclusive otherwise."""
+    if not all(map(math.isfinite, (ratio, lo, hi))):
+        return Change.UNCLEAR
+    inside = abs(ratio - 1.0) <= noise
+    excludes_one = lo > 1.0 or hi < 1.0
+    if excludes_one and not inside:
+        up = ratio > 1.0
+        return Change.BETTER if up == higher_is_better else Change.WORSE
+    if inside and (excludes_one or (1.0 - noise <= lo and hi <= 1.0 + noise)):
+        return Change.SAME
+    return Change.UNCLEAR
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -176,77 +220,101 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
-def compare_sweep(
-    pairs: dict[object, tuple[Sequence[float], Sequence[float]]],
-    *,
-    alpha: float = 0.05,
-    noise: float = 0.02,
-    higher_is_better: bool = False,
-    seed: int = 0,
-) -> dict[object, Comparison]:
-    """compare() for many (baseline, candidate) pairs, with verdicts decided on Holm-adjusted p-values."""
-    results = {
-        key: compare(a, b, alpha=alpha, noise=noise, higher_is_better=higher_is_better, seed=seed)
-        for key, (a, b) in pairs.items()
-    }
-    adjusted = holm([c.p_value for c in results.values()])
-    for c, p_adj in zip(results.values(), adjusted, strict=True):
-        c.warnings.append(f"p-value Holm-adjusted over {len(results)} comparisons (raw p={c.p_value:.3g})")
-        c.p_value = float(p_adj)
-        c.test = f"{TEST_NAME}, Holm-corrected"
-        c.verdict = _verdict(
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.p_value,
-            alpha,
-            noise,
-            higher_is_better,
-            min(c.n_baseline, c.n_candidate) >= MIN_FOR_TEST,
-        )
-    return results
-
-
 @dataclass
-class Calibration:
-    """What an A/A experiment says about the noise: how far identical arms drift apart, how often the test
-    cries wolf, and the smallest relative shift detected with 80 % power at this sample size."""
+class Comparison:
+    """One candidate arm against the baseline on one metric in one cell (factor combination)."""
 
-    n_per_arm: int
-    noise_floor: float  # 95th percentile of |ratio of medians - 1| between random halves
-    false_positive_rate: float
-    min_detectable_effect: float | None  # None: not even the largest shift tried was detected reliably
-    trials: int
+    metric: str
+    baseline: str
+    candidate: str
+    cell: dict
+    baseline_median: float  # median of the baseline's run summaries
+    candidate_median: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    p_value: float  # Holm-adjusted over the comparisons made together
+    change: Change
+    n_baseline: int  # runs
+    n_candidate: int
+    n_pairs: int  # rounds with both arms
+    design: str
+    test: str
+    ci_method: str
+    higher_is_better: bool = False
+    noise: float = NOISE
+    family: int = 1
+    scale: str = "ratio"  # "ratio": ratio/ci are candidate/baseline; "difference": candidate - baseline
+    warnings: list[str] = field(default_factory=list)
 
+    @property
+    def change_pct(self) -> float:
+        if self.scale == "difference":
+            return self.ratio / self.baseline_median * 100.0 if self.baseline_median else float("nan")
+        return (self.ratio - 1.0) * 100.0
 
-def aa_calibration(
-    samples: Sequence[float] | np.ndarray,
-    *,
-    n_per_arm: int | None = None,
-    alpha: float = 0.05,
-    trials: int = 400,
-    power: float = 0.8,
-    seed: int = 0,
-    shifts: Sequence[float] = (0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5),
-) -> Calibration:
-    """Calibrate from repeated identical runs: resample two arms of n_per_arm (default half the samples)
-    from them, many times; then multiply one arm by 1 + shift to find the minimum detectable effect."""
-    x = _clean(samples)
-    if len(x) < 2 * MIN_FOR_TEST:
-        raise ValueError(f"need at least {2 * MIN_FOR_TEST} A/A samples, have {len(x)}")
-    n = n_per_arm or len(x) // 2
-    rng = np.random.default_rng(seed)
-    ratios, false_pos = [], 0
-    for _ in range(trials):
-        a, b = rng.choice(x, n), rng.choice(x, n)
-        ratios.append(np.median(b) / np.median(a) - 1.0)
-        false_pos += _st.mannwhitneyu(a, b).pvalue < alpha
-    mde = None
-    for s in shifts:
-        hits = sum(
-            _st.mannwhitneyu(rng.choice(x, n), rng.choice(x, n) * (1 + s)).pvalue < alpha for _ in range(trials // 4)
+    @property
+    def n_text(self) -> str:
+        if self.design == PAIRED:
+            return f"n={self.n_pairs} rounds"
+        return f"n={self.n_baseline}/{self.n_candidate} runs"
+
+    def evidence(self, unit: str = "") -> str:
+        """The numbers, n, test and CI that decide, in one line."""
+        u = f" {unit}" if unit else ""
+        corr = f", Bonferroni over {self.family}" if self.family > 1 else ""
+        if self.scale == "difference":
+            return (
+                f"median {self.baseline_median:.4g}{u} -> "
+                f"{self.candidate_median:.4g}{u}; difference {self.ratio:+.3g}{u}, "
+                f"{self.confidence * 100:.4g} % CI {self.ci_low:+.3g} to {self.ci_high:+.3g}{corr}; "
+                f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
+            )
+        return (
+            f"median {self.baseline_median:.4g}{u} -> {self.candidate_median:.4g}{u}; ratio {self.ratio:.3f} "
+            f"({self.change_pct:+.1f} %), {self.confidence * 100:.4g} % CI {self.ci_low:.3f}-{self.ci_high:.3f}{corr}; "
+            f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
         )
-        if hits / (trials // 4) >= power:
-            mde = float(s)
-            break
-    return Calibration(n, float(np.percentile(np.abs(ratios), 95)), false_pos / trials, mde, trials)
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"change_pct": self.change_pct, "change": str(self.change)}
+
+
+def bootstrap_medians(sorted_x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of n_boot bootstrap resamples of sorted_x, drawn exactly in O(n_boot).
+
+    A resample's k-th order statistic is sorted_x[floor(U_(k) * n)] with U_(k) the k-th order statistic of n
+    uniforms, which is Beta(k, n - k + 1); for even n the next one is U_(k) + (1 - U_(k)) * Beta(1, n - k).
+    """
+    n = len(sorted_x)
+    k = (n + 1) // 2
+    u_k = rng.beta(k, n - k + 1, size=n_boot)
+    lo = sorted_x[np.minimum((u_k * n).astype(np.int64), n - 1)]
+    if n % 2:
+        return lo
+    u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=n_boot)
+    hi = sorted_x[np.minimum((u_next * n).astype(np.int64), n - 1)]
+    return (lo + hi) / 2.0
+
+
+N_BOOT = 4000
+
+
+def median_ci(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[float, float, float]:
+    """Median of run summaries and its bootstrap 95 % CI (for tables; tests use the t intervals above)."""
+    x = np.asarray(values, dtype=float)
+    x = np.sort(x[np.isfinite(x)])
+    if not len(x):
+        return (np.nan, np.nan, np.nan)
+    boot = bootstrap_medians(x, N_BOOT, np.random.default_rng(seed))
+    return float(np.median(x)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
+def tukey_outliers(x: np.ndarray) -> int:
+    """Number of values outside the 1.5 IQR fences."""
+    if len(x) < 4:
+        return 0
+    q1, q3 = np.percentile(x, [25, 75])
+    iqr = q3 - q1
+    return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))

@@ -11,8 +11,7 @@ import mysql.connector
 import pytest
 
 from secoverhead.errors import ConfigError, ServerStartError
-from secoverhead.servers import CertificateSet, MariaDBServer, session_tls
-from secoverhead.servers.mariadb import server_offers_tls
+from secoverhead.servers import CertificateSet, MariaDBServer, server_offers_tls, session_tls
 
 pytestmark = pytest.mark.integration
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from secoverhead.cli import main
-from secoverhead.pipeline import _scrub, run_study, scan_for_secrets
+from secoverhead.pipeline import _scrub, prepare, run_study, scan_for_secrets
 from secoverhead.render import external_references
 from secoverhead.secrets import EMBEDDED_PASSWORD_ENV
 from secoverhead.servers import MariaDBServer
@@ -36,25 +37,50 @@ def test_list_names_every_study(capsys):
     [
         (["run", "nosuchstudy"], "unknown study 'nosuchstudy'"),
         (["run", "tls", "-p", "no_such_param", "1"], "unknown parameter 'no_such_param'"),
-        (["run", "tls", "-p", "repetitions", "many"], "must be int"),
-        (["run", "tls", "-p", "mongo_enabled", "3"], "must be bool"),
+        (["run", "tls", "-p", "repetitions", "many"], "must be an integer"),
+        (["run", "tls", "-p", "mongo_enabled", "3"], "must be true or false"),
         (["run", "tls", "-f", "/nonexistent/params.yaml"], "does not exist"),
         (["run", "tls", "--profile", "enormous"], "no profile 'enormous'"),
-        (["run", "tls", "--profile", "quick", "-f", "x.yaml"], "give one"),
+        (["run", "tls", "--profile", "quick", "-f", "/nonexistent/x.yaml"], "does not exist"),
+        (["run", "--resume", "/nonexistent/run"], "run.json"),
+        (["run", "tls", "--resume", "/nonexistent/run"], "give no study"),
+        (["run", "tls", "-p", "mysql_ca_file", "NOTACERT"], "no usable certificate"),
         (["run", "--all", "-p", "seed", "1"], "not --all"),
         (["run"], "name one study or --all"),
-        (["run", "tls", "-p", "mysql_password", "hunter2"], "looks like a secret"),
+        (["run", "tls", "-p", "mysql_password", "hunter2"], "would put a secret in a parameter"),
         (["run", "tls", "-p", "mysql_password_env", "SECOVERHEAD_UNSET_VAR"], "is not set"),
         (["run", "tls", "-p", "mysql_ca_file", "/nonexistent/ca.pem"], "does not exist"),
-        (["run", "tls", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", "PORT"], "unreachable"),
+        (
+            [
+                "run",
+                "tls",
+                "-p",
+                "mysql_host",
+                "127.0.0.1",
+                "-p",
+                "mysql_port",
+                "PORT",
+                "-p",
+                "mysql_user",
+                "u",
+                "-p",
+                "mysql_password_env",
+                "HOME",
+            ],
+            "cannot reach",
+        ),
         (["run", "tls", "-p", "mongo_uri", "mongodb://u:pw@127.0.0.1:1/"], "must not hold credentials"),
     ],
 )
 def test_bad_input_is_refused_before_any_kernel_starts(tmp_path, capsys, args, message):
-    args = [str(free_port()) if a == "PORT" else a for a in args]
+    notacert = tmp_path / "notacert.pem"
+    notacert.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    args = [str(free_port()) if a == "PORT" else str(notacert) if a == "NOTACERT" else a for a in args]
+    tmp_path = tmp_path / "reports"
     assert main([*args, "--reports", str(tmp_path)]) == 2
-    assert message in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())  # no run directory, so no kernel was started
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err  # one line
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # no run directory, so no kernel was started
 
 
 @pytest.fixture(scope="module")
@@ -90,17 +116,23 @@ def sentinel_overrides(db) -> list[tuple[str, str]]:
     ]
 
 
+def cli_args(db) -> list[str]:
+    """The same, as a user types it."""
+    return [x for k, v in sentinel_overrides(db) for x in ("-p", k, v)]
+
+
 @pytest.fixture(scope="module")
 def good_run(sentinel_db, reports):
     assert sentinel_db.endpoint.password.reveal() == SENTINEL
     os.environ["SECOVERHEAD_TEST_SENTINEL_PW"] = SENTINEL
-    return run_study("tls", params_file=TINY, reports_root=reports, overrides=sentinel_overrides(sentinel_db))
+    return run_study(prepare("tls", files=[TINY], overrides=sentinel_overrides(sentinel_db)), reports_root=reports)
 
 
 def test_a_run_produces_a_versioned_report(good_run, reports):
     assert good_run.ok, good_run.error
     d = good_run.run_dir
     assert d.parent == reports / "tls" and d.name.endswith("-tls_tiny+mysql_host")
+    assert socket.gethostname().split(".")[0][:8] in d.name  # run directories carry the host
     for name in (
         "report.ipynb",
         "report.html",
@@ -109,6 +141,7 @@ def test_a_run_produces_a_versioned_report(good_run, reports):
         "results/verdicts.json",
         "results/tls-mysql/results.parquet",
         "results/tls-mysql/metadata.json",
+        "calibration.json",
     ):
         assert (d / name).exists(), name
     meta = json.loads((d / "run.json").read_text())
@@ -133,23 +166,27 @@ def test_the_scanner_finds_and_scrubs_a_planted_secret(tmp_path):
 
 
 def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, reports):
-    overrides = [*sentinel_overrides(sentinel_db), ("repetitions", "0")]  # fails inside the notebook
-    second = run_study("tls", params_file=TINY, reports_root=reports, overrides=overrides)
-    assert not second.ok and "repetitions" in second.error
+    overrides = [
+        *sentinel_overrides(sentinel_db),
+        ("mysql_query", "SELECT * FROM no_such_table"),
+    ]  # fails in the kernel
+    second = run_study(prepare("tls", files=[TINY], overrides=overrides), reports_root=reports)
+    assert not second.ok and "no_such_table" in second.error
     assert second.run_dir != good_run.run_dir and good_run.run_dir.exists()
     assert (second.run_dir / "report.ipynb").exists()  # the partial notebook is kept
     meta = json.loads((second.run_dir / "run.json").read_text())
-    assert meta["status"] == "failed" and "repetitions" in meta["error"]
+    assert meta["status"] == "failed" and "no_such_table" in meta["error"]
     assert (reports / "tls" / "latest").resolve() == second.run_dir.resolve()
 
 
-def test_cli_exit_code_and_index(good_run, reports, capsys):
+def test_cli_exit_code_and_index(good_run, sentinel_db, reports, capsys):
     from secoverhead.index import build_index
 
     index = build_index(reports).read_text()
     assert good_run.run_dir.name in index and "report.html" in index
     assert "reproduced" in index or "inconclusive" in index  # headline verdicts are shown
-    assert main(["run", "tls", "-f", str(TINY), "-p", "repetitions", "0", "--reports", str(reports)]) == 1
+    args = ["run", "tls", "-f", str(TINY), *cli_args(sentinel_db), "-p", "mysql_query", "SELECT nope()"]
+    assert main([*args, "--reports", str(reports)]) == 1
 
 
 def test_html_is_conclusions_first_and_renders_offline(good_run, tmp_path):

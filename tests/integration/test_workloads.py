@@ -52,7 +52,7 @@ def test_sysbench_runs_and_reports(mariadb, via, tls):
     sb.prepare(OPTS)
     assert sb.prepared(OPTS)
     before = ssl_accepts(mariadb)
-    m = sb.measure(OPTS, mariadb.pids)
+    m = sb.measure(OPTS, mariadb.cpu)
     handshakes = ssl_accepts(mariadb) - before
     assert (handshakes >= OPTS.threads) if tls else handshakes == 0  # TLS really used, or really not
     x = m.metrics
@@ -93,7 +93,7 @@ def test_ycsb_load_into_ferretdb(ferret):
 @pytest.mark.parametrize("tls", [False, True])
 def test_mongo_connection_probe(ferret, tls):
     m = probes.mongo_connection_probe(
-        ferret.endpoint, iterations=5, tls=tls, mechanism="SCRAM-SHA-256", server_pids=ferret.pids
+        ferret.endpoint, iterations=5, tls=tls, mechanism="SCRAM-SHA-256", server_cpu=ferret.cpu
     )
     s = m.samples
     assert len(s) == 5 and (s["total_ms"] >= s["construct_ms"]).all()
@@ -104,18 +104,18 @@ def test_mongo_connection_probe(ferret, tls):
 
 def test_mongo_reused_probe(ferret):
     m = probes.mongo_reused_probe(
-        ferret.endpoint, iterations=50, tls=True, mechanism="SCRAM-SHA-1", server_pids=ferret.pids, warmup=5
+        ferret.endpoint, iterations=50, tls=True, mechanism="SCRAM-SHA-1", server_cpu=ferret.cpu, warmup=5
     )
     assert len(m.samples) == 50 and m.metrics["query_ms_median"] > 0
 
 
 @pytest.mark.parametrize("tls", [False, True])
 def test_mysql_probes_record_client_and_tls(mariadb, tls):
-    m = probes.mysql_connection_probe(mariadb.endpoint, iterations=10, tls=tls, server_pids=mariadb.pids)
+    m = probes.mysql_connection_probe(mariadb.endpoint, iterations=10, tls=tls, server_cpu=mariadb.cpu)
     assert len(m.samples) == 10 and m.metrics["connect_ms_median"] > 0
     assert m.info["client_implementation"] == "C extension"
     assert bool(m.info["cipher"]) is tls
-    r = probes.mysql_reused_probe(mariadb.endpoint, iterations=50, tls=tls, server_pids=mariadb.pids, warmup=5)
+    r = probes.mysql_reused_probe(mariadb.endpoint, iterations=50, tls=tls, server_cpu=mariadb.cpu, warmup=5)
     assert r.metrics["query_ms_median"] > 0 and len(r.samples) == 50
 
 
@@ -125,9 +125,7 @@ def test_pure_python_client_is_flagged(mariadb):
 
 
 def _measure(web, load):
-    return http.measure(
-        load, server_pids=web.worker_pids(), access_log=web.access_log_path, https_port=web.endpoint.https_port
-    )
+    return http.measure(load, server_cpu=web.cpu, access_log=web.access_log_path, https_port=web.endpoint.https_port)
 
 
 def test_ab_never_resumes_and_reports_tls(web):

@@ -14,9 +14,14 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from secoverhead.experiment import Experiment, Measurement, plan_runs
-from secoverhead.results import ResultStore, sanitize
+from secoverhead.experiment import Experiment, Measurement, plan_rounds
+from secoverhead.files import sanitize
+from secoverhead.results import ResultStore
 from secoverhead.secrets import Secret
+
+
+def plan_runs(*args, **kw):
+    return [p for rnd in plan_rounds(*args, **kw) for p in rnd]
 
 
 def test_plan_interleaves_arms_every_round_with_a_recorded_seed():
@@ -47,8 +52,12 @@ def test_runs_are_stored_with_warmups_marked(tmp_path):
     assert len(runs) == 6 and not runs["warmup"].any()
     assert len(store.runs(include_warmup=True)) == 8
     long = pd.read_parquet(store.path / "results.parquet")
-    assert set(long.columns) >= {"run_id", "arm", "factor_n", "metric", "value", "warmup"}
-    assert len(long) == 8 and long["warmup"].sum() == 2
+    assert set(long.columns) >= {"run_id", "arm", "factor_n", "metric", "value", "warmup", "unit", "higher_is_better"}
+    assert set(long.columns) >= {"study", "experiment", "host", "target", "commit"}  # provenance on every row
+    lat = long[long["metric"] == "latency_ms"]
+    assert len(lat) == 8 and lat["warmup"].sum() == 2 and set(lat["unit"]) == {"ms"}
+    assert lat["higher_is_better"].eq(False).all()
+    assert {"noise_steal_fraction", "noise_busy_cores", "noise_flagged"} <= set(long["metric"])  # noise per run
     assert (store.path / "results.csv").exists()
     assert len(store.samples()) == 12
     meta = store.metadata()

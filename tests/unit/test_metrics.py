@@ -1,4 +1,5 @@
-"""CPU accounting from /proc on real processes, and the client-bound rule."""
+"""CPU accounting from /proc on real processes (the fallback where no cgroup can be made), and the
+client-bound rule. tests/integration/test_cpu_accounting.py checks the cgroup counters against these."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from secoverhead.metrics import CpuMeter, CpuSnapshot, CpuUsage, bytes_in, client_bound, cpu_between
+from secoverhead.metrics import CpuMeter, CpuUsage, ProcCpu, bytes_in, client_bound
 
 # user-bound: the clock (a real syscall for CPU time) is read only every 200,000 iterations
 BURN = "import time\nt=time.process_time()\nwhile time.process_time()-t < {s}:\n    for _ in range(200000): pass\n"
@@ -45,13 +46,14 @@ def test_system_time_is_separated_from_user_time():
 
 def test_a_process_that_is_gone_contributes_nothing():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    before = CpuSnapshot.take([proc.pid])
+    source = ProcCpu([proc.pid])
+    before = source.take()
     proc.wait()
-    assert cpu_between(before, CpuSnapshot.take([proc.pid])).total_s == 0
+    assert source.seconds(before, source.take()) == (0, 0)
 
 
 def test_client_cpu_includes_reaped_children_and_own_work():
-    with CpuMeter([]) as meter:
+    with CpuMeter(None) as meter:
         subprocess.run([sys.executable, "-c", BURN.format(s=0.5)], check=True)
         t = time.process_time()
         while time.process_time() - t < 0.3:
@@ -59,6 +61,7 @@ def test_client_cpu_includes_reaped_children_and_own_work():
     assert meter.client.total_s >= 0.75
     m = meter.metrics(operations=100)
     assert m["client_cpu_us_per_op"] >= 7500 and m["client_bound"] is True
+    assert meter.server is None and "server_cpu_total_s" not in m  # nothing to measure: nothing claimed
 
 
 def test_client_bound_rule():

@@ -3,12 +3,12 @@ existing ones. Every class is a context manager; see each module."""
 
 from .base import Server
 from .certs import CertificateSet, make_certificates, probe_tls
-from .endpoints import HttpEndpoint, MongoEndpoint, MySQLEndpoint
+from .endpoints import HttpEndpoint, MongoEndpoint, MySQLEndpoint, server_offers_tls, session_tls
 from .external import ExternalMongo, ExternalMySQL
 from .ferretdb import FerretDBServer
-from .mariadb import MariaDBServer, session_tls
+from .mariadb import MariaDBServer
 from .nginx import NginxServer
-from .process import live_processes, stop_all
+from .process import live_processes, stop_all, sweep_stale
 
 __all__ = [
     "CertificateSet",
@@ -24,6 +24,8 @@ __all__ = [
     "live_processes",
     "make_certificates",
     "probe_tls",
+    "server_offers_tls",
     "session_tls",
     "stop_all",
+    "sweep_stale",
 ]

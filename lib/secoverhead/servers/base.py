@@ -1,5 +1,8 @@
 """The shape every server shares: a context manager that starts (or, for external targets, checks) a
-server, exposes its endpoint and PIDs, describes what really runs, and always cleans up."""
+server, exposes its endpoint, PIDs and CPU source, describes what really runs, and always cleans up.
+
+An embedded server runs in a cpuacct group of its own (where cgroup v1 allows), so its CPU is counted in
+nanoseconds, user and system apart, exited threads included; else /proc ticks of its PIDs."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Self
 
+from ..cgroups import CpuAccount, Group
+from ..metrics import CgroupCpu, CpuSource, ProcCpu
 from .process import ServerProcess, make_run_dir
 
 
@@ -26,6 +31,7 @@ class Server:
         self.run_dir: Path | None = None
         self.processes: list[ServerProcess] = []
         self._cleanups: list = []
+        self.account: CpuAccount | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -42,8 +48,16 @@ class Server:
     def start(self) -> Self:
         if self.embedded:
             self.run_dir = make_run_dir(self.kind, self.run_dir_base)
+            self.account = CpuAccount.create(self.kind)
+            if self.account is not None:
+                self._cleanups.append(self.account.remove)  # cleanups run after the processes stopped
         self._start()
         return self
+
+    def groups(self, *extra: Group | None) -> list[Group]:
+        """The cgroups a server process joins before exec: its accounting group and any limits."""
+        own = [self.account.group] if self.account is not None else []
+        return own + [g for g in extra if g is not None]
 
     def _start(self) -> None:
         raise NotImplementedError
@@ -64,6 +78,20 @@ class Server:
     def pids(self) -> list[int]:
         """PIDs of the server processes (what CPU accounting should watch)."""
         return [p.pid for p in self.processes if p.alive()]
+
+    @property
+    def cpu(self) -> CpuSource | None:
+        """Where this server's CPU is read (None for a server we did not start: not our process)."""
+        if not self.embedded:
+            return None
+        if self.account is not None:
+            return CgroupCpu(self.account)
+        return ProcCpu(self.pids)
+
+    @property
+    def cpu_method(self) -> str:
+        source = self.cpu
+        return source.method if source is not None else "not measured (external server)"
 
     def describe(self) -> dict[str, Any]:
         """What really runs: engine, version, TLS library, effective security settings."""

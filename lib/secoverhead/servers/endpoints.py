@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,62 @@ class HttpEndpoint:
 
     def as_dict(self) -> dict[str, Any]:
         return _public(self)
+
+
+# -- MySQL client helpers: facts a client can learn about its own connection ---------------------------
+MYSQL_FACTS = (  # server variables every report records, embedded or external (missing ones are skipped)
+    "version",
+    "version_comment",
+    "version_ssl_library",
+    "have_ssl",
+    "require_secure_transport",
+    "tls_version",
+    "ssl_cipher",
+    "innodb_encrypt_tables",
+    "innodb_encrypt_log",
+    "innodb_encrypt_temporary_tables",
+    "encrypt_tmp_files",
+    "file_key_management_encryption_algorithm",
+    "default_table_encryption",
+    "general_log",
+    "log_output",
+    "log_bin",
+    "binlog_format",
+    "sync_binlog",
+    "init_connect",
+    "server_audit_logging",
+    "server_audit_events",
+    "audit_log_policy",
+    "innodb_buffer_pool_size",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_flush_method",
+    "max_connections",
+)
+
+CLIENT_SSL = 0x0800
+
+
+def server_offers_tls(host: str, port: int, timeout: float = 5.0) -> bool:
+    """Whether a MySQL-protocol server advertises TLS (CLIENT_SSL in its initial handshake packet)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        packet = b""
+        while len(packet) < 4 or len(packet) < 4 + int.from_bytes(packet[:3], "little"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            packet += chunk
+    body = packet[4:]
+    if not body or body[0] != 10:  # protocol version 10; 0xff is an error packet (e.g. host blocked)
+        raise ConnectionError(f"{host}:{port} did not send a MySQL handshake: {body[:80]!r}")
+    after_version = body.index(b"\0", 1) + 1
+    caps_offset = after_version + 4 + 8 + 1  # connection id, auth data part 1, filler
+    return bool(int.from_bytes(body[caps_offset : caps_offset + 2], "little") & CLIENT_SSL)
+
+
+def session_tls(conn) -> dict[str, str]:
+    """The TLS version and cipher of one MySQL client connection ('' for both when plain)."""
+    cur = conn.cursor()
+    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
+    rows = dict(cur.fetchall())
+    cur.close()
+    return {"tls_version": rows.get("Ssl_version", ""), "cipher": rows.get("Ssl_cipher", "")}

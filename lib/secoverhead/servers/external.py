@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,34 +14,16 @@ from urllib.parse import urlsplit
 from ..errors import AuthenticationError, ConfigError, UnreachableServerError
 from ..secrets import Secret, secret_from
 from .base import Server
-from .endpoints import MongoEndpoint, MySQLEndpoint
-from .mariadb import session_tls
-
-_MYSQL_FACTS = [
-    "version",
-    "version_comment",
-    "version_ssl_library",
-    "have_ssl",
-    "require_secure_transport",
-    "tls_version",
-    "innodb_buffer_pool_size",
-    "log_bin",
-    "general_log",
-    "init_connect",
-    "innodb_encrypt_tables",
-    "default_table_encryption",
-    "server_audit_logging",
-    "audit_log_policy",
-    "innodb_flush_log_at_trx_commit",
-]
+from .endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
 
 def _check_reachable(host: str, port: int, timeout: float) -> None:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
-    except OSError as exc:
-        raise UnreachableServerError(f"cannot reach {host}:{port}: {exc.strerror or exc}") from None
+    except (OSError, UnicodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise UnreachableServerError(f"cannot reach {host}:{port}: {why}") from None
 
 
 def _check_file(path: str | Path | None, what: str) -> Path | None:
@@ -49,6 +32,17 @@ def _check_file(path: str | Path | None, what: str) -> Path | None:
     p = Path(path).expanduser().resolve()
     if not p.is_file():
         raise ConfigError(f"{what} {p} does not exist")
+    return p
+
+
+def _check_ca(path: str | Path | None) -> Path | None:
+    """A CA file that exists and holds at least one certificate."""
+    p = _check_file(path, "CA certificate file")
+    if p is not None:
+        try:
+            ssl.create_default_context(cafile=str(p))
+        except (ssl.SSLError, ValueError, OSError) as exc:
+            raise ConfigError(f"CA certificate file {p} holds no usable certificate: {exc}") from None
     return p
 
 
@@ -80,7 +74,7 @@ class ExternalMySQL(Server):
     ) -> None:
         super().__init__()
         self.host, self.port, self.user, self.database = host, int(port), user, database
-        self.ca_file = _check_file(ca_file, "CA certificate file")
+        self.ca_file = _check_ca(ca_file)
         self._password_source = (password_env, password_file)
         self.tls, self.connect_timeout, self.instance_class = tls, connect_timeout, instance_class
         self.endpoint: MySQLEndpoint | None = None
@@ -115,7 +109,7 @@ class ExternalMySQL(Server):
         facts: dict[str, Any] = {}
         try:
             cur = conn.cursor()
-            for name in _MYSQL_FACTS:
+            for name in MYSQL_FACTS:
                 with contextlib.suppress(mysql.connector.Error):
                     cur.execute(f"SELECT @@{name}")
                     facts[name] = cur.fetchone()[0]
@@ -123,6 +117,19 @@ class ExternalMySQL(Server):
         finally:
             conn.close()
         return facts
+
+    def target_spec(self) -> dict[str, Any]:
+        """How to reach this server again later (a journal's undo): never the password, only where it lives."""
+        env, file = self._password_source
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password_env": env,
+            "password_file": str(file) if file else None,
+            "ca_file": str(self.ca_file) if self.ca_file else None,
+            "tls": self.tls,
+        }
 
     def describe(self) -> dict[str, Any]:
         engine = "MariaDB" if "mariadb" in str(self._facts.get("version", "")).lower() else "MySQL"
@@ -168,7 +175,7 @@ class ExternalMongo(Server):
                 "put no credentials in the MongoDB URI: give username= and password_env= or password_file= instead"
             )
         self.uri, self.username, self.mechanisms, self.auth_source = uri, username, tuple(mechanisms), auth_source
-        self.ca_file = _check_file(ca_file, "CA certificate file")
+        self.ca_file = _check_ca(ca_file)
         self._password_source = (password_env, password_file)
         self.connect_timeout, self.instance_class = connect_timeout, instance_class
         self.endpoint: MongoEndpoint | None = None

@@ -17,8 +17,8 @@ from ..paths import ferretdb_binary
 from ..secrets import generate_password
 from .base import Server
 from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
-from .cpulimit import cpu_limiter
 from .endpoints import MongoEndpoint
+from .limits import check_cpu_limit, cpu_limit
 from .process import ServerProcess, pick_port
 
 MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
@@ -61,9 +61,7 @@ class FerretDBServer(Server):
                 f"FerretDB binary not found at {self.binary}: run `make setup` to build it, or set SECOVERHEAD_FERRETDB"
             )
         self.tls, self.cert_type, self.certificates, self.auth = tls, cert_type, certificates, auth
-        self.cpu_limit = cpu_limit
-        if cpu_limit is not None:
-            cpu_limiter(cpu_limit).cleanup()
+        self.cpu_limit = check_cpu_limit(cpu_limit)
         self.requested_ports = (port, tls_port)
         self.limiter = None
         self.endpoint: MongoEndpoint | None = None
@@ -100,8 +98,18 @@ class FerretDBServer(Server):
             password = generate_password()
             argv += ["--test-enable-new-auth", "--setup-database=admin", f"--setup-username={USERS['SCRAM-SHA-256']}"]
             env["FERRETDB_SETUP_PASSWORD"] = password.reveal()  # env, not argv: /proc/*/cmdline is public
-        self.limiter = cpu_limiter(self.cpu_limit)
-        proc = ServerProcess("ferretdb", argv, log_path=d / "ferretdb.log", cwd=d, env=env, cpu_limiter=self.limiter)
+        self.limiter = cpu_limit(self.cpu_limit, label=self.kind)
+        if self.limiter is not None:
+            self._cleanups.append(self.limiter.remove)
+        proc = ServerProcess(
+            "ferretdb",
+            argv,
+            log_path=d / "ferretdb.log",
+            cwd=d,
+            env=env,
+            groups=self.groups(self.limiter.group if self.limiter else None),
+            affinity=self.limiter.cpus if self.limiter is not None and self.limiter.group is None else None,
+        )
         self.processes.append(proc)
         self.endpoint = MongoEndpoint(
             host="127.0.0.1",
@@ -166,6 +174,7 @@ class FerretDBServer(Server):
         finally:
             client.close()
         facts.update(self.limiter.describe() if self.limiter else {"cpu_limit_method": "none"})
+        facts["cpu_accounting"] = self.cpu_method
         if self.tls:  # what a client actually negotiates with the TLS listener
             facts["negotiated_tls"] = probe_tls(
                 self.endpoint.host, self.endpoint.tls_port, self.endpoint.ca_file

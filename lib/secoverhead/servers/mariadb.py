@@ -9,7 +9,6 @@ import os
 import re
 import secrets as _stdlib_secrets
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ from ..errors import ConfigError, ServerStartError
 from ..secrets import Secret, generate_password
 from .base import Server
 from .certs import KEY_TYPES, CertificateSet, make_certificates
-from .cpulimit import cpu_limiter
-from .endpoints import MySQLEndpoint
+from .endpoints import MYSQL_FACTS, MySQLEndpoint, session_tls
+from .limits import check_cpu_limit, cpu_limit, iops_limit
 from .process import ServerProcess, pick_port, run_command
 
 TLS_MODES = ("off", "on", "required")
@@ -45,6 +44,7 @@ class MariaDBServer(Server):
     encryption: data at rest (file_key_management; tables, redo log, temporary files)
     audit: none | general_log | server_audit | init_connect_binlog; binlog: binary log on its own
     buffer_pool: innodb_buffer_pool_size, e.g. "64M"; cpu_limit: cores (cgroup v1 quota, else affinity)
+    iops: (read, write) IOPS limit on the data disk (cgroup v1 blkio), e.g. (7000, 7000)
     extra_options: more my.cnf options for [mariadbd] (value None = bare flag)
     """
 
@@ -63,6 +63,7 @@ class MariaDBServer(Server):
         buffer_pool: str = "64M",
         cpu_limit: float | None = None,
         cpu_limit_method: str = "auto",
+        iops: tuple[int, int] | None = None,
         max_connections: int = 600,
         extra_options: dict[str, Any] | None = None,
         port: int | None = None,
@@ -90,10 +91,12 @@ class MariaDBServer(Server):
         self.buffer_pool, self.max_connections = str(buffer_pool), int(max_connections)
         self.extra_options = dict(extra_options or {})
         self.requested_port = port
-        self.cpu_limit, self.cpu_limit_method = cpu_limit, cpu_limit_method
-        if cpu_limit is not None:  # validate now, create the cgroup at start
-            cpu_limiter(cpu_limit, prefer=cpu_limit_method).cleanup()
+        self.cpu_limit, self.cpu_limit_method = check_cpu_limit(cpu_limit, cpu_limit_method), cpu_limit_method
+        if iops is not None and (len(iops) != 2 or min(iops) < 1):
+            raise ConfigError(f"iops={iops!r} must be (read, write), each >= 1")
+        self.iops = tuple(int(x) for x in iops) if iops else None
         self.limiter = None
+        self.io_limiter = None
         self.endpoint: MySQLEndpoint | None = None
         self.audit_logs: list[Path] = []
 
@@ -222,13 +225,22 @@ class MariaDBServer(Server):
             timeout=120,
             log=d / "error.log",
         )
-        self.limiter = cpu_limiter(self.cpu_limit, prefer=self.cpu_limit_method)
+        self.limiter = cpu_limit(self.cpu_limit, prefer=self.cpu_limit_method, label=self.kind)
+        if self.limiter is not None:
+            self._cleanups.append(self.limiter.remove)
+        if self.iops:
+            self.io_limiter = iops_limit(*self.iops, d / "data", label=self.kind)
+            if self.io_limiter is not None:
+                self._cleanups.append(self.io_limiter.remove)
         proc = ServerProcess(
             "mariadbd",
             [_binary("mariadbd"), f"--defaults-file={cnf}"],
             log_path=d / "stdout.log",
             cwd=d,
-            cpu_limiter=self.limiter,
+            groups=self.groups(
+                self.limiter.group if self.limiter else None, self.io_limiter.group if self.io_limiter else None
+            ),
+            affinity=self.limiter.cpus if self.limiter is not None and self.limiter.group is None else None,
         )
         self.processes.append(proc)
         proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "error.log")
@@ -311,31 +323,7 @@ class MariaDBServer(Server):
             conn.close()
 
     def describe(self) -> dict[str, Any]:
-        names = [
-            "version",
-            "version_comment",
-            "version_ssl_library",
-            "have_ssl",
-            "require_secure_transport",
-            "tls_version",
-            "ssl_cipher",
-            "innodb_encrypt_tables",
-            "innodb_encrypt_log",
-            "innodb_encrypt_temporary_tables",
-            "encrypt_tmp_files",
-            "file_key_management_encryption_algorithm",
-            "general_log",
-            "log_output",
-            "log_bin",
-            "binlog_format",
-            "init_connect",
-            "server_audit_logging",
-            "server_audit_events",
-            "innodb_buffer_pool_size",
-            "innodb_flush_log_at_trx_commit",
-            "max_connections",
-            "sync_binlog",
-        ]
+        names = list(MYSQL_FACTS)
         facts: dict[str, Any] = {
             "engine": "MariaDB",
             "embedded": True,
@@ -356,6 +344,11 @@ class MariaDBServer(Server):
             facts.update(self.limiter.describe())
         else:
             facts["cpu_limit_method"] = "none"
+        if self.iops:
+            facts.update(
+                self.io_limiter.describe() if self.io_limiter else {"iops_limit_method": "unavailable (no blkio)"}
+            )
+        facts["cpu_accounting"] = self.cpu_method
         if self.tls != "off" and self.endpoint is not None:  # what a client actually negotiates
             conn = self.endpoint.connect(tls=True)
             try:
@@ -364,32 +357,3 @@ class MariaDBServer(Server):
                 conn.close()
         facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
         return facts
-
-
-CLIENT_SSL = 0x0800
-
-
-def server_offers_tls(host: str, port: int, timeout: float = 5.0) -> bool:
-    """Whether a MySQL-protocol server advertises TLS (CLIENT_SSL in its initial handshake packet)."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        packet = b""
-        while len(packet) < 4 or len(packet) < 4 + int.from_bytes(packet[:3], "little"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            packet += chunk
-    body = packet[4:]
-    if not body or body[0] != 10:  # protocol version 10; 0xff is an error packet (e.g. host blocked)
-        raise ConnectionError(f"{host}:{port} did not send a MySQL handshake: {body[:80]!r}")
-    after_version = body.index(b"\0", 1) + 1
-    caps_offset = after_version + 4 + 8 + 1  # connection id, auth data part 1, filler
-    return bool(int.from_bytes(body[caps_offset : caps_offset + 2], "little") & CLIENT_SSL)
-
-
-def session_tls(conn) -> dict[str, str]:
-    """The TLS version and cipher of one client connection ('' for both when plain)."""
-    cur = conn.cursor()
-    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
-    rows = dict(cur.fetchall())
-    cur.close()
-    return {"tls_version": rows.get("Ssl_version", ""), "cipher": rows.get("Ssl_cipher", "")}

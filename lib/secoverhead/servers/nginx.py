@@ -37,6 +37,24 @@ LOG_FIELDS = (
 )
 
 
+def parse_log_line(line: str) -> dict[str, str]:
+    """One line of the `sec` log format, by field name (the format is defined once, in _config)."""
+    parts = re.findall(r'"[^"]*"|\S+', line)
+    return dict(zip(LOG_FIELDS, (p.strip('"') for p in parts), strict=False))
+
+
+def read_access_log(path: Path, *, offset: int = 0, wait: bool = True) -> list[dict[str, str]]:
+    """Lines logged since byte offset, parsed (waits for nginx's 200 ms log flush by default)."""
+    if wait:
+        time.sleep(0.4)
+    if not Path(path).exists():
+        return []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return [parse_log_line(line) for line in text.splitlines() if line.strip()]
+
+
 def _nginx() -> str:
     found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
     if found is None:
@@ -151,7 +169,9 @@ http {{
         if test.returncode != 0:
             raise ServerStartError(f"nginx rejected its configuration:\n{test.stderr.strip()}")
         self.access_log_path = d / "access.log" if self.access_log else None
-        proc = ServerProcess("nginx", [_nginx(), "-c", str(conf), "-p", str(d)], log_path=d / "stdout.log", cwd=d)
+        proc = ServerProcess(
+            "nginx", [_nginx(), "-c", str(conf), "-p", str(d)], log_path=d / "stdout.log", cwd=d, groups=self.groups()
+        )
         self.processes.append(proc)
         self.endpoint = HttpEndpoint(
             host="127.0.0.1",
@@ -183,19 +203,11 @@ http {{
     def pids(self) -> list[int]:
         return super().pids + self.worker_pids()
 
-    def read_access_log(self, wait: bool = True) -> list[dict[str, str]]:
+    def read_access_log(self, wait: bool = True, offset: int = 0) -> list[dict[str, str]]:
         """Parsed access-log lines (the log buffer is flushed every 200 ms, so wait for it by default)."""
         if self.access_log_path is None:
             raise ConfigError("this nginx was started with access_log=False")
-        if wait:
-            time.sleep(0.4)
-        if not self.access_log_path.exists():
-            return []
-        rows = []
-        for line in self.access_log_path.read_text().splitlines():
-            parts = re.findall(r'"[^"]*"|\S+', line)
-            rows.append(dict(zip(LOG_FIELDS, (p.strip('"') for p in parts), strict=False)))
-        return rows
+        return read_access_log(self.access_log_path, offset=offset, wait=wait)
 
     def describe(self) -> dict[str, Any]:
         v = subprocess.run([_nginx(), "-V"], capture_output=True, text=True).stderr

@@ -1,9 +1,10 @@
-"""Child processes for embedded servers: ports, private directories, start, readiness, stop.
+"""Child processes for embedded servers and load clients: ports, private directories, start, readiness, stop.
 
-Every process started here is registered until stopped. It is stopped when its context exits, at
+Every server process started here is registered until stopped. It is stopped when its context exits, at
 interpreter exit (atexit), and on SIGTERM (turned into SystemExit so context managers unwind; SIGINT is
 already KeyboardInterrupt). As a last resort children get PR_SET_PDEATHSIG, so a SIGKILLed parent does
-not leave servers behind.
+not leave servers (or load clients) behind. Private directories are named with their owner's PID, so the
+next start removes those whose owner is gone (`sweep_stale`), with whatever keys or data they held.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import atexit
 import contextlib
 import ctypes
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,10 +24,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import cgroups
 from ..errors import ConfigError, ServerStartError
-from .cpulimit import CpuLimiter
+from ..owners import alive
 
 RUN_DIR_PREFIX = "secoverhead-"
+_OWNED = re.compile(rf"^{RUN_DIR_PREFIX}(\d+)-")
 _LIVE: dict[int, ServerProcess] = {}
 _LOCK = threading.Lock()
 
@@ -53,14 +58,31 @@ def pick_port(port: int | None, host: str = "127.0.0.1") -> int:
     return free_port(host) if port is None else ensure_port_free(port, host)
 
 
+def _run_base(base: str | os.PathLike | None = None) -> Path:
+    return Path(base or os.environ.get("SECOVERHEAD_RUN_BASE") or tempfile.gettempdir())
+
+
 def make_run_dir(kind: str, base: str | os.PathLike | None = None) -> Path:
-    """A private, absolute directory for one server instance (servers chdir, so paths must be absolute)."""
-    base = base or os.environ.get("SECOVERHEAD_RUN_BASE") or None
-    if base is not None:
-        Path(base).mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{kind}-", dir=base)).resolve()
-    path.chmod(0o700)
-    return path
+    """A private (0700), absolute directory for one server instance or load client, named with this process's
+    PID (servers chdir, so paths must be absolute)."""
+    root = _run_base(base)
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-{kind}-", dir=root)).resolve()
+
+
+def sweep_stale(base: str | os.PathLike | None = None) -> list[Path]:
+    """Remove private directories (and cgroups) whose owner process is gone: what a crash left behind."""
+    removed = []
+    for root in {_run_base(base), Path(tempfile.gettempdir())}:
+        if not root.is_dir():
+            continue
+        for d in root.iterdir():
+            m = _OWNED.match(d.name)
+            if m and d.is_dir() and not d.is_symlink() and not alive(int(m.group(1))):
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(d)
+    removed += cgroups.sweep_stale()
+    return removed
 
 
 def tail(path: str | os.PathLike, lines: int = 25) -> str:
@@ -77,6 +99,17 @@ def _set_pdeathsig() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def dies_with_owner(groups: Sequence[cgroups.Group] = ()) -> Callable[[], None]:
+    """A preexec_fn for load clients: SIGTERM when the owner dies, and join the given cgroups."""
+
+    def preexec() -> None:
+        _set_pdeathsig()
+        for g in groups:
+            g.join()
+
+    return preexec
+
+
 class ServerProcess:
     """One running child process whose output goes to a log file."""
 
@@ -88,20 +121,21 @@ class ServerProcess:
         log_path: Path,
         cwd: Path,
         env: dict[str, str] | None = None,
-        cpu_limiter: CpuLimiter | None = None,
+        groups: Sequence[cgroups.Group] = (),
+        affinity: Sequence[int] | None = None,
         stop_signal: int = signal.SIGTERM,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.stop_signal = stop_signal
-        self.cpu_limiter = cpu_limiter
-        limiter = cpu_limiter
 
         def preexec() -> None:
             _set_pdeathsig()
-            if limiter is not None:
-                limiter.apply_to_self()
+            for g in groups:  # accounting and limits apply from the first instruction
+                g.join()
+            if affinity:
+                os.sched_setaffinity(0, affinity)
 
         with open(log_path, "ab") as log:
             try:
@@ -162,8 +196,6 @@ class ServerProcess:
                 self.popen.wait(5)
         with _LOCK:
             _LIVE.pop(self.popen.pid, None)
-        if self.cpu_limiter is not None:
-            self.cpu_limiter.cleanup()
         return self.popen.returncode
 
 
@@ -206,7 +238,9 @@ def run_command(argv: Sequence[str], *, what: str, timeout: float = 120, log: Pa
     """Run a short helper command; on failure raise ServerStartError quoting its output (and log, if the
     command writes its errors there)."""
     try:
-        res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, **kwargs)
+        res = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, preexec_fn=_set_pdeathsig, **kwargs
+        )
     except FileNotFoundError:
         raise ServerStartError(f"{what}: {argv[0]} not found (run `make setup`)") from None
     except subprocess.TimeoutExpired:

@@ -1,14 +1,14 @@
-"""The five studies: one notebook each, one module each for the orchestration the notebook calls."""
+"""The five studies: one notebook each, one module each (the protocol in base.py). This registry is light:
+it names modules and notebooks without importing them."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[3]
-NOTEBOOKS = ROOT / "notebooks"
-PARAMS = ROOT / "papermill-params"
-PUBLISHED = ROOT / "data" / "published"
+from .. import paths
 
 
 @dataclass(frozen=True)
@@ -20,11 +20,11 @@ class Study:
 
     @property
     def notebook_path(self) -> Path:
-        return NOTEBOOKS / self.notebook
+        return paths.NOTEBOOKS / self.notebook
 
     @property
     def params_dir(self) -> Path:
-        return PARAMS / self.id
+        return paths.PARAMS / self.id
 
     @property
     def available(self) -> bool:
@@ -32,6 +32,12 @@ class Study:
 
     def parameter_files(self) -> list[Path]:
         return sorted(self.params_dir.glob("*.yaml")) if self.params_dir.is_dir() else []
+
+    def module(self) -> ModuleType:
+        return importlib.import_module(f"{__name__}.{self.id}")
+
+    def params_class(self) -> type:
+        return self.module().Params
 
 
 STUDIES: dict[str, Study] = {

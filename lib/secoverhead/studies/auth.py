@@ -9,227 +9,399 @@ a /dev/urandom read per request versus a seeded user-space generator, over 1-8 w
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from ..params import param
+from ..verdicts import ClaimVerdict, RatioClaim
+from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, run_parts
 
-from ..measurement import Measurement
-from ..results import ResultStore
-from ..servers import ExternalMongo, FerretDBServer, MariaDBServer
-from ..stats import Comparison, compare, compare_sweep
-from ..workloads.nonce import nonce_benchmark
-from ..workloads.short_connections import ConnectSpec, run_short_connections
-from .common import ExternalMySQLParams, StudyParams, run_experiment
+if TYPE_CHECKING:
+    import pandas as pd
+
+STUDY = "auth"
+PRIMARY_METRICS = ("ops_per_s", "server_cpu_us_per_op", "client_cpu_us_per_op")
+POOLED_FACTOR = 20  # a pooled arm runs this many queries per worker for each short connection of the others
+POOLING_MAX_RATIO = 0.5  # "removes most"
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    engine: str  # mongo | mysql | nonce
+    server: str = ""  # which server: "off" / "on" (FerretDB), "db" (MariaDB)
+    mechanism: str | None = None
+    tls: bool = False
+    pooled: bool = False
+
+
+def _mongo_arms(
+    mechanisms: tuple[str, ...] = ("SCRAM-SHA-1", "SCRAM-SHA-256"), auth_off: bool = True
+) -> tuple[Arm, ...]:
+    arms = []
+    for tls in (False, True):
+        suffix = " + TLS" if tls else ""
+        if auth_off:
+            arms.append(Arm(f"auth off{suffix}", "mongo", "off", None, tls))
+        arms += [Arm(f"{m}{suffix}", "mongo", "on", m, tls) for m in mechanisms]
+    return (*arms, Arm("pooled SCRAM-SHA-256", "mongo", "on", "SCRAM-SHA-256", pooled=True))
+
+
+ARMS: dict[str, tuple[Arm, ...]] = {
+    "MongoDB": _mongo_arms(),
+    "MySQL": (
+        Arm("password", "mysql", "db"),
+        Arm("password + TLS", "mysql", "db", tls=True),
+        Arm("pooled password", "mysql", "db", pooled=True),
+    ),
+    "nonce": (Arm("syscall", "nonce"), Arm("userspace", "nonce")),
+}
 
 
 @dataclass
-class AuthParams(StudyParams, ExternalMySQLParams):
-    experiment_id: str = "auth"
-    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
-    ops_per_worker: int = 10
-    mysql_ops_per_worker: int = 60  # a MySQL connect is ~20x cheaper than pymongo's: more per run for CPU ticks
-    max_seconds_per_run: float = 60
-    mongo_enabled: bool = True
-    mongo_uri: str = ""
-    mongo_username: str = ""
-    mongo_password_env: str = ""
-    mongo_mechanisms: list[str] = field(default_factory=lambda: ["SCRAM-SHA-256"])
-    mysql_enabled: bool = True
-    mysql_ca_file: str = ""
-    nonce_enabled: bool = True
-    nonce_workers: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
-    nonces_per_run: int = 300_000
+class Params(BothEngines, StudyParams):
+    experiment_id: str = param(
+        "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+    )
+    concurrency: list[int] = param(
+        [1, 4], "client worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+    )
+    ops_per_worker: int = param(
+        8, "MongoDB short connections per worker per run (pooled: 20x as many queries)", min=1, max=100_000
+    )
+    mysql_ops_per_worker: int = param(60, "MySQL short connections per worker per run", min=1, max=1_000_000)
+    max_seconds_per_run: float = param(60.0, "a run stops after this, whatever its count", min=1, max=3600)
+    mongo_enabled: bool = param(True, "measure MongoDB (two FerretDB, auth off and on; or mongo_uri)")
+    mongo_mechanisms: list[str] = param(
+        ["SCRAM-SHA-256"],
+        "for an external MongoDB: mechanisms to try",
+        choices=("SCRAM-SHA-1", "SCRAM-SHA-256"),
+        min_items=1,
+        max_items=2,
+    )
+    mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
+    nonce_enabled: bool = param(True, "measure the nonce mechanism on its own")
+    nonce_workers: list[int] = param(
+        [1, 4], "nonce worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+    )
+    nonces_per_run: int = param(300_000, "nonces generated per run, over all workers", min=1, max=100_000_000)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.ops_per_worker < 1 or self.mysql_ops_per_worker < 1 or self.nonces_per_run < 1:
-            raise ValueError("ops_per_worker, mysql_ops_per_worker and nonces_per_run must be >= 1")
-        if not self.concurrency or min(self.concurrency) < 1 or max(self.concurrency) > 64:
-            raise ValueError("concurrency levels must be between 1 and 64")
+        self.check_engines("nonce_enabled")
+
+    def mongo_mechanisms_used(self) -> tuple[str, ...]:
+        return tuple(self.mongo_mechanisms)
+
+    def parts(self) -> list[str]:
+        flags = {"MongoDB": self.mongo_enabled, "MySQL": self.mysql_enabled, "nonce": self.nonce_enabled}
+        return [name for name, on in flags.items() if on]
+
+    def arms(self, part: str) -> tuple[Arm, ...]:
+        if part == "MongoDB" and self.mongo_uri:
+            if not self.mongo_username:  # the server's own setting, whatever it is
+                return (Arm("as configured", "mongo", "on"), Arm("as configured + TLS", "mongo", "on", tls=True))
+            return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=False)
+        return ARMS[part]
+
+    def planned_runs(self) -> int:
+        rounds = self.repetitions + self.warmup + 1
+        n = sum(len(self.arms(e)) * len(self.concurrency) for e in ("MongoDB", "MySQL") if e in self.parts())
+        return (n + (2 * len(self.nonce_workers) if self.nonce_enabled else 0)) * rounds
 
 
-@dataclass
-class StudyPart:
-    name: str
-    store: ResultStore
-    arms: list[str]
-    servers: dict[str, dict[str, Any]]
-    notes: list[str]
-
-    def runs(self) -> pd.DataFrame:
-        return self.store.runs()
-
-
+# -- running ------------------------------------------------------------------------------------------
 def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in ("username", "password", "authSource", "authMechanism")}
 
 
-def _mongo_arms(p: AuthParams, stack: contextlib.ExitStack):
-    """arm -> (ConnectSpec, pooled, pids)."""
-    if p.mongo_uri:
-        ext = stack.enter_context(
-            ExternalMongo(
-                uri=p.mongo_uri,
-                username=p.mongo_username or None,
-                password_env=p.mongo_password_env or None,
-                mechanisms=tuple(p.mongo_mechanisms),
-            )
-        )
-        arms = {}
-        for mech in p.mongo_mechanisms if p.mongo_username else [None]:
-            label = mech or "as configured"
-            for tls in (False, True):
-                arms[f"{label}{' + TLS' if tls else ''}"] = (
-                    ConnectSpec("mongo", ext.endpoint.client_args(tls=tls, mechanism=mech)),
-                    False,
-                    [],
-                )
+def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+    from ..servers import FerretDBServer, MariaDBServer
+
+    if part == "MongoDB":
+        if p.mongo_uri:
+            ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
+            notes = [
+                "external MongoDB: auth-off arms need a server without "
+                "auth, so they are skipped; server CPU is not measured"
+            ]
+            return {"on": ext}, {"mongodb": ext.describe()}, notes
+        off = stack.enter_context(FerretDBServer(tls=True, auth=False))
+        on = stack.enter_context(FerretDBServer(tls=True, auth=True))
         notes = [
-            "external MongoDB: auth-off arms need a server without auth, so they are skipped; server CPU is "
-            "not measured (not our process)"
+            "auth on/off needs two FerretDB processes (FerretDB's --test-enable-new-auth); they are identical "
+            "otherwise and both run throughout",
+            "FerretDB stores SCRAM keys and does no PBKDF2 per login; the client (pymongo) does, per new client",
         ]
-        return arms, {"mongodb": ext.describe()}, notes
-    off = stack.enter_context(FerretDBServer(tls=True, auth=False))
-    on = stack.enter_context(FerretDBServer(tls=True, auth=True))
-    arms: dict[str, tuple[ConnectSpec, bool, list[int]]] = {}
-    for tls in (False, True):
-        suffix = " + TLS" if tls else ""
-        arms[f"auth off{suffix}"] = (
-            ConnectSpec("mongo", _strip_auth(off.endpoint.client_args(tls=tls))),
-            False,
-            off.pids,
+        return (
+            {"off": off, "on": on},
+            {"mongodb auth off (FerretDB)": off.describe(), "mongodb auth on (FerretDB)": on.describe()},
+            notes,
         )
-        for mech in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
-            arms[f"{mech}{suffix}"] = (
-                ConnectSpec("mongo", on.endpoint.client_args(tls=tls, mechanism=mech)),
-                False,
-                on.pids,
-            )
-    arms["pooled SCRAM-SHA-256"] = (
-        ConnectSpec("mongo", on.endpoint.client_args(mechanism="SCRAM-SHA-256")),
-        True,
-        on.pids,
-    )
-    notes = [
-        "auth on/off needs two FerretDB processes (FerretDB's --test-enable-new-auth); they are identical "
-        "otherwise and both run throughout",
-        "FerretDB stores SCRAM keys and does no PBKDF2 per login; the client (pymongo) does, per new client",
-    ]
-    return arms, {"mongodb auth off (FerretDB)": off.describe(), "mongodb auth on (FerretDB)": on.describe()}, notes
-
-
-def _mysql_arms(p: AuthParams, stack: contextlib.ExitStack):
-    if p.mysql_host:
-        ext = stack.enter_context(p.external_mysql(tls=True, ca_file=p.mysql_ca_file))
-        e, pids, facts = ext.endpoint, [], {"mysql": ext.describe()}
-    else:
-        db = stack.enter_context(MariaDBServer(tls="on"))
-        e, pids, facts = db.endpoint, db.pids, {"mysql (MariaDB)": db.describe()}
-    arms = {
-        "password": (ConnectSpec("mysql", e.connect_args(tls=False)), False, pids),
-        "password + TLS": (ConnectSpec("mysql", e.connect_args(tls=True)), False, pids),
-        "pooled password": (ConnectSpec("mysql", e.connect_args(tls=False)), True, pids),
-    }
     notes = [
         "password auth is mysql_native_password (MariaDB's default); MariaDB's ed25519 plugin is not an arm "
         "because mysql-connector-python cannot speak it"
     ]
-    return arms, facts, notes
+    if p.mysql_host:
+        ext = stack.enter_context(p.external_mysql(tls=True))
+        return {"db": ext}, {"mysql": ext.describe()}, notes
+    db = stack.enter_context(MariaDBServer(tls="on"))
+    return {"db": db}, {"mysql (MariaDB)": db.describe()}, notes
 
 
-def run(p: AuthParams, *, progress: bool = True) -> dict[str, StudyPart]:
-    out: dict[str, StudyPart] = {}
-    for engine, enabled, make_arms in (
-        ("MongoDB", p.mongo_enabled, _mongo_arms),
-        ("MySQL", p.mysql_enabled, _mysql_arms),
-    ):
-        if not enabled:
-            continue
-        with contextlib.ExitStack() as stack:
-            arms, facts, notes = make_arms(p, stack)
+def _measure(p: Params, part: str, servers: dict[str, Any]):
+    from ..measurement import Measurement
+    from ..workloads.nonce import nonce_benchmark
+    from ..workloads.short_connections import ConnectSpec, run_short_connections
 
-            ops = p.mysql_ops_per_worker if engine == "MySQL" else p.ops_per_worker
+    arms = {a.name: a for a in p.arms(part)}
 
-            def measure(arm: str, factors: dict, arms=arms, ops=ops) -> Measurement:
-                spec, pooled, pids = arms[arm]
-                return run_short_connections(
-                    spec,
-                    concurrency=int(factors["concurrency"]),
-                    ops_per_worker=ops * (20 if pooled else 1),
-                    max_seconds=p.max_seconds_per_run,
-                    pooled=pooled,
-                    server_pids=pids,
-                )
-
-            exp_id = f"{p.experiment_id}-{engine.lower()}"
-            store = run_experiment(
-                p,
-                exp_id,
-                arms=list(arms),
-                measure=measure,
-                servers=facts,
-                factors={"concurrency": p.concurrency},
-                progress=progress,
-            )
-            store.update_metadata(notes=notes)
-            out[engine] = StudyPart(engine, store, list(arms), facts, notes)
-    if p.nonce_enabled:
-
-        def nonce(arm: str, factors: dict) -> Measurement:
+    def measure(arm_name: str, factors: dict) -> Measurement:
+        arm = arms[arm_name]
+        if arm.engine == "nonce":
             w = int(factors["workers"])
-            return nonce_benchmark(arm, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
+            return nonce_benchmark(arm.name, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
+        srv = servers[arm.server]
+        e = srv.endpoint
+        if arm.engine == "mongo":
+            args = (
+                e.client_args(tls=arm.tls, mechanism=arm.mechanism)
+                if arm.mechanism
+                else _strip_auth(e.client_args(tls=arm.tls))
+            )
+            spec, ops = ConnectSpec("mongo", args), p.ops_per_worker
+        else:
+            spec, ops = ConnectSpec("mysql", e.connect_args(tls=arm.tls)), p.mysql_ops_per_worker
+        return run_short_connections(
+            spec,
+            concurrency=int(factors["concurrency"]),
+            ops_per_worker=ops * (POOLED_FACTOR if arm.pooled else 1),
+            max_seconds=p.max_seconds_per_run,
+            pooled=arm.pooled,
+            server_cpu=srv.cpu,
+        )
 
-        store = run_experiment(
-            p,
-            f"{p.experiment_id}-nonce",
-            arms=["syscall", "userspace"],
-            measure=nonce,
-            servers={},
-            factors={"workers": p.nonce_workers},
-            progress=progress,
+    return measure
+
+
+NONCE_NOTE = (
+    "nonces of 24 bytes, as a SCRAM server nonce; Python workers, so per-call interpreter overhead is in the "
+    "user time of both sources"
+)
+
+
+def run(p: Params) -> StudyResult:
+    top, top_workers = max(p.concurrency), max(p.nonce_workers)
+
+    def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+        servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
+        return PartPlan(
+            arms=[a.name for a in p.arms(name)],
+            measure=_measure(p, name, servers),
+            facts=facts,
+            notes=notes,
+            factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
+            servers={a.name: servers[a.server] for a in p.arms(name)} if servers else {},
+            judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
+            profile_factors=[{"concurrency": top}],
         )
-        out["nonce"] = StudyPart(
-            "nonce",
-            store,
-            ["syscall", "userspace"],
-            {},
-            [
-                "nonces of 24 bytes, as a SCRAM server nonce; Python workers, so per-call "
-                "interpreter overhead is in the user time of both sources"
-            ],
-        )
+
+    return run_parts(p, STUDY, p.parts(), plan)
+
+
+# -- claims ---------------------------------------------------------------------------------------------
+CLAIMS: dict[str, tuple[RatioClaim, ...]] = {
+    "MongoDB": (
+        RatioClaim(
+            "MongoDB:auth-server-cpu",
+            "MongoDB: authentication raises server CPU per short connection (concurrency {level})",
+            "server_cpu_us_per_op",
+            "auth off",
+            "SCRAM-SHA-256",
+            "worse",
+            measure="server CPU us per connection, per run",
+            engine_note="FerretDB, not mongod",
+            unit="us",
+            at="concurrency",
+        ),
+        RatioClaim(
+            "MongoDB:auth-client-cpu",
+            "MongoDB: the client pays for authentication per new connection (PBKDF2; concurrency {level})",
+            "client_cpu_us_per_op",
+            "auth off",
+            "SCRAM-SHA-256",
+            "worse",
+            measure="client CPU us per connection, per run",
+            engine_note="pymongo",
+            unit="us",
+            at="concurrency",
+        ),
+        RatioClaim(
+            "MongoDB:pooling",
+            "MongoDB: pooling removes most of the per-request server CPU (concurrency {level})",
+            "server_cpu_us_per_op",
+            "SCRAM-SHA-256",
+            "pooled SCRAM-SHA-256",
+            "better",
+            max_ratio=POOLING_MAX_RATIO,
+            measure="server CPU us per request, per run",
+            engine_note="FerretDB, not mongod",
+            unit="us",
+            at="concurrency",
+        ),
+    ),
+    "MySQL": (
+        RatioClaim(
+            "MySQL:pooling",
+            "MySQL: pooling removes most of the per-request server CPU (concurrency {level})",
+            "server_cpu_us_per_op",
+            "password",
+            "pooled password",
+            "better",
+            max_ratio=POOLING_MAX_RATIO,
+            measure="server CPU us per request, per run",
+            engine_note="MariaDB 10.11, not MySQL",
+            unit="us",
+            at="concurrency",
+        ),
+    ),
+    "nonce": (
+        RatioClaim(
+            "nonce:system-cpu",
+            "A syscall per nonce costs more system CPU than a user-space generator ({level} workers)",
+            "system_ns_per_nonce",
+            "userspace",
+            "syscall",
+            "worse",
+            measure="system CPU ns per nonce, per run",
+            engine_note="this kernel's /dev/urandom, Python workers",
+            unit="ns",
+            at="workers",
+        ),
+    ),
+}
+
+
+def part_claims(
+    part: str, runs: pd.DataFrame, alpha: float = 0.05, *, top: int, top_workers: int = 8
+) -> list[ClaimVerdict]:
+    """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
+    each at the highest concurrency (or worker count) measured."""
+    out = []
+    for claim in CLAIMS.get(part, ()):
+        v = claim.check(runs, alpha, level=top_workers if claim.at == "workers" else top)
+        if v is not None:
+            out.append(v)
     return out
 
 
-# -- analysis -------------------------------------------------------------------------------------------
-def per_concurrency(
-    part: StudyPart, metric: str, baseline: str, candidate: str, *, higher_is_better: bool = False, seed: int = 0
-) -> dict[tuple[str, int], Comparison]:
-    """candidate vs baseline at each concurrency level, Holm-corrected across levels."""
-    runs = part.runs()
-    pairs = {}
-    for c, g in runs.groupby("concurrency"):
-        a, b = g.loc[g["arm"] == baseline, metric], g.loc[g["arm"] == candidate, metric]
-        if len(a) and len(b):
-            pairs[(f"{candidate} vs {baseline}", int(c))] = (a, b)
-    return compare_sweep(pairs, higher_is_better=higher_is_better, seed=seed)
-
-
-def nonce_comparison(part: StudyPart, *, seed: int = 0) -> dict[tuple[str, int], Comparison]:
-    """System CPU per nonce, syscall vs user-space, at each worker count."""
-    runs = part.runs()
-    return {
-        ("system ns per nonce, syscall vs user-space", int(w)): compare(
-            g.loc[g["arm"] == "userspace", "system_ns_per_nonce"],
-            g.loc[g["arm"] == "syscall", "system_ns_per_nonce"],
-            seed=seed,
+def claims(result: StudyResult) -> list[ClaimVerdict]:
+    p = result.params
+    return [
+        v
+        for part in result
+        for v in part_claims(
+            part.name, part.runs(), part.alpha, top=max(p.concurrency), top_workers=max(p.nonce_workers)
         )
-        for w, g in runs.groupby("workers")
-    }
+    ]
 
 
-def published() -> pd.DataFrame:
-    from . import PUBLISHED
+# -- tables and figures ------------------------------------------------------------------------------------
+SUMMARY = [
+    "ops_per_s",
+    "server_cpu_us_per_op",
+    "server_user_us_per_op",
+    "server_system_us_per_op",
+    "client_cpu_us_per_op",
+    "latency_median_ms",
+]
 
-    return pd.read_csv(PUBLISHED / "auth.csv")
+
+def summary(part: Part) -> pd.DataFrame:
+    from ..tables import summarize_runs
+
+    if part.name == "nonce":
+        return summarize_runs(
+            part.runs(), ["nonces_per_s", "user_ns_per_nonce", "system_ns_per_nonce"], ["arm", "workers"]
+        )
+    return summarize_runs(part.runs(), SUMMARY, ["arm", "concurrency"])
+
+
+def nonce_table(part: Part) -> pd.DataFrame:
+    from ..compare import compare_arms, table
+
+    return table(
+        compare_arms(
+            part.runs(),
+            "system_ns_per_nonce",
+            baseline="userspace",
+            candidates=["syscall"],
+            by=["workers"],
+            confidence=1 - part.alpha,
+        ),
+        unit="ns",
+    )
+
+
+def published_table() -> pd.DataFrame:
+    from .base import published
+
+    return published(STUDY)
+
+
+def figures(part: Part, top: int) -> list[tuple[Any, str]]:
+    from .. import plots
+
+    table = summary(part)
+    if not len(table):
+        return []
+    if part.name == "nonce":
+        return [
+            (
+                plots.lines(
+                    table,
+                    x="workers",
+                    y="system_ns_per_nonce",
+                    hue="arm",
+                    lo="system_ns_per_nonce_ci_low",
+                    hi="system_ns_per_nonce_ci_high",
+                    title="System CPU per nonce",
+                    ylabel="ns of system CPU per nonce",
+                    logx=True,
+                ),
+                "A rising syscall line with more workers is the original's collapse; "
+                "a flat one means this kernel does not serialise the reads.",
+            )
+        ]
+    out = [
+        (
+            plots.lines(
+                table,
+                x="concurrency",
+                y="ops_per_s",
+                hue="arm",
+                lo="ops_per_s_ci_low",
+                hi="ops_per_s_ci_high",
+                title=f"{part.name}: short connections per second",
+                ylabel="operations / s",
+                logx=True,
+            ),
+            "Throughput by client concurrency: lower lines pay more per connection.",
+        )
+    ]
+    at_top = table[table["concurrency"] == top]
+    if "server_user_us_per_op" in at_top:
+        out.append(
+            (
+                plots.stacked_bar(
+                    at_top,
+                    x="arm",
+                    parts=["server_user_us_per_op", "server_system_us_per_op"],
+                    labels=["user", "system"],
+                    title=f"{part.name}: server CPU per operation at concurrency {top}",
+                    ylabel="CPU us per operation",
+                ),
+                "Where the server's time goes per request: the original's symptom was the system share.",
+            )
+        )
+    return out

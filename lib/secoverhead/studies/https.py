@@ -11,18 +11,21 @@ import contextlib
 import os
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from ..params import param
+from ..verdicts import ClaimVerdict, RatioClaim, Verdict, bound_verdict
+from .base import Part, PartPlan, StudyParams, StudyResult, published, run_parts
 
-from ..measurement import Measurement
-from ..report import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, ClaimVerdict
-from ..results import ResultStore
-from ..servers import NginxServer
-from ..stats import bootstrap_medians, compare
-from ..workloads import http
-from .common import StudyParams, run_experiment
+if TYPE_CHECKING:
+    import pandas as pd
+
+STUDY = "https"
+PRIMARY_METRICS = ("server_cpu_us_per_op", "rps")
+BASELINE = "HTTP"
+FULL = "TLS 1.2 full, RSA"
+FULL_MIN_RATIO = 3.0  # "several times"
+RECOVERS_MOST = 0.5
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,17 @@ class Arm:
     tls: str | None  # None (HTTP), "TLSv1.2", "TLSv1.3"
     keepalive: bool = False
     resume: bool = False
+    signature: str | None = None  # the calibration key of the certificate's signature (full handshakes)
 
 
 ARMS = (
-    Arm("HTTP", "rsa", "ab", None),
+    Arm(BASELINE, "rsa", "ab", None),
     Arm("HTTP keep-alive", "rsa", "wrk", None, keepalive=True),
-    Arm("TLS 1.2 full, RSA", "rsa", "ab", "TLSv1.2"),
-    Arm("TLS 1.2 full, ECDSA", "ecdsa", "ab", "TLSv1.2"),
-    Arm("TLS 1.3 full, RSA", "rsa", "ab", "TLSv1.3"),
-    Arm("TLS 1.3 full, ECDSA", "ecdsa", "ab", "TLSv1.3"),
-    Arm("TLS 1.2 full, RSA (s_time)", "rsa", "s_time", "TLSv1.2"),
+    Arm(FULL, "rsa", "ab", "TLSv1.2", signature="rsa2048_sign_us"),
+    Arm("TLS 1.2 full, ECDSA", "ecdsa", "ab", "TLSv1.2", signature="ecdsa_p256_sign_us"),
+    Arm("TLS 1.3 full, RSA", "rsa", "ab", "TLSv1.3", signature="rsa2048_sign_us"),
+    Arm("TLS 1.3 full, ECDSA", "ecdsa", "ab", "TLSv1.3", signature="ecdsa_p256_sign_us"),
+    Arm("TLS 1.2 full, RSA (s_time)", "rsa", "s_time", "TLSv1.2", signature="rsa2048_sign_us"),
     Arm("TLS 1.2 resumed, session cache", "cache", "s_time", "TLSv1.2", resume=True),
     Arm("TLS 1.2 resumed, ticket", "tickets", "s_time", "TLSv1.2", resume=True),
     Arm("TLS 1.3 resumed, session cache", "cache", "s_time", "TLSv1.3", resume=True),
@@ -55,44 +59,47 @@ SERVERS = {
     "cache": {"cert_type": "rsa", "session_tickets": False},
     "tickets": {"cert_type": "rsa", "session_cache": False},
 }
+RECOVERY_CLAIMS = (
+    ("TLS 1.2 full, ECDSA", "An ECDSA certificate"),
+    ("TLS 1.2 resumed, session cache", "Session resumption (cache)"),
+    ("TLS 1.2 resumed, ticket", "Session resumption (ticket)"),
+    ("HTTPS keep-alive", "Keep-alive"),
+)
 
 
 @dataclass
-class HttpsParams(StudyParams):
-    experiment_id: str = "https"
-    arms: list[str] = None  # None: all
-    run_seconds: int = 2
-    concurrency: int = 4  # ab -c, wrk connections, s_time processes
-    max_requests: int = 1_000_000  # ab -n: runs are bounded in count as well as time
-    client_cpus: str = "auto"  # "auto": the core the server is not on; "": no pinning
+class Params(StudyParams):
+    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
+    experiment_id: str = param(
+        "https", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+    )
+    arms: list[str] = param(
+        [a.name for a in ARMS], "arms to run", choices=tuple(a.name for a in ARMS), min_items=1, max_items=len(ARMS)
+    )
+    run_seconds: int = param(1, "seconds per load run (ab -t, wrk -d, s_time -time)", min=1, max=3600)
+    concurrency: int = param(4, "ab -c / wrk connections / s_time processes (the original: ab -c 100)", min=1, max=1000)
+    max_requests: int = param(1_000_000, "ab -n: each run is bounded in count as well as time", min=1, max=100_000_000)
+    client_cpus: str = param(
+        "auto",
+        "CPUs for the load clients: auto (the core nginx is not on), empty (no pinning), or a list like 1",
+        pattern=r"auto|[0-9,\-]*",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        known = [a.name for a in ARMS]
-        if self.arms is None:
-            self.arms = known
-        unknown = [a for a in self.arms if a not in known]
-        if unknown:
-            raise ValueError(f"unknown arm(s) {unknown}; known: {known}")
-        if self.run_seconds < 1 or self.concurrency < 1:
-            raise ValueError("run_seconds and concurrency must be >= 1")
         if self.client_cpus == "auto":
             self.client_cpus = "1" if (os.cpu_count() or 1) > 1 else ""
 
-
-@dataclass
-class HttpsResult:
-    store: ResultStore
-    arms: list[str]
-    servers: dict[str, dict[str, Any]]
-    crypto: dict[str, float]
-    notes: list[str]
-
-    def runs(self) -> pd.DataFrame:
-        return self.store.runs()
+    def planned_runs(self) -> int:
+        return len(self.arms) * (self.repetitions + self.warmup + 1)
 
 
-def _load(arm: Arm, server: NginxServer, p: HttpsParams):
+# -- running ------------------------------------------------------------------------------------------
+def _load(arm: Arm, server: Any, p: Params):
+    from ..workloads import http
+
     e = server.endpoint
     if arm.tool == "ab":
         proto = {"TLSv1.2": "TLS1.2", "TLSv1.3": "TLS1.3"}.get(arm.tls or "")
@@ -125,63 +132,141 @@ def _load(arm: Arm, server: NginxServer, p: HttpsParams):
     )
 
 
-def run(p: HttpsParams, *, progress: bool = True) -> HttpsResult:
-    arms = {a.name: a for a in ARMS if a.name in p.arms}
-    crypto = http.openssl_speed(1)
-    with contextlib.ExitStack() as stack:
-        servers = {
-            key: stack.enter_context(NginxServer(worker_core=0, **kw))
-            for key, kw in SERVERS.items()
-            if any(a.server == key for a in arms.values())
-        }
+NOTES = [
+    "ab is single-threaded and pays a full handshake's client crypto per request: full-handshake arms are usually "
+    "client-bound, so their requests/s is the client's limit; server CPU per request is not",
+    "resumed arms use openssl s_time -reuse (ab never resumes); every arm's resumption is checked in nginx's log",
+]
 
-        def measure(name: str, factors: dict) -> Measurement:
-            arm = arms[name]
+
+def run(p: Params) -> StudyResult:
+    from ..servers import NginxServer
+    from ..workloads import http
+
+    arms = {a.name: a for a in ARMS if a.name in p.arms}
+
+    def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+        needed = {a.server for a in arms.values()}
+        servers = {k: stack.enter_context(NginxServer(worker_core=0, **kw)) for k, kw in SERVERS.items() if k in needed}
+
+        def measure(arm_name: str, factors: dict):
+            arm = arms[arm_name]
             srv = servers[arm.server]
             m = http.measure(
                 _load(arm, srv, p),
-                server_pids=srv.worker_pids(),
+                server_cpu=srv.cpu,
                 access_log=srv.access_log_path,
                 https_port=srv.endpoint.https_port if arm.tls else None,
             )
             m.info |= {"tool": arm.tool, "tls": arm.tls, "keepalive": arm.keepalive, "resume": arm.resume}
             return m
 
-        facts = {f"nginx ({k})": s.describe() for k, s in servers.items()}
-        store = run_experiment(p, p.experiment_id, arms=list(arms), measure=measure, servers=facts, progress=progress)
-    notes = [
-        f"nginx worker pinned to core 0; load clients pinned to core(s) {p.client_cpus or 'any'}",
-        "ab is single-threaded and pays a full handshake's client crypto per request: full-handshake arms are "
-        "usually client-bound, so their requests/s is the client's limit; server CPU per request is not",
-        "resumed arms use openssl s_time -reuse (ab never resumes); every arm's resumption is checked in nginx's log",
-    ]
-    store.update_metadata(notes=notes, crypto=crypto)
-    return HttpsResult(store, list(arms), facts, crypto, notes)
+        return PartPlan(
+            arms=list(arms),
+            measure=measure,
+            facts={f"nginx ({k})": s.describe() for k, s in servers.items()},
+            notes=[f"nginx worker pinned to core 0; load clients pinned to core(s) {p.client_cpus or 'any'}", *NOTES],
+            servers={a: servers[arms[a].server] for a in arms},
+            judge=part_claims,
+            ops_metric="requests",
+        )
+
+    return run_parts(p, STUDY, [STUDY], plan)
 
 
-# -- analysis -------------------------------------------------------------------------------------------
-def _cpu(runs: pd.DataFrame, arm: str) -> np.ndarray:
-    return runs.loc[runs["arm"] == arm, "server_cpu_us_per_op"].to_numpy(dtype=float)
+# -- claims ---------------------------------------------------------------------------------------------
+def recovery(
+    runs: pd.DataFrame, candidate: str, alpha: float = 0.05, family: int = 1
+) -> tuple[float, float, float, int]:
+    """Share of a full handshake's extra server CPU (over plain HTTP) that candidate wins back, per round
+    1 - (candidate - HTTP) / (full - HTTP); the mean over rounds with its t interval, and the rounds."""
+    from ..compare import per_round
+    from ..stats import mean_interval
+
+    t = per_round(runs, "server_cpu_us_per_op", [BASELINE, FULL, candidate])
+    if not len(t):
+        return float("nan"), float("nan"), float("nan"), 0
+    rec = 1 - (t[candidate] - t[BASELINE]) / (t[FULL] - t[BASELINE])
+    mean, lo, hi, _, n = mean_interval(rec.to_numpy(dtype=float), 1 - alpha / family)
+    return mean, lo, hi, n
 
 
-def summary(res: HttpsResult) -> pd.DataFrame:
-    from ..report import summarize_runs
+FULL_CLAIM = RatioClaim(
+    "full-handshake",
+    "A full TLS handshake multiplies server CPU per request several times over plain HTTP (original: 8000 -> 500 "
+    "requests/s, 16x)",
+    "server_cpu_us_per_op",
+    BASELINE,
+    FULL,
+    "worse",
+    min_ratio=FULL_MIN_RATIO,
+    measure="server CPU us per request (TLS 1.2, RSA-2048, ab), per run",
+    engine_note="nginx + OpenSSL 3.0, not a Go service",
+    unit="us",
+)
 
-    runs = res.runs()
-    cols = ["server_cpu_us_per_op", "rps", "client_cpu_cores"]
-    if "server_resumed_fraction" in runs:
-        cols.append("server_resumed_fraction")
-    t = summarize_runs(runs, cols, ["arm"])
-    t["client-bound runs"] = runs.groupby("arm", sort=False)["client_bound"].sum().reindex(t["arm"]).to_numpy()
-    return t
+
+def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
+
+    out = []
+    arms = set(runs["arm"]) if len(runs) else set()
+    full = FULL_CLAIM.check(runs, alpha)
+    if full is not None:
+        out.append(full)
+    for cand, label in RECOVERY_CLAIMS:
+        if {BASELINE, FULL, cand} <= arms:
+            point, lo, hi, n = recovery(runs, cand, alpha)
+            v = bound_verdict(lo, hi, at_least=RECOVERS_MOST) if n >= 2 else Verdict.INCONCLUSIVE
+            out.append(
+                ClaimVerdict(
+                    f"{label} wins back most of a full handshake's server CPU",
+                    v,
+                    f"recovers {point * 100:.0f} % of the extra CPU "
+                    f"[{(1 - alpha) * 100:.4g} % CI {lo * 100:.0f}, {hi * 100:.0f}]; "
+                    f"n={n} rounds, t interval of the per-round share",
+                    "1 - (arm - HTTP) / (full RSA - HTTP), server CPU per request, per round",
+                    "nginx + OpenSSL 3.0",
+                    id=f"recovery:{cand}",
+                    ratio=point,
+                    ci_low=lo,
+                    ci_high=hi,
+                    needs=[{"arm": a} for a in (BASELINE, FULL, cand)],
+                )
+            )
+    return out
 
 
-def resumption_check(res: HttpsResult) -> pd.DataFrame:
+def claims(result: StudyResult) -> list[ClaimVerdict]:
+    part = result.first
+    return part_claims(part.runs(), part.alpha)
+
+
+# -- tables and figures ------------------------------------------------------------------------------------
+def summary(part: Part) -> pd.DataFrame:
+    from ..tables import summarize_runs
+
+    runs = part.runs()
+    cols = ["server_cpu_us_per_op", "rps", "client_cpu_cores", "server_resumed_fraction"]
+    return summarize_runs(runs, cols, ["arm"])
+
+
+def commands(part: Part) -> pd.DataFrame:
+    import pandas as pd
+
+    seen: dict[str, str] = {}
+    for r in part.store.records():
+        seen.setdefault(r.arm, r.info.get("command", ""))
+    return pd.DataFrame({"arm": list(seen), "command (one run)": list(seen.values())})
+
+
+def resumption_check(part: Part) -> pd.DataFrame:
     """Per arm: what nginx logged. Resumed arms must show resumption, full-handshake arms must not."""
-    runs = res.runs()
+    import pandas as pd
+
+    runs = part.runs()
     rows = []
     for a in ARMS:
-        if a.name not in res.arms or a.tls is None or a.keepalive:
+        if a.name not in part.arms or a.tls is None or a.keepalive or "server_resumed_fraction" not in runs:
             continue
         frac = runs.loc[runs["arm"] == a.name, "server_resumed_fraction"]
         ok = (frac > 0.9).all() if a.resume else (frac < 0.05).all()
@@ -193,98 +278,73 @@ def resumption_check(res: HttpsResult) -> pd.DataFrame:
                 "as expected": bool(ok),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["arm", "expected", "server-logged resumed fraction (min-max)", "as expected"])
 
 
-def recovery(res: HttpsResult, full: str, candidate: str, *, seed: int = 0) -> tuple[float, float, float]:
-    """Share of a full handshake's extra server CPU (over plain HTTP) that candidate wins back, with a
-    bootstrap 95 % CI: 1 - (candidate - HTTP) / (full - HTTP)."""
-    runs = res.runs()
-    rng = np.random.default_rng(seed)
-    h, f, c = (np.sort(_cpu(runs, a)) for a in ("HTTP", full, candidate))
-    if not (len(h) and len(f) and len(c)):
-        return (np.nan, np.nan, np.nan)
-    point = 1 - (np.median(c) - np.median(h)) / (np.median(f) - np.median(h))
-    bh, bf, bc = (bootstrap_medians(x, 4000, rng) for x in (h, f, c))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = 1 - (bc - bh) / (bf - bh)
-    return float(point), float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))
+def crypto_share(part: Part) -> pd.DataFrame:
+    """How much of a full handshake's extra server CPU the certificate's signature explains, in us and in
+    signatures of this machine (the calibration)."""
+    import numpy as np
+    import pandas as pd
 
-
-def crypto_share(res: HttpsResult) -> pd.DataFrame:
-    """How much of a full handshake's extra server CPU the certificate's signature explains."""
-    s = summary(res).set_index("arm")["server_cpu_us_per_op"]
-    if "HTTP" not in s:
+    cal = part.extras.get("calibration", {})
+    s = summary(part).set_index("arm")["server_cpu_us_per_op"] if len(part.runs()) else pd.Series(dtype=float)
+    if BASELINE not in s:
         return pd.DataFrame()
     rows = []
-    for arm, sign in (
-        ("TLS 1.2 full, RSA", "rsa2048_sign_us"),
-        ("TLS 1.3 full, RSA", "rsa2048_sign_us"),
-        ("TLS 1.2 full, ECDSA", "ecdsa_p256_sign_us"),
-        ("TLS 1.3 full, ECDSA", "ecdsa_p256_sign_us"),
-    ):
-        if arm in s:
-            extra = s[arm] - s["HTTP"]
+    for arm in ARMS:
+        if arm.signature and arm.name in s and arm.tool == "ab":
+            extra = s[arm.name] - s[BASELINE]
+            sign = cal.get(arm.signature, np.nan)
             rows.append(
                 {
-                    "arm": arm,
-                    "server CPU per request (us)": s[arm],
+                    "arm": arm.name,
+                    "server CPU per request (us)": s[arm.name],
                     "over plain HTTP (us)": extra,
-                    "signature, openssl speed (us)": res.crypto.get(sign),
-                    "X25519 key exchange (us)": res.crypto.get("x25519_derive_us"),
-                    "signature share of the extra %": 100 * res.crypto.get(sign, np.nan) / extra
-                    if extra > 0
-                    else np.nan,
+                    "= signatures of this machine": extra / sign if sign else np.nan,
+                    "signature, openssl speed (us)": sign,
+                    "X25519 key exchange (us)": cal.get("x25519_derive_us"),
+                    "signature share of the extra %": 100 * sign / extra if extra > 0 else np.nan,
                 }
             )
     return pd.DataFrame(rows)
 
 
-def claims(res: HttpsResult, *, seed: int = 0) -> list[ClaimVerdict]:
-    runs = res.runs()
-    out = []
-    full = "TLS 1.2 full, RSA"
-    if {"HTTP", full} <= set(res.arms):
-        c = compare(_cpu(runs, "HTTP"), _cpu(runs, full), seed=seed)
-        from ..report import claim_direction
+def figures(part: Part) -> list[tuple[Any, str]]:
+    from .. import plots
 
-        out.append(
-            claim_direction(
-                "A full TLS handshake multiplies server CPU per request several times over plain "
-                "HTTP (original: 8000 -> 500 requests/s, 16x)",
-                c,
-                expect="slower",
-                min_ratio=3.0,
-                measure="server CPU us per request (TLS 1.2, RSA-2048, ab)",
-                engine_note="nginx + OpenSSL 3.0, not a Go service",
-            )
-        )
-    for cand, label in (
-        ("TLS 1.2 full, ECDSA", "An ECDSA certificate"),
-        ("TLS 1.2 resumed, session cache", "Session resumption (cache)"),
-        ("TLS 1.2 resumed, ticket", "Session resumption (ticket)"),
-        ("HTTPS keep-alive", "Keep-alive"),
-    ):
-        if {"HTTP", full, cand} <= set(res.arms):
-            point, lo, hi = recovery(res, full, cand, seed=seed)
-            v = REPRODUCED if lo > 0.5 else NOT_REPRODUCED if hi < 0.5 else INCONCLUSIVE
-            n = len(_cpu(runs, cand))
-            if n < 4:
-                v = INCONCLUSIVE
-            out.append(
-                ClaimVerdict(
-                    f"{label} wins back most of a full handshake's server CPU",
-                    v,
-                    f"recovers {point * 100:.0f} % of the extra CPU [bootstrap 95 % CI {lo * 100:.0f}, "
-                    f"{hi * 100:.0f}] (n={n} runs per arm)",
-                    "1 - (arm - HTTP) / (full RSA - HTTP), server CPU per request",
-                    "nginx + OpenSSL 3.0",
-                )
-            )
-    return out
+    table = summary(part)
+    if not len(table):
+        return []
+    return [
+        (
+            plots.bar_with_ci(
+                table.sort_values("server_cpu_us_per_op"),
+                x="arm",
+                y="server_cpu_us_per_op",
+                lo="server_cpu_us_per_op_ci_low",
+                hi="server_cpu_us_per_op_ci_high",
+                title="Server CPU per request",
+                ylabel="us of nginx CPU per request",
+            ),
+            "What each request costs the server: full handshakes dwarf plain HTTP; resumption, "
+            "ECDSA and keep-alive each cut it. Error bars are 95 % CIs of the median over runs.",
+        ),
+        (
+            plots.bar_with_ci(
+                table.sort_values("rps"),
+                x="arm",
+                y="rps",
+                lo="rps_ci_low",
+                hi="rps_ci_high",
+                title="Requests per second (client-bound arms show the client's limit)",
+                ylabel="requests / s",
+            ),
+            "Throughput as the load clients saw it; see the client-bound "
+            "column before reading a bar as the server's capacity.",
+        ),
+    ]
 
 
-def published() -> pd.DataFrame:
-    from . import PUBLISHED
-
-    return pd.read_csv(PUBLISHED / "https.csv")
+def published_table() -> pd.DataFrame:
+    return published(STUDY)

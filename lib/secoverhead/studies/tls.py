@@ -2,305 +2,368 @@
 
 Arms per engine: no TLS, TLS with an RSA-2048 certificate, and the extras TLS with ECDSA P-256 and (MySQL)
 TLS 1.2 instead of 1.3. Each run measures, for one arm, `connect_iterations` fresh clients (build, first
-query, their sum, first checkout) and `reused_iterations` queries on one kept client. Arms are interleaved
-per round; every connection's timings are kept.
+query, their sum, first checkout) and `reused_iterations` queries on one kept client; the run's medians and
+its server CPU per operation are its summaries. Arms are interleaved per round; every connection's timings
+are kept as pictures.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from ..params import param
+from ..verdicts import ClaimVerdict, RatioClaim
+from .base import (
+    BothEngines,
+    Part,
+    PartPlan,
+    StudyParams,
+    StudyResult,
+    published,
+    run_parts,
+)
 
-from ..measurement import Measurement
-from ..results import ResultStore
-from ..servers import ExternalMongo, FerretDBServer, MariaDBServer
-from ..stats import Comparison, compare
-from ..workloads import probes
-from ..workloads.ycsb import load_usertable
-from . import PUBLISHED
-from .common import ExternalMySQLParams, StudyParams, run_experiment
+if TYPE_CHECKING:
+    import pandas as pd
 
-# what each engine's probe calls its timings -> the original's row names
-MONGO_MEASURES = {
-    "construct_ms": "build connection",
-    "first_query_ms": "first query after building",
-    "total_ms": "build + first query",
-    "query_ms": "query on a reused client",
+STUDY = "tls"
+PRIMARY_METRICS = (
+    "total_ms_median",
+    "query_ms_median",
+    "connection_server_cpu_us_per_op",
+    "connection_client_cpu_us_per_op",
+)
+ENGINES = ("MongoDB", "MySQL")
+BASELINE = "no TLS"
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    server: str  # which server instance of the engine serves it
+    tls: bool
+    extra: bool = False  # only with extra_arms
+
+
+ARMS: dict[str, tuple[Arm, ...]] = {
+    "MongoDB": (Arm(BASELINE, "rsa", False), Arm("TLS", "rsa", True), Arm("TLS ECDSA", "ecdsa", True, extra=True)),
+    "MySQL": (
+        Arm(BASELINE, "rsa", False),
+        Arm("TLS", "rsa", True),
+        Arm("TLS ECDSA", "ecdsa", True, extra=True),
+        Arm("TLS 1.2", "tls12", True, extra=True),
+    ),
 }
-MYSQL_MEASURES = {
-    "connect_ms": "build connection",
-    "first_query_ms": "first query after building",
-    "total_ms": "build + first query",
-    "query_ms": "query on a reused client",
+SERVERS: dict[str, dict[str, dict[str, Any]]] = {
+    "MongoDB": {"rsa": {"cert_type": "rsa"}, "ecdsa": {"cert_type": "ecdsa"}},
+    "MySQL": {
+        "rsa": {"cert_type": "rsa"},
+        "ecdsa": {"cert_type": "ecdsa"},
+        "tls12": {"cert_type": "rsa", "tls_versions": "TLSv1.2"},
+    },
 }
+# per-run summary metric -> the original's row name
+MEASURES: dict[str, dict[str, str]] = {
+    "MongoDB": {
+        "construct_ms_median": "build connection",
+        "first_query_ms_median": "first query after building",
+        "total_ms_median": "build + first query",
+        "query_ms_median": "query on a reused client",
+    },
+    "MySQL": {
+        "connect_ms_median": "build connection",
+        "first_query_ms_median": "first query after building",
+        "total_ms_median": "build + first query",
+        "query_ms_median": "query on a reused client",
+    },
+}
+SETUP_MIN_RATIO = 1.3  # "markedly slower"
+REUSED_MAX_RATIO = 1.10  # "small"
 
 
 @dataclass
-class TlsParams(StudyParams, ExternalMySQLParams):
-    experiment_id: str = "tls"
-    extra_arms: bool = True
-    mongo_enabled: bool = True
-    mongo_uri: str = ""
-    mongo_username: str = ""
-    mongo_password_env: str = ""
-    mongo_auth_mechanism: str = "SCRAM-SHA-256"
-    mongo_record_count: int = 1000
-    mongo_connect_iterations: int = 20
-    mongo_reused_iterations: int = 200
-    mysql_enabled: bool = True
-    mysql_ca_file: str = ""
-    mysql_connect_iterations: int = 20
-    mysql_reused_iterations: int = 200
-    mysql_query: str = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"
+class Params(BothEngines, StudyParams):
+    experiment_id: str = param("tls", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+    extra_arms: bool = param(True, "also TLS with an ECDSA certificate, and (MySQL) TLS 1.2")
+    mongo_enabled: bool = param(True, "measure MongoDB (FerretDB, or mongo_uri)")
+    mongo_auth_mechanism: str = param("SCRAM-SHA-256", "SCRAM mechanism", choices=("SCRAM-SHA-1", "SCRAM-SHA-256"))
+    mongo_record_count: int = param(
+        1000, "YCSB-style documents loaded (the original: 1,000,000)", min=1, max=10_000_000
+    )
+    mongo_connect_iterations: int = param(20, "fresh clients per run (the original: 5000 in all)", min=1, max=100_000)
+    mongo_reused_iterations: int = param(
+        200, "queries on one client per run (the original: 5000)", min=1, max=1_000_000
+    )
+    mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
+    mysql_connect_iterations: int = param(20, "fresh connections per run", min=1, max=100_000)
+    mysql_reused_iterations: int = param(200, "queries on one connection per run", min=1, max=1_000_000)
+    mysql_query: str = param("SELECT id, k, c, pad FROM sbtest1 WHERE id = 1", "the query each probe runs")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in (
-            "mongo_record_count",
-            "mongo_connect_iterations",
-            "mongo_reused_iterations",
-            "mysql_connect_iterations",
-            "mysql_reused_iterations",
-        ):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if not (self.mongo_enabled or self.mysql_enabled):
-            raise ValueError("enable at least one of mongo_enabled, mysql_enabled")
+        self.check_engines()
+
+    def mongo_mechanisms_used(self) -> tuple[str, ...]:
+        return (self.mongo_auth_mechanism,)
+
+    def engines(self) -> list[str]:
+        return [e for e in ENGINES if getattr(self, f"{e.lower().replace('mongodb', 'mongo')}_enabled")]
+
+    def arms(self, engine: str) -> list[Arm]:
+        external = self.mongo_uri if engine == "MongoDB" else self.mysql_host
+        return [a for a in ARMS[engine] if not a.extra or (self.extra_arms and not external)]
+
+    def planned_runs(self) -> int:
+        return sum(len(self.arms(e)) for e in self.engines()) * (self.repetitions + self.warmup + 1)
 
 
-@dataclass
-class EngineResult:
-    engine: str  # "MongoDB" / "MySQL"
-    store: ResultStore
-    servers: dict[str, dict[str, Any]]
-    arms: list[str]
-    notes: list[str] = field(default_factory=list)
+# -- running ------------------------------------------------------------------------------------------
+def _servers(p: Params, engine: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+    """Server key -> started (or checked) server; facts; notes."""
+    from ..servers import FerretDBServer, MariaDBServer
 
-    def samples(self) -> pd.DataFrame:
-        return self.store.samples()
-
-    def runs(self) -> pd.DataFrame:
-        return self.store.runs()
-
-
-def _mongo_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tuple[Any, bool, list[int]]], dict, list]:
-    """arm -> (endpoint, tls, pids); server facts; notes."""
-    notes = []
-    if p.mongo_uri:
-        ext = stack.enter_context(
-            ExternalMongo(
-                uri=p.mongo_uri,
-                username=p.mongo_username or None,
-                password_env=p.mongo_password_env or None,
-                mechanisms=(p.mongo_auth_mechanism,),
-            )
-        )
+    notes: list[str] = []
+    needed = {a.server for a in p.arms(engine)}
+    if engine == "MongoDB" and p.mongo_uri:
+        ext = stack.enter_context(p.external_mongo((p.mongo_auth_mechanism,)))
         notes.append(
-            "external MongoDB: certificate type and TLS version are the server's own; extra arms skipped; "
-            "server CPU is not measured (not our process)"
+            "external MongoDB: certificate type and TLS version are the server's own; server CPU is not measured"
         )
-        arms = {"no TLS": (ext.endpoint, False, []), "TLS": (ext.endpoint, True, [])}
-        return arms, {"mongodb": ext.describe()}, notes
-    rsa = stack.enter_context(FerretDBServer(tls=True, auth=True, cert_type="rsa"))
-    arms = {"no TLS": (rsa.endpoint, False, rsa.pids), "TLS": (rsa.endpoint, True, rsa.pids)}
-    facts = {"mongodb (FerretDB, RSA)": rsa.describe()}
-    if p.extra_arms:
-        ec = stack.enter_context(FerretDBServer(tls=True, auth=True, cert_type="ecdsa"))
-        arms["TLS ECDSA"] = (ec.endpoint, True, ec.pids)
-        facts["mongodb (FerretDB, ECDSA)"] = ec.describe()
+        return {"rsa": ext}, {"mongodb": ext.describe()}, notes
+    if engine == "MySQL" and p.mysql_host:
+        ext = stack.enter_context(p.external_mysql(tls=True))
         notes.append(
-            "TLS 1.2 vs 1.3 is not an arm on MongoDB: pymongo offers no protocol-version setting, and "
-            "FerretDB negotiates TLS 1.3 with it"
+            "external MySQL: certificate type is the server's own; server CPU is not measured; the probe reads "
+            "sbtest1 in the named database (created with 1000 rows if absent)"
         )
-    notes.append("auth on (SCRAM) in every arm, as a production MongoDB would have it; the original does not say")
-    return arms, facts, notes
-
-
-def _mysql_arms(p: TlsParams, stack: contextlib.ExitStack) -> tuple[dict[str, tuple[Any, bool, list[int]]], dict, list]:
-    notes = []
-    if p.mysql_host:
-        ext = stack.enter_context(p.external_mysql(tls=True, ca_file=p.mysql_ca_file))
-        notes.append(
-            "external MySQL: certificate type is the server's own; server CPU is not measured; the "
-            "probe reads sbtest1 in the named database (created with 1000 rows if absent)"
-        )
-        _sysbench_style_table(ext.endpoint)
-        arms = {"no TLS": (ext.endpoint, False, []), "TLS": (ext.endpoint, True, [])}
-        return arms, {"mysql": ext.describe()}, notes
-    rsa = stack.enter_context(MariaDBServer(tls="on", cert_type="rsa"))
-    _sysbench_style_table(rsa.endpoint)
-    arms = {"no TLS": (rsa.endpoint, False, rsa.pids), "TLS": (rsa.endpoint, True, rsa.pids)}
-    facts = {"mysql (MariaDB, RSA)": rsa.describe()}
-    if p.extra_arms:
-        ec = stack.enter_context(MariaDBServer(tls="on", cert_type="ecdsa"))
-        _sysbench_style_table(ec.endpoint)
-        t12 = stack.enter_context(MariaDBServer(tls="on", cert_type="rsa", tls_versions="TLSv1.2"))
-        _sysbench_style_table(t12.endpoint)
-        arms["TLS ECDSA"] = (ec.endpoint, True, ec.pids)
-        arms["TLS 1.2"] = (t12.endpoint, True, t12.pids)
-        facts["mysql (MariaDB, ECDSA)"] = ec.describe()
-        facts["mysql (MariaDB, TLS 1.2 only)"] = t12.describe()
-    return arms, facts, notes
-
-
-def _sysbench_style_table(endpoint, rows: int = 1000) -> None:
-    """sbtest1 with sysbench's schema (id, k, c char(120), pad char(60)) so the probe query reads a real row.
-    Idempotent: an existing table with rows is left alone."""
-    conn = endpoint.connect(tls=endpoint.tls_required)
-    try:
-        cur = conn.cursor()
-        cur.execute(
-            "CREATE TABLE IF NOT EXISTS sbtest1 (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
-            " c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k)) ENGINE=InnoDB"
-        )
-        cur.execute("SELECT COUNT(*) FROM sbtest1")
-        if cur.fetchone()[0] == 0:
-            cur.executemany(
-                "INSERT INTO sbtest1 (k, c, pad) VALUES (%s, %s, %s)",
-                [(i * 7 % rows, f"{i:011d}-" * 10, f"{i:011d}-" * 5) for i in range(rows)],
-            )
-            conn.commit()
-    finally:
-        conn.close()
-
-
-def _combine(conn: Measurement, reused: Measurement) -> Measurement:
-    samples = pd.concat(
-        [conn.samples.assign(probe="connection"), reused.samples.assign(probe="reused")], ignore_index=True
-    )
-    metrics = {f"connection_{k}" if k.startswith(("server_", "client_")) else k: v for k, v in conn.metrics.items()}
-    metrics |= {f"reused_{k}" if k.startswith(("server_", "client_")) else k: v for k, v in reused.metrics.items()}
-    return Measurement(metrics, samples=samples, info=conn.info | {"reused": reused.info})
-
-
-def run(p: TlsParams, *, progress: bool = True) -> dict[str, EngineResult]:
-    """Start (or check) the servers, run both engines' experiments, return where the results are."""
-    out: dict[str, EngineResult] = {}
-    for engine, enabled in (("MongoDB", p.mongo_enabled), ("MySQL", p.mysql_enabled)):
-        if not enabled:
+        if not p.mysql_ca_file:
+            notes.append("no mysql_ca_file: TLS to the server is encrypted but its certificate is not verified")
+        return {"rsa": ext}, {"mysql": ext.describe()}, notes
+    servers, facts = {}, {}
+    for key, kw in SERVERS[engine].items():
+        if key not in needed:
             continue
-        with contextlib.ExitStack() as stack:
-            if engine == "MongoDB":
-                arms, facts, notes = _mongo_arms(p, stack)
-                for endpoint in {id(a[0]): a[0] for a in arms.values()}.values():  # each server once
-                    c = endpoint.client(mechanism=p.mongo_auth_mechanism if endpoint.users else None)
-                    try:
-                        loaded = load_usertable(c, p.mongo_record_count, seed=p.seed)
-                    finally:
-                        c.close()
-                    notes.append(
-                        f"YCSB load: {p.mongo_record_count} records"
-                        + (" (already present)" if loaded.skipped else f", {loaded.docs_per_s:.0f} docs/s")
-                    )
-                mech = p.mongo_auth_mechanism
-
-                def measure(arm: str, factors: dict, arms=arms, mech=mech) -> Measurement:
-                    endpoint, tls, pids = arms[arm]
-                    m = mech if endpoint.users else None
-                    c = probes.mongo_connection_probe(
-                        endpoint, iterations=p.mongo_connect_iterations, tls=tls, mechanism=m, server_pids=pids
-                    )
-                    r = probes.mongo_reused_probe(
-                        endpoint, iterations=p.mongo_reused_iterations, tls=tls, mechanism=m, server_pids=pids
-                    )
-                    return _combine(c, r)
-            else:
-                arms, facts, notes = _mysql_arms(p, stack)
-
-                def measure(arm: str, factors: dict, arms=arms) -> Measurement:
-                    endpoint, tls, pids = arms[arm]
-                    c = probes.mysql_connection_probe(
-                        endpoint, iterations=p.mysql_connect_iterations, tls=tls, query=p.mysql_query, server_pids=pids
-                    )
-                    r = probes.mysql_reused_probe(
-                        endpoint, iterations=p.mysql_reused_iterations, tls=tls, query=p.mysql_query, server_pids=pids
-                    )
-                    return _combine(c, r)
-
-            exp_id = f"{p.experiment_id}-{engine.lower()}"
-            store = run_experiment(p, exp_id, arms=list(arms), measure=measure, servers=facts, progress=progress)
-            store.update_metadata(notes=notes)
-            out[engine] = EngineResult(engine, store, facts, list(arms), notes)
-    return out
+        if engine == "MongoDB":
+            servers[key] = stack.enter_context(FerretDBServer(tls=True, auth=True, **kw))
+        else:
+            servers[key] = stack.enter_context(MariaDBServer(tls="on", **kw))
+        facts[f"{engine.lower()} {key} ({servers[key].describe()['engine']})"] = servers[key].describe()
+    if engine == "MongoDB":
+        notes.append("TLS 1.2 vs 1.3 is not an arm on MongoDB: pymongo offers no protocol-version setting")
+        notes.append("auth on (SCRAM) in every arm, as a production MongoDB would have it; the original does not say")
+    return servers, facts, notes
 
 
-# -- analysis -------------------------------------------------------------------------------------------
-def comparisons(result: EngineResult, *, seed: int = 0) -> dict[tuple[str, str], Comparison]:
-    """(measure, arm) -> comparison of that arm against no TLS, on every connection's / query's sample."""
-    s = result.samples()
-    measures = MONGO_MEASURES if result.engine == "MongoDB" else MYSQL_MEASURES
-    out = {}
-    for col, label in measures.items():
-        probe = "reused" if col == "query_ms" else "connection"
-        sub = s[s["probe"] == probe]
-        base = sub.loc[sub["arm"] == "no TLS", col]
-        for arm in result.arms:
-            if arm != "no TLS":
-                out[(label, arm)] = compare(base, sub.loc[sub["arm"] == arm, col], seed=seed)
-    return out
+def _prepare(p: Params, engine: str, servers: dict[str, Any], notes: list[str]) -> None:
+    from ..workloads.sysbench import sbtest_table
+    from ..workloads.ycsb import load_usertable
 
-
-def cpu_comparisons(result: EngineResult, *, seed: int = 0) -> dict[tuple[str, str], Comparison]:
-    """Server CPU per connection and per reused query, per run (CPU is only measurable over a batch)."""
-    runs = result.runs()
-    out = {}
-    for col, label in (
-        ("connection_server_cpu_us_per_op", "server CPU per connection (us)"),
-        ("reused_server_cpu_us_per_op", "server CPU per reused query (us)"),
-        ("connection_client_cpu_us_per_op", "client CPU per connection (us)"),
-    ):
-        if col not in runs or runs[col].isna().all():
+    for srv in servers.values():
+        e = srv.endpoint
+        if engine == "MySQL":
+            sbtest_table(e)
             continue
-        base = runs.loc[runs["arm"] == "no TLS", col]
-        for arm in result.arms:
-            if arm != "no TLS":
-                out[(label, arm)] = compare(base, runs.loc[runs["arm"] == arm, col], seed=seed)
+        c = e.client(mechanism=p.mongo_auth_mechanism if e.users else None)
+        try:
+            loaded = load_usertable(c, p.mongo_record_count, seed=p.seed)
+        finally:
+            c.close()
+        notes.append(
+            f"YCSB load: {p.mongo_record_count} records"
+            + (" (already present)" if loaded.skipped else f", {loaded.docs_per_s:.0f} docs/s")
+        )
+
+
+def _measure(p: Params, engine: str, servers: dict[str, Any]):
+    from ..measurement import Measurement
+    from ..workloads import probes
+
+    arms = {a.name: a for a in p.arms(engine)}
+
+    def measure(arm_name: str, factors: dict) -> Measurement:
+        arm = arms[arm_name]
+        srv = servers[arm.server]
+        e, cpu = srv.endpoint, srv.cpu
+        if engine == "MongoDB":
+            mech = p.mongo_auth_mechanism if e.users else None
+            kw = {"tls": arm.tls, "mechanism": mech, "server_cpu": cpu}
+            conn = probes.mongo_connection_probe(e, iterations=p.mongo_connect_iterations, **kw)
+            reused = probes.mongo_reused_probe(e, iterations=p.mongo_reused_iterations, **kw)
+        else:
+            kw = {"tls": arm.tls, "query": p.mysql_query, "server_cpu": cpu}
+            conn = probes.mysql_connection_probe(e, iterations=p.mysql_connect_iterations, **kw)
+            reused = probes.mysql_reused_probe(e, iterations=p.mysql_reused_iterations, **kw)
+        return probes.combine(conn, reused)
+
+    return measure
+
+
+def run(p: Params) -> StudyResult:
+    """Start (or check) the servers, run each engine's experiment, return where the results are."""
+
+    def plan(engine: str, stack: contextlib.ExitStack) -> PartPlan:
+        servers, facts, notes = _servers(p, engine, stack)
+        _prepare(p, engine, servers, notes)
+        return PartPlan(
+            arms=[a.name for a in p.arms(engine)],
+            measure=_measure(p, engine, servers),
+            facts=facts,
+            notes=notes,
+            servers={a.name: servers[a.server] for a in p.arms(engine)},
+            judge=lambda runs, alpha: part_claims(engine, runs, alpha),
+        )
+
+    return run_parts(p, STUDY, p.engines(), plan)
+
+
+# -- claims ---------------------------------------------------------------------------------------------
+CLAIMS = (
+    RatioClaim(
+        "setup",
+        "{engine}: TLS makes connection set-up markedly slower (published: 2.6x)",
+        "total_ms_median",
+        BASELINE,
+        "TLS",
+        "worse",
+        min_ratio=SETUP_MIN_RATIO,
+        measure="build + first query: median per run",
+        unit="ms",
+    ),
+    RatioClaim(
+        "reused",
+        "{engine}: on a reused client the difference is small (published: +1.8 %)",
+        "query_ms_median",
+        BASELINE,
+        "TLS",
+        "similar",
+        max_ratio=REUSED_MAX_RATIO,
+        measure="query on a reused client: median per run",
+        unit="ms",
+    ),
+)
+
+
+def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_note: str = "") -> list[ClaimVerdict]:
+    """The original's two claims on one engine's runs: set-up markedly slower, reused client barely."""
+    out = []
+    for claim in CLAIMS:
+        spec = replace(
+            claim, id=f"{engine}:{claim.id}", claim=claim.claim.replace("{engine}", engine), engine_note=engine_note
+        )
+        v = spec.check(runs, alpha)
+        if v is not None:
+            out.append(v)
     return out
 
 
-def reproduction_table(result: EngineResult) -> pd.DataFrame:
-    """The original's four rows x (no TLS, TLS): published means beside our means, medians and CIs."""
-    from ..report import median_ci
+def claims(result: StudyResult) -> list[ClaimVerdict]:
+    return [
+        v
+        for part in result
+        for v in part_claims(part.name, part.runs(), part.alpha, engine_notes(part).get("engine", ""))
+    ]
 
-    pub = pd.read_csv(PUBLISHED / "tls.csv")
-    s = result.samples()
-    measures = MONGO_MEASURES if result.engine == "MongoDB" else MYSQL_MEASURES
+
+# -- tables and figures ------------------------------------------------------------------------------------
+def comparisons(part: Part) -> dict:
+    """Every TLS arm against no TLS on every timing and CPU summary (one family per metric)."""
+    from ..compare import compare_arms
+
+    out = {}
+    runs = part.runs()
+    metrics = [
+        *MEASURES[part.name],
+        "connection_server_cpu_us_per_op",
+        "reused_server_cpu_us_per_op",
+        "connection_client_cpu_us_per_op",
+    ]
+    for metric in metrics:
+        for arm, c in compare_arms(runs, metric, baseline=BASELINE, confidence=1 - part.alpha).items():
+            out[(MEASURES[part.name].get(metric, metric), arm)] = c
+    return out
+
+
+def comparison_table(part: Part) -> pd.DataFrame:
+    from ..compare import table
+
+    return table(comparisons(part))
+
+
+def reproduction_table(part: Part) -> pd.DataFrame:
+    """The original's four rows x (no TLS, TLS): published means beside our medians over runs, with CIs."""
+    import pandas as pd
+
+    from ..stats import median_ci
+
+    pub = published(STUDY)
+    runs = part.runs()
     rows = []
-    for col, label in measures.items():
-        probe = "reused" if col == "query_ms" else "connection"
+    for metric, label in MEASURES[part.name].items():
         row: dict[str, Any] = {"measure (ms)": label}
-        for arm in ("no TLS", "TLS"):
-            x = s.loc[(s["probe"] == probe) & (s["arm"] == arm), col].dropna()
-            published = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
+        for arm in (BASELINE, "TLS"):
+            x = runs.loc[runs["arm"] == arm, metric].dropna() if metric in runs else pd.Series(dtype=float)
+            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
             med, lo, hi = median_ci(x.to_numpy())
-            row[f"published {arm} (mean)"] = float(published.iloc[0]) if len(published) else None
-            row[f"ours {arm} mean"] = round(float(x.mean()), 3) if len(x) else None
-            row[f"ours {arm} median [95 % CI]"] = f"{med:.3f} [{lo:.3f}, {hi:.3f}]" if len(x) else ""
+            row[f"published {arm} (mean)"] = float(value.iloc[0]) if len(value) else None
+            row[f"ours {arm}: median of run medians [95 % CI]"] = f"{med:.3f} [{lo:.3f}, {hi:.3f}]" if len(x) else ""
+            row[f"_{arm}"] = med
         pm, pt = row["published no TLS (mean)"], row["published TLS (mean)"]
         row["published TLS / no TLS"] = round(pt / pm, 2) if pm else None
-        om, ot = row["ours no TLS mean"], row["ours TLS mean"]
-        row["ours TLS / no TLS (means)"] = round(ot / om, 2) if om else None
-        rows.append(row)
+        row["ours TLS / no TLS"] = round(row["_TLS"] / row[f"_{BASELINE}"], 2) if row[f"_{BASELINE}"] else None
+        rows.append({k: v for k, v in row.items() if not k.startswith("_")})
     return pd.DataFrame(rows)
 
 
-def engine_notes(result: EngineResult) -> dict[str, str]:
+def figures(part: Part) -> list[tuple[Any, str]]:
+    """Per-connection and per-query distributions (pictures of every sample; the tests use run summaries)."""
+    from .. import plots
+
+    s = part.samples()
+    if not len(s):
+        return []
+    conn, reused = s[s["probe"] == "connection"], s[s["probe"] == "reused"]
+    return [
+        (
+            plots.ecdf(
+                conn,
+                "total_ms",
+                "arm",
+                title=f"{part.name}: connection set-up (build + first query)",
+                xlabel="ms per connection",
+                log=True,
+            ),
+            "Set-up time of every fresh client, per arm: a curve further right costs more per connection.",
+        ),
+        (
+            plots.ecdf(
+                reused,
+                "query_ms",
+                "arm",
+                title=f"{part.name}: query on a reused client",
+                xlabel="ms per query",
+                log=True,
+            ),
+            "Once connected, curves on top of each other mean TLS costs little per query.",
+        ),
+    ]
+
+
+def engine_notes(part: Part) -> dict[str, str]:
     """How the local engine and set-up differ from the original's, to print next to the numbers."""
     notes = {}
-    embedded = any(f.get("embedded") for f in result.servers.values())
-    if result.engine == "MongoDB" and embedded:
+    embedded = any(f.get("embedded") for f in part.servers.values())
+    if part.name == "MongoDB" and embedded:
         notes["engine"] = (
             "FerretDB v1.24.0 (SQLite backend) stands in for mongod 4.2: its TLS is Go's crypto/tls, "
             "its SCRAM its own; absolute times are FerretDB's, only the shape is comparable"
         )
-    if result.engine == "MySQL" and embedded:
+    if part.name == "MySQL" and embedded:
         notes["engine"] = "MariaDB 10.11 stands in for MySQL 8.0 (OpenSSL 3.0 in both server and client)"
     if embedded:
         notes["network"] = (
             "client and server share a 2-core machine over loopback; the original used a separate "
             "client VM, so its round trips cost more, and TLS's extra round trips more still"
         )
-    return notes | {f"note {i + 1}": n for i, n in enumerate(result.notes)}
+    return notes | {f"note {i + 1}": n for i, n in enumerate(part.notes)}

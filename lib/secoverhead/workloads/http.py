@@ -5,15 +5,14 @@ for nginx started here, what the server's own log says about session reuse."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
 import shutil
 import subprocess
-import tempfile
-import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +21,9 @@ import pandas as pd
 
 from ..errors import ConfigError, SecoverheadError
 from ..measurement import Measurement
-from ..metrics import CpuMeter
+from ..metrics import CpuMeter, CpuSource
+from ..servers.nginx import read_access_log
+from ..servers.process import dies_with_owner, make_run_dir
 
 AB_PROTOCOLS = ("TLS1.2", "TLS1.3", "ALL")
 S_TIME_VERSIONS = {"TLSv1.2": "-tls1_2", "TLSv1.3": "-tls1_3"}
@@ -80,9 +81,19 @@ def openssl_speed(seconds: int = 1) -> dict[str, float]:
     return out
 
 
+@contextlib.contextmanager
+def _scratch(kind: str) -> Iterator[Path]:
+    """A private scratch directory, owner-PID-named (swept after a crash) and removed on every exit."""
+    d = make_run_dir(kind)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _run(argv: list[str], timeout: float) -> str:
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, preexec_fn=dies_with_owner())
     except subprocess.TimeoutExpired:
         raise SecoverheadError(f"{Path(argv[0]).name} did not finish within {timeout:.0f} s") from None
     if res.returncode != 0:
@@ -136,8 +147,8 @@ def run_ab(
         raise ConfigError("ab needs requests >= 1 and 1 <= concurrency <= requests")
     if tls_protocol is not None and tls_protocol not in AB_PROTOCOLS:
         raise ConfigError(f"ab protocol {tls_protocol!r} is not one of {', '.join(AB_PROTOCOLS)}")
-    with tempfile.TemporaryDirectory(prefix="secoverhead-ab-") as d:
-        csv = Path(d) / "pct.csv"
+    with _scratch("ab") as d:
+        csv = d / "pct.csv"
         # -t implies -n 50000 in ab, so -t comes first and the -n after it wins: bounded in count and time.
         options = ["-n", str(requests), "-c", str(concurrency), "-s", "10"]
         if keepalive:
@@ -184,8 +195,8 @@ def run_wrk(
     _check_loopback(url)
     if duration_s <= 0 or connections < threads or threads < 1:
         raise ConfigError("wrk needs duration > 0 and connections >= threads >= 1")
-    with tempfile.TemporaryDirectory(prefix="secoverhead-wrk-") as d:
-        script = Path(d) / "report.lua"
+    with _scratch("wrk") as d:
+        script = d / "report.lua"
         script.write_text(_WRK_LUA)
         options = ["-t", str(threads), "-c", str(connections), "-d", f"{duration_s:g}s", "--timeout", "10s"]
         if not keepalive:
@@ -240,7 +251,13 @@ def run_s_time(
     if ca_file is not None:
         argv += ["-CAfile", str(ca_file)]
     procs = [
-        subprocess.Popen(pinned(argv, cpus), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        subprocess.Popen(
+            pinned(argv, cpus),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=dies_with_owner(),
+        )
         for _ in range(processes)
     ]
     try:
@@ -263,15 +280,11 @@ def run_s_time(
 # -- measuring -------------------------------------------------------------------------------------------
 def reuse_counts(access_log: Path, offset: int, https_port: int) -> dict[str, float]:
     """Full handshakes and resumed sessions nginx logged on the HTTPS port since byte offset."""
-    time.sleep(0.4)  # nginx flushes its log buffer every 200 ms
-    with open(access_log, "rb") as f:
-        f.seek(offset)
-        lines = f.read().decode(errors="replace").splitlines()
-    c = Counter()
-    for line in lines:
-        parts = re.findall(r'"[^"]*"|\S+', line)
-        if len(parts) >= 8 and parts[7] == str(https_port):
-            c[parts[4].strip('"')] += 1
+    c = Counter(
+        row.get("session_reused", "")
+        for row in read_access_log(access_log, offset=offset)
+        if row.get("server_port") == str(https_port)
+    )
     full, resumed = c.get(".", 0), c.get("r", 0)
     total = full + resumed
     return {
@@ -284,13 +297,13 @@ def reuse_counts(access_log: Path, offset: int, https_port: int) -> dict[str, fl
 def measure(
     load: Callable[[], tuple[dict[str, Any], str]],
     *,
-    server_pids: list[int],
+    server_cpu: CpuSource | Sequence[int] | None,
     access_log: Path | None = None,
     https_port: int | None = None,
 ) -> Measurement:
     """Run one load with CPU accounting; add the server's own record of session reuse when available."""
     offset = access_log.stat().st_size if access_log is not None and access_log.exists() else 0
-    with CpuMeter(server_pids) as meter:
+    with CpuMeter(server_cpu) as meter:
         summary, command = load()
     metrics = {k: v for k, v in summary.items() if isinstance(v, int | float)}
     metrics |= meter.metrics(int(summary.get("requests") or 0))

@@ -5,13 +5,14 @@ client CPU are measured over the whole batch and divided by the number of operat
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..measurement import Measurement
-from ..metrics import CpuMeter
+from ..metrics import CpuMeter, CpuSource
 from ..servers.endpoints import MongoEndpoint, MySQLEndpoint
 
 _MS = 1e-6  # perf_counter_ns -> ms
@@ -76,7 +77,7 @@ def mongo_connection_probe(
     iterations: int,
     tls: bool = False,
     mechanism: str | None = None,
-    server_pids: list[int] | None = None,
+    server_cpu: CpuSource | Sequence[int] | None = None,
     database: str = "ycsb",
     collection: str = "usertable",
 ) -> Measurement:
@@ -85,7 +86,7 @@ def mongo_connection_probe(
     import pymongo
 
     rows = []
-    with CpuMeter(server_pids or []) as meter:
+    with CpuMeter(server_cpu) as meter:
         for i in range(iterations):
             timer = _PoolTimer()
             t0 = time.perf_counter_ns()
@@ -114,13 +115,13 @@ def mongo_connection_probe(
     return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
 
 
-def _time_reused(op: Any, iterations: int, warmup: int, server_pids: list[int] | None) -> Measurement:
+def _time_reused(op: Any, iterations: int, warmup: int, server_cpu: CpuSource | Sequence[int] | None) -> Measurement:
     """Time `iterations` calls of op on a kept connection after `warmup` untimed ones; CPU over the batch.
     One loop for every engine, so the probes' own overhead is the same everywhere."""
     for _ in range(warmup):
         op()
     lat = np.empty(iterations)
-    with CpuMeter(server_pids or []) as meter:
+    with CpuMeter(server_cpu) as meter:
         for i in range(iterations):
             t0 = time.perf_counter_ns()
             op()
@@ -135,7 +136,7 @@ def mongo_reused_probe(
     iterations: int,
     tls: bool = False,
     mechanism: str | None = None,
-    server_pids: list[int] | None = None,
+    server_cpu: CpuSource | Sequence[int] | None = None,
     warmup: int = 20,
     database: str = "ycsb",
     collection: str = "usertable",
@@ -143,7 +144,7 @@ def mongo_reused_probe(
     """find_one() latency on one client kept open (after `warmup` untimed calls)."""
     client = endpoint.client(tls=tls, mechanism=mechanism)
     try:
-        m = _time_reused(client[database][collection].find_one, iterations, warmup, server_pids)
+        m = _time_reused(client[database][collection].find_one, iterations, warmup, server_cpu)
     finally:
         client.close()
     m.info = _mongo_info(tls, mechanism)
@@ -167,7 +168,7 @@ def mysql_connection_probe(
     iterations: int,
     tls: bool = False,
     query: str = "SELECT 1",
-    server_pids: list[int] | None = None,
+    server_cpu: CpuSource | Sequence[int] | None = None,
     use_pure: bool = False,
 ) -> Measurement:
     """Per iteration: connect (TCP + TLS + auth: connect_ms), run `query` (first_query_ms), their sum; close."""
@@ -176,7 +177,7 @@ def mysql_connection_probe(
     args = endpoint.connect_args(tls=tls, use_pure=use_pure)
     impl = None
     rows = []
-    with CpuMeter(server_pids or []) as meter:
+    with CpuMeter(server_cpu) as meter:
         for i in range(iterations):
             t0 = time.perf_counter_ns()
             conn = mysql.connector.connect(**args)
@@ -209,7 +210,7 @@ def mysql_reused_probe(
     iterations: int,
     tls: bool = False,
     query: str = "SELECT 1",
-    server_pids: list[int] | None = None,
+    server_cpu: CpuSource | Sequence[int] | None = None,
     warmup: int = 20,
     use_pure: bool = False,
 ) -> Measurement:
@@ -223,7 +224,7 @@ def mysql_reused_probe(
             cur.execute(query)
             cur.fetchall()
 
-        m = _time_reused(op, iterations, warmup, server_pids)
+        m = _time_reused(op, iterations, warmup, server_cpu)
     finally:
         conn.close()
     m.info = _mysql_info(endpoint, tls, impl, query)
@@ -233,7 +234,7 @@ def mysql_reused_probe(
 def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str) -> dict[str, Any]:
     import mysql.connector
 
-    from ..servers.mariadb import session_tls
+    from ..servers.endpoints import session_tls
 
     info: dict[str, Any] = {
         "client": f"mysql-connector-python {mysql.connector.__version__}",
@@ -252,3 +253,17 @@ def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str
     finally:
         conn.close()
     return info
+
+
+def combine(connection: Measurement, reused: Measurement) -> Measurement:
+    """One run of the connection probe and one of the reused probe as a single Measurement: CPU metrics
+    prefixed connection_/reused_, samples tagged by probe."""
+    samples = pd.concat(
+        [connection.samples.assign(probe="connection"), reused.samples.assign(probe="reused")], ignore_index=True
+    )
+    metrics = {
+        f"connection_{k}" if k.startswith(("server_", "client_")) else k: v for k, v in connection.metrics.items()
+    }
+    metrics |= {f"reused_{k}" if k.startswith(("server_", "client_")) else k: v for k, v in reused.metrics.items()}
+    metrics["operations"] = len(connection.samples) + len(reused.samples)
+    return Measurement(metrics, samples=samples, info=connection.info | {"reused": reused.info})

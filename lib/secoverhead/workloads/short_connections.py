@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ import pandas as pd
 
 from ..errors import SecoverheadError
 from ..measurement import Measurement
-from ..metrics import CpuMeter
+from ..metrics import CpuMeter, CpuSource
+from ..servers.process import _set_pdeathsig
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ def _one_op_mysql(args: dict[str, Any], query: str) -> None:
 
 
 def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: Any, out: Any) -> None:
+    _set_pdeathsig()  # a SIGKILLed owner takes its load with it
     lat: list[float] = []
     errors, first_error = 0, None
     keep = None
@@ -107,7 +110,7 @@ def run_short_connections(
     ops_per_worker: int,
     max_seconds: float = 60,
     pooled: bool = False,
-    server_pids: list[int] | None = None,
+    server_cpu: CpuSource | Sequence[int] | None = None,
 ) -> Measurement:
     """Run the load; metrics: connections (or queries) per second, latency, server/client CPU per op."""
     if concurrency < 1 or ops_per_worker < 1 or max_seconds <= 0:
@@ -119,7 +122,7 @@ def run_short_connections(
         ctx.Process(target=_worker, args=(spec, ops_per_worker, deadline, pooled, start, out), daemon=True)
         for _ in range(concurrency)
     ]
-    with CpuMeter(server_pids or []) as meter:
+    with CpuMeter(server_cpu) as meter:
         for p in procs:
             p.start()
         time.sleep(0.2)  # let every worker import and (pooled) connect before the clock starts

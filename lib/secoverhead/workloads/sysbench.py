@@ -1,18 +1,22 @@
 """sysbench 1.0.20 OLTP workloads: prepare / run / cleanup over TCP, socket or TLS.
 
 Statistics come from sysbench's own Lua report hooks, emitted as JSON lines by a small wrapper around the
-stock script (no scraping of the human-readable text). The password goes in a private --config-file
-(mode 0600), never on the command line where `ps` shows it. With TLS, sysbench reads cacert.pem,
-client-cert.pem and client-key.pem from its working directory, so every run gets a private one.
+stock script (no scraping of the human-readable text). The password reaches sysbench through a pipe
+(`--config-file=/dev/fd/N`): never on the command line where `ps` shows it, never in a file. With TLS,
+sysbench reads cacert.pem, client-cert.pem and client-key.pem from its working directory, so every run gets a
+private one (named with the owner's PID, removed on every exit, swept after a crash). sysbench dies with its
+owner.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
-import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +25,15 @@ import pandas as pd
 
 from ..errors import ConfigError, SecoverheadError
 from ..measurement import Measurement
-from ..metrics import CpuMeter
+from ..metrics import CpuMeter, CpuSource
 from ..secrets import redact
 from ..servers.endpoints import MySQLEndpoint
+from ..servers.process import dies_with_owner, make_run_dir
 
 SCRIPT_DIR = Path("/usr/share/sysbench")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto", "zipfian")
 MARKER = "SECOVERHEAD_JSON "
+CONFIG_FD = "--config-file=<pipe>"  # placeholder in argv; _exec puts the pipe's /dev/fd path there
 _FINAL_FIELDS = (
     "time_total",
     "events",
@@ -207,10 +213,28 @@ class Sysbench:
         self.endpoint, self.tls, self.via = endpoint, tls, via
         self.database = mysql_db or endpoint.database or "sbtest"
         self.timeout_margin_s = timeout_margin_s
+        self.client_groups: list = []  # cgroups the client joins (duet runs account each client apart)
 
-    def _workdir(self) -> tempfile.TemporaryDirectory:
-        wd = tempfile.TemporaryDirectory(prefix="secoverhead-sysbench-")
-        d = Path(wd.name)
+    @contextlib.contextmanager
+    def _workdir(self) -> Iterator[Path]:
+        """A private directory for one sysbench command (the wrapper script, TLS files), always removed."""
+        d = make_run_dir("sysbench")
+        try:
+            if self.tls:
+                e = self.endpoint
+                for src, name in (
+                    (e.ca_file, "cacert.pem"),
+                    (e.client_cert, "client-cert.pem"),
+                    (e.client_key, "client-key.pem"),
+                ):
+                    if src is not None:
+                        shutil.copy(src, d / name)
+            yield d
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def _config(self) -> bytes:
+        """Connection options, password included: written into a pipe, never a file."""
         e = self.endpoint
         lines = [
             f"mysql-user={e.user}",
@@ -221,18 +245,7 @@ class Sysbench:
         lines += (
             [f"mysql-socket={e.socket}"] if self.via == "socket" else [f"mysql-host={e.host}", f"mysql-port={e.port}"]
         )
-        cfg = d / "sysbench.cfg"
-        cfg.touch(mode=0o600)
-        cfg.write_text("\n".join(lines) + "\n")
-        if self.tls:
-            for src, name in (
-                (e.ca_file, "cacert.pem"),
-                (e.client_cert, "client-cert.pem"),
-                (e.client_key, "client-key.pem"),
-            ):
-                if src is not None:
-                    shutil.copy(src, d / name)
-        return wd
+        return ("\n".join(lines) + "\n").encode()
 
     def _command(
         self, opts: SysbenchOptions, command: str, *, workdir: Path, threads: int | None = None
@@ -243,7 +256,7 @@ class Sysbench:
         if threads is not None:
             args = [a for a in args if not a.startswith("--threads=")] + [f"--threads={threads}"]
         ssl = f"--mysql-ssl={'on' if self.tls else 'off'}"
-        argv = ["sysbench", f"--config-file={workdir / 'sysbench.cfg'}", ssl, str(wrapper), *args, command]
+        argv = ["sysbench", CONFIG_FD, ssl, str(wrapper), *args, command]
         shown = ["sysbench", *(f"--mysql-{k}" for k in self._shown_connection()), opts.script_path.stem, *args, command]
         return argv, shlex.join(shown)
 
@@ -253,17 +266,35 @@ class Sysbench:
         return [
             *conn,
             f"user={e.user}",
-            "password=<from config file>",
+            "password=<through a pipe>",
             f"db={self.database}",
             f"ssl={'on' if self.tls else 'off'}",
         ]
 
     def _exec(self, argv: list[str], workdir: Path, timeout: float) -> str:
-        """Run sysbench; return its raw output (parse it raw, redact what is kept or shown)."""
+        """Run sysbench with its options in a pipe; return its raw output (parsed raw, redacted where kept)."""
+        r, w = os.pipe()
         try:
-            res = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+            config = self._config()
+            os.write(w, config)  # far below a pipe's 64 KiB: never blocks
+            os.close(w)
+            w = -1
+            argv = [f"--config-file=/dev/fd/{r}" if a == CONFIG_FD else a for a in argv]
+            res = subprocess.run(
+                argv,
+                cwd=workdir,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                pass_fds=(r,),
+                preexec_fn=dies_with_owner(self.client_groups),
+            )
         except subprocess.TimeoutExpired:
             raise SecoverheadError(f"sysbench did not finish within {timeout:.0f} s") from None
+        finally:
+            os.close(r)
+            if w != -1:
+                os.close(w)
         out = res.stdout + res.stderr
         if res.returncode != 0:
             tail = "\n".join(redact(out).strip().splitlines()[-15:])
@@ -295,29 +326,53 @@ class Sysbench:
             return False
         self.cleanup(opts)
         with self._workdir() as wd:
-            argv, _ = self._command(opts, "prepare", workdir=Path(wd), threads=min(opts.tables, 4))
-            self._exec(argv, Path(wd), timeout=3600)
+            argv, _ = self._command(opts, "prepare", workdir=wd, threads=min(opts.tables, 4))
+            self._exec(argv, wd, timeout=3600)
         return True
 
     def cleanup(self, opts: SysbenchOptions) -> None:
         with self._workdir() as wd:
-            argv, _ = self._command(opts, "cleanup", workdir=Path(wd))
-            self._exec(argv, Path(wd), timeout=600)
+            argv, _ = self._command(opts, "cleanup", workdir=wd)
+            self._exec(argv, wd, timeout=600)
 
     def run(self, opts: SysbenchOptions) -> SysbenchResult:
         with self._workdir() as wd:
-            argv, shown = self._command(opts, "run", workdir=Path(wd))
-            out = self._exec(argv, Path(wd), timeout=opts.time + self.timeout_margin_s if opts.time else 3600)
+            argv, shown = self._command(opts, "run", workdir=wd)
+            out = self._exec(argv, wd, timeout=opts.time + self.timeout_margin_s if opts.time else 3600)
         final, intervals = parse_report(out)
         return SysbenchResult(final, intervals, shown, redact(out))
 
-    def measure(self, opts: SysbenchOptions, server_pids: list[int]) -> Measurement:
+    def measure(self, opts: SysbenchOptions, server_cpu: CpuSource | Sequence[int] | None) -> Measurement:
         """One run with server and client CPU accounted: metrics, per-interval rows, and the command."""
-        with CpuMeter(server_pids) as meter:
+        with CpuMeter(server_cpu) as meter:
             result = self.run(opts)
         m = result.metrics(opts.percentile)
         m.update(meter.metrics(int(result.final["events"])))
-        m["server_cpu_us_per_query"] = meter.server.total_s / max(m["queries"], 1) * 1e6
+        if meter.server is not None:
+            m["server_cpu_us_per_query"] = meter.server.total_s / max(m["queries"], 1) * 1e6
         return Measurement(
             metrics=m, intervals=result.intervals, info={"command": result.command, "tls": self.tls, "via": self.via}
         )
+
+
+def sbtest_table(endpoint: MySQLEndpoint, rows: int = 1000, *, tls: bool | None = None) -> bool:
+    """sbtest1 with sysbench's schema (id, k, c char(120), pad char(60)), so a probe query reads a real row.
+    Idempotent: an existing table with rows is left alone. Returns whether it created rows."""
+    conn = endpoint.connect(tls=endpoint.tls_required if tls is None else tls)
+    try:
+        cur = conn.cursor()
+        cur.execute(
+            "CREATE TABLE IF NOT EXISTS sbtest1 (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
+            " c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k)) ENGINE=InnoDB"
+        )
+        cur.execute("SELECT COUNT(*) FROM sbtest1")
+        if cur.fetchone()[0]:
+            return False
+        cur.executemany(
+            "INSERT INTO sbtest1 (k, c, pad) VALUES (%s, %s, %s)",
+            [(i * 7 % rows, f"{i:011d}-" * 10, f"{i:011d}-" * 5) for i in range(rows)],
+        )
+        conn.commit()
+        return True
+    finally:
+        conn.close()

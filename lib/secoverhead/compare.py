@@ -1,0 +1,232 @@
+"""The one comparison path (after benchstat's benchproc): from a table of runs to comparisons.
+
+`compare_arms(runs, metric, baseline=..., by=[...])` groups runs into cells (one combination of the `by`
+factors), compares every candidate arm with the baseline inside each cell, on run summaries, paired by round
+where the rounds are complete. The comparisons made in one call are one family: their intervals are
+Bonferroni-widened (confidence 1 - alpha / m) and their p-values Holm-adjusted, so whatever a claim reads from
+one call holds together at the stated confidence. A claim asks for exactly the comparisons it rests on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .stats import (
+    CONFIDENCE,
+    NOISE,
+    PAIRED,
+    Comparison,
+    RatioEstimate,
+    change,
+    holm,
+    paired_difference,
+    paired_ratio,
+    welch_difference,
+    welch_ratio,
+)
+
+Key = Any  # candidate name, or (candidate, *cell values) when grouping by factors
+
+
+def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
+    """One summary per round: where a run was repeated in its round (a noisy run re-taken), the last one."""
+    g = g[np.isfinite(g[metric].to_numpy(dtype=float))]
+    if "round" not in g:
+        return pd.Series(dtype=float)
+    g = g.sort_values("run_id") if "run_id" in g else g
+    return g.groupby("round")[metric].last()
+
+
+def estimate(
+    base: pd.DataFrame, cand: pd.DataFrame, metric: str, *, confidence: float, paired: bool | None, scale: str = "ratio"
+) -> tuple[RatioEstimate, list[str]]:
+    """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
+    paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
+    warnings: list[str] = []
+    if paired is not False and "round" in base and "round" in cand:
+        b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
+        common = b.index.intersection(c.index)
+        if len(common) >= 2:
+            left = len(b) + len(c) - 2 * len(common)
+            if left:
+                warnings.append(f"{left} run(s) without a partner in their round left out of the pairing")
+            return paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence), warnings
+        if paired:
+            warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
+    return unpaired_fn(base[metric], cand[metric], confidence=confidence), warnings
+
+
+def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFrame:
+    """Rounds x arms of one metric (the last run per round), complete rounds only: for statistics of several
+    arms at once, computed within each round."""
+    if not len(runs) or metric not in runs:
+        return pd.DataFrame(columns=list(arms))
+    cols = {a: _latest_per_round(runs[runs["arm"] == a], metric) for a in arms}
+    return pd.DataFrame(cols).dropna()
+
+
+def compare_arms(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str] | None = None,
+    by: Sequence[str] = (),
+    higher_is_better: bool = False,
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+    noise: float = NOISE,
+    paired: bool | None = None,
+    scale: str = "ratio",
+) -> dict[Key, Comparison]:
+    """Every candidate against baseline on metric, per cell of `by`. family: how many comparisons share the
+    error budget (default: the ones made here). scale: "ratio" (candidate / baseline, the default) or
+    "difference" (candidate - baseline, for quantities such as percentage points)."""
+    if runs is None or not len(runs) or metric not in runs:
+        return {}
+    arms = list(candidates) if candidates is not None else [a for a in dict.fromkeys(runs["arm"]) if a != baseline]
+    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+    planned: list[tuple[Key, dict, pd.DataFrame, pd.DataFrame, str]] = []
+    for cell_key, g in groups:
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+        base = g[g["arm"] == baseline]
+        for arm in arms:
+            cand = g[g["arm"] == arm]
+            if len(base) and len(cand):
+                key = (arm, *cell.values()) if by else arm
+                planned.append((key, cell, base, cand, arm))
+    m = family or len(planned) or 1
+    level = 1.0 - (1.0 - confidence) / m
+    out: dict[Key, Comparison] = {}
+    for key, cell, base, cand, arm in planned:
+        est, warnings = estimate(base, cand, metric, confidence=level, paired=paired, scale=scale)
+        bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
+        if est.n < 2:
+            warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
+        out[key] = Comparison(
+            metric=metric,
+            baseline=baseline,
+            candidate=arm,
+            cell=cell,
+            baseline_median=float(np.nanmedian(bv)) if len(bv) else float("nan"),
+            candidate_median=float(np.nanmedian(cv)) if len(cv) else float("nan"),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=level,
+            p_value=est.p_value,
+            change=(
+                change(est.ratio, est.ci_low, est.ci_high, noise=noise, higher_is_better=higher_is_better)
+                if scale == "ratio"
+                else change(
+                    1 + est.ratio, 1 + est.ci_low, 1 + est.ci_high, noise=noise, higher_is_better=higher_is_better
+                )
+            ),
+            n_baseline=int(np.isfinite(bv).sum()),
+            n_candidate=int(np.isfinite(cv).sum()),
+            n_pairs=est.n if est.design == PAIRED else 0,
+            design=est.design,
+            test=est.test,
+            ci_method=est.ci_method,
+            higher_is_better=higher_is_better,
+            noise=noise,
+            family=m,
+            scale=scale,
+            warnings=warnings,
+        )
+    if len(out) > 1:
+        for c, p in zip(out.values(), holm([c.p_value for c in out.values()]), strict=True):
+            c.p_value = float(p)
+            c.test += ", Holm-adjusted"
+    return out
+
+
+def table(comparisons: dict[Key, Comparison], *, unit: str = "") -> pd.DataFrame:
+    """One row per comparison, benchstat-style: medians, ratio with CI, p, change, n as runs or rounds."""
+    rows = []
+    for key, c in comparisons.items():
+        label = key if isinstance(key, str) else " / ".join(map(str, key))
+        u = f" ({unit})" if unit else ""
+        rows.append(
+            {
+                "comparison": f"{label} vs {c.baseline}",
+                "metric": c.metric,
+                f"baseline median{u}": c.baseline_median,
+                f"candidate median{u}": c.candidate_median,
+                "change %": round(c.change_pct, 1) if np.isfinite(c.ratio) else np.nan,
+                "CI of ratio": f"{c.ci_low:.3f} - {c.ci_high:.3f} ({c.confidence * 100:.3g} %)",
+                "p": float(f"{c.p_value:.2g}") if np.isfinite(c.p_value) else np.nan,
+                "change": str(c.change),
+                "n": c.n_text,
+                "design": c.design,
+                "warnings": "; ".join(c.warnings),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def interaction(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    level: Any,
+    reference: Any,
+    by: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+) -> dict[Key, Comparison]:
+    """Does the candidate's effect differ between two levels of a factor? Per round, log(candidate/baseline)
+    at `level` minus the same at `reference` (a ratio of ratios), paired by round, per cell of `by`.
+    ratio < 1: the candidate loses more at `level` than at `reference` (for a higher-is-better metric)."""
+    if runs is None or not len(runs) or metric not in runs or "round" not in runs:
+        return {}
+    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+    planned = []
+    for cell_key, g in groups:
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+        logs = {}
+        for lv in (level, reference):
+            sub = g[g[factor] == lv]
+            b = _latest_per_round(sub[sub["arm"] == baseline], metric)
+            c = _latest_per_round(sub[sub["arm"] == candidate], metric)
+            common = b.index.intersection(c.index)
+            logs[lv] = (c[common] / b[common]).where(lambda s: s > 0)
+        common = logs[level].dropna().index.intersection(logs[reference].dropna().index)
+        if len(common):
+            planned.append((cell, logs[level][common].to_numpy(), logs[reference][common].to_numpy()))
+    m = family or len(planned) or 1
+    out: dict[Key, Comparison] = {}
+    for cell, at_level, at_ref in planned:
+        est = paired_ratio(at_ref, at_level, confidence=1.0 - (1.0 - confidence) / m)
+        key = (f"{level} vs {reference}", *cell.values()) if by else f"{level} vs {reference}"
+        out[key] = Comparison(
+            metric=metric,
+            baseline=f"{candidate}/{baseline} at {reference}",
+            candidate=f"{candidate}/{baseline} at {level}",
+            cell={**cell, factor: f"{level} vs {reference}"},
+            baseline_median=float(np.median(at_ref)),
+            candidate_median=float(np.median(at_level)),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=est.confidence,
+            p_value=est.p_value,
+            change=change(est.ratio, est.ci_low, est.ci_high),
+            n_baseline=len(at_ref),
+            n_candidate=len(at_level),
+            n_pairs=est.n,
+            design=PAIRED,
+            test="paired t test on per-round log ratios of ratios",
+            ci_method=est.ci_method,
+            family=m,
+        )
+    return out

@@ -1,0 +1,137 @@
+"""Experiment design: plans that can decide, within a budget.
+
+Sequential rounds. An experiment runs rounds until every claim is decided or the budget ends, looking at the
+data at a fixed number of planned points (looks) and never between them. Each look k spends part alpha_k of
+the error budget alpha (alpha_1 + ... + alpha_K = alpha): the intervals read at look k have confidence
+1 - alpha_k (widened further over the comparisons a claim rests on). By the union bound the chance that any
+interval at any look misses the truth stays below alpha, whatever the looks' correlation, so stopping as soon
+as the intervals decide keeps the false-positive rate <= alpha (simulated in the tests). The spending is
+alpha_k = alpha * ((k/K)^2 - ((k-1)/K)^2), little early and most at the end (between Pocock's flat and
+O'Brien-Fleming's steep shapes): a large effect still stops at the first look, a small one gets the
+precision of the last.
+
+Feasibility. Before running, each claim's needed precision (how close to its threshold an interval must
+get) is compared with the minimum detectable ratio of the plan at the final look, given the noise prior of
+the claim's metric (the run-to-run coefficient of variation measured by A/A runs on these machines). A plan
+that cannot decide is said to be so, and the rounds it would need are reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .stats import t_quantile
+
+ALPHA = 0.05
+SPENDING_POWER = 2.0
+
+
+@dataclass(frozen=True)
+class Looks:
+    """Rounds (measured, warm-ups not counted) after which claims are evaluated, and the alpha each spends."""
+
+    rounds: tuple[int, ...]
+    alphas: tuple[float, ...]
+
+    def alpha_at(self, index: int) -> float:
+        return self.alphas[min(index, len(self.alphas) - 1)]
+
+    def index_for(self, rounds_done: int) -> int:
+        """The look that an evaluation after rounds_done rounds spends: the first planned look not below it."""
+        for i, r in enumerate(self.rounds):
+            if rounds_done <= r:
+                return i
+        return len(self.rounds) - 1
+
+    def as_dict(self) -> dict:
+        return {"rounds": list(self.rounds), "alphas": [round(a, 6) for a in self.alphas]}
+
+
+def schedule(min_rounds: int, max_rounds: int, looks: int = 3, *, alpha: float = ALPHA) -> Looks:
+    """Looks evenly spread from min_rounds to max_rounds (at most `looks` of them, distinct)."""
+    if not 2 <= min_rounds <= max_rounds:
+        raise ValueError("need 2 <= min_rounds <= max_rounds")
+    k = max(1, min(looks, max_rounds - min_rounds + 1))
+    if k == 1:
+        rounds = (max_rounds,)
+    else:
+        step = (max_rounds - min_rounds) / (k - 1)
+        rounds = tuple(sorted({round(min_rounds + i * step) for i in range(k)}))
+        k = len(rounds)
+    fractions = [((i + 1) / k) ** SPENDING_POWER for i in range(k)]
+    alphas = tuple(alpha * (f - (fractions[i - 1] if i else 0.0)) for i, f in enumerate(fractions))
+    return Looks(rounds, alphas)
+
+
+def fixed(rounds: int, *, alpha: float = ALPHA) -> Looks:
+    """A single look at the end: the classic fixed-size design."""
+    return Looks((rounds,), (alpha,))
+
+
+def half_width(n: int, noise_cv: float, alpha: float, comparisons: int = 1, paired: bool = True) -> float:
+    """Expected half-width (in log ratio) of a two-sided interval after n rounds, for a run-to-run CV."""
+    if n < 2:
+        return math.inf
+    sd_log = math.log1p(noise_cv) * (math.sqrt(2.0) if paired else 1.0)  # a ratio of two noisy runs
+    se = sd_log / math.sqrt(n) if paired else sd_log * math.sqrt(2.0 / n)
+    return t_quantile(n - 1, 1.0 - alpha / (2 * comparisons)) * se
+
+
+def min_detectable_ratio(n: int, noise_cv: float, alpha: float, comparisons: int = 1, power: float = 0.8) -> float:
+    """Smallest ratio (> 1) whose interval excludes 1 with the given power after n paired rounds."""
+    if n < 2:
+        return math.inf
+    sd_log = math.log1p(noise_cv) * math.sqrt(2.0)
+    z_power = t_quantile(n - 1, power)
+    return math.exp((t_quantile(n - 1, 1.0 - alpha / (2 * comparisons)) + z_power) * sd_log / math.sqrt(n))
+
+
+def rounds_needed(
+    precision: float, noise_cv: float, alpha: float, comparisons: int = 1, limit: int = 1000
+) -> int | None:
+    """Rounds after which the expected interval half-width is below log(1 + precision); None if over limit."""
+    target = math.log1p(precision)
+    for n in range(2, limit + 1):
+        if half_width(n, noise_cv, alpha, comparisons) <= target:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What a claim needs from the design: the metric's noise prior and the precision that decides it."""
+
+    claim: str
+    noise_cv: float  # run-to-run coefficient of variation of the claim's metric (A/A prior)
+    precision: float  # half-width (as a ratio - 1) the interval must reach, e.g. 0.05
+    comparisons: int = 1
+
+
+@dataclass(frozen=True)
+class Feasibility:
+    claim: str
+    half_width_at_end: float
+    precision: float
+    rounds_needed: int | None
+    feasible: bool
+
+    def message(self, max_rounds: int) -> str:
+        if self.feasible:
+            return f"{self.claim}: decidable within {max_rounds} rounds (expected +-{self.half_width_at_end:.1%})"
+        need = f"about {self.rounds_needed} rounds" if self.rounds_needed else "more rounds than any budget here"
+        return (
+            f"{self.claim}: cannot reach +-{self.precision:.1%} in {max_rounds} rounds "
+            f"(expected +-{self.half_width_at_end:.1%}); needs {need}"
+        )
+
+
+def check(plans: list[ClaimPlan], looks: Looks) -> list[Feasibility]:
+    """Each claim's expected precision at the final look versus the precision it needs."""
+    n, alpha = looks.rounds[-1], looks.alphas[-1]
+    out = []
+    for c in plans:
+        hw = math.expm1(half_width(n, c.noise_cv, alpha, c.comparisons))
+        need = rounds_needed(c.precision, c.noise_cv, alpha, c.comparisons)
+        out.append(Feasibility(c.claim, hw, c.precision, need, hw <= c.precision))
+    return out

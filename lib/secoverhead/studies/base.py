@@ -1,0 +1,445 @@
+"""The study protocol: every study is one instance of it.
+
+A study module exposes the same names:
+
+    Params            its parameters, a dataclass that is also their schema (see params.py)
+    ARMS              a declarative arm table
+    run(p)            start (or check) servers, run the interleaved experiments, return a StudyResult
+    claims(result)    the published claims checked against the runs: ClaimVerdicts
+    ...               its tables and figures, functions of a StudyResult or of a Part
+
+A StudyResult holds one Part per experiment (an engine, an instance profile, or the whole study). Claims are
+functions of run tables, so they are unit-tested on synthetic runs.
+
+This module is light (standard library only at import): the CLI imports study modules to check parameters
+before anything heavy loads. Heavy parts of the library are imported where they are used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .. import paths
+from ..errors import ConfigError
+from ..params import ID_PATTERN, build, param
+from ..servers import ExternalMongo, ExternalMySQL, Server
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..design import Looks
+    from ..measurement import Measurement
+    from ..results import ResultStore
+    from ..verdicts import ClaimVerdict
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+HOST_PATTERN = rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?|\[?[0-9A-Fa-f:.]+\]?"  # a DNS name or an IP address
+MAX_MINUTES = 7 * 24 * 60
+
+
+@dataclass
+class StudyParams:
+    """Design parameters every study has."""
+
+    output_dir: str = param("", "where results go; the pipeline sets it (empty: results/interactive/)", internal=True)
+    experiment_id: str = param("study", "name of the experiment directories", pattern=ID_PATTERN)
+    seed: int = param(0, "seed of the randomised arm order (recorded)", min=0, max=2**31 - 1)
+    repetitions: int = param(3, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(3, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    looks: int = param(3, "planned looks at the claims; rounds stop when all are decided", min=1, max=10)
+    warmup: int = param(1, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
+    max_minutes: float = param(10.0, "time budget: no run starts after it", min=0.05, max=MAX_MINUTES)
+    profile: bool = param(False, "a profiling round (perf) per arm after the warm-up, outside the statistics")
+    progress: str = param("auto", "progress bar: auto (when interactive), on, off", choices=("auto", "on", "off"))
+
+    def __post_init__(self) -> None:
+        if self.min_rounds > self.repetitions:
+            self.min_rounds = self.repetitions if self.repetitions >= 2 else 2
+        if self.repetitions < 2 and self.looks > 1:
+            self.looks = 1
+
+    @classmethod
+    def from_namespace(cls, namespace: Mapping[str, Any], *, study: str = "") -> StudyParams:
+        """Build from a notebook's globals (its parameters cell and papermill's injected cell), checked by the
+        same schema the pipeline used."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in namespace.items() if k in names}
+        output_dir = values.pop("output_dir", "")
+        p = build(cls, values, study=study or cls.__module__.rsplit(".", 1)[-1])
+        p.output_dir = output_dir
+        return p
+
+    # -- what the pipeline asks before anything starts ----------------------------------------
+    def external_servers(self) -> list[Server]:
+        """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
+        return []
+
+    def planned_runs(self) -> int:
+        """Upper bound of the runs this plan can take (each study counts its arms and cells)."""
+        return 0
+
+    def results_dir(self) -> Path:
+        if self.output_dir:
+            return Path(self.output_dir)
+        import datetime as dt
+
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        self.output_dir = str(paths.interactive_results() / f"{self.experiment_id}-{stamp}")
+        return Path(self.output_dir)
+
+    def show_progress(self) -> bool:
+        if self.progress != "auto":
+            return self.progress == "on"
+        return os.environ.get("SECOVERHEAD_HEADLESS") != "1" and "PYTEST_CURRENT_TEST" not in os.environ
+
+    def budget(self) -> Budget:
+        return Budget(self.max_minutes * 60)
+
+    def design(self) -> Looks:
+        from ..design import fixed, schedule
+
+        if self.repetitions < 2:
+            return fixed(self.repetitions)
+        return schedule(self.min_rounds, self.repetitions, self.looks)
+
+
+def _check_host(name: str, host: str) -> None:
+    import re
+
+    if host and not re.fullmatch(HOST_PATTERN, host):
+        raise ConfigError(f"{name} {host[:80]!r} is not a host name or address")
+
+
+@dataclass
+class ExternalMySQLParams:
+    """How a study names a MySQL-protocol server it did not start (empty mysql_host: start MariaDB)."""
+
+    mysql_host: str = param("", "your MySQL/MariaDB host (empty: an embedded MariaDB)", pattern=r"[^\s/@]*")
+    mysql_port: int = param(3306, "its port", min=1, max=65535)
+    mysql_user: str = param("", "user the load runs as", pattern=r"[^\s]{0,80}")
+    mysql_password_env: str = param(
+        "", "environment variable holding that user's password", pattern=r"[A-Za-z_][A-Za-z0-9_]*"
+    )
+    mysql_password_file: str = param("", "or a file holding it (first line)")
+    mysql_database: str = param(
+        "sbtest", "database the load uses (created tables only there)", pattern=r"[A-Za-z0-9_$]{1,64}"
+    )
+    mysql_ca_file: str = param(
+        "", "CA certificate to verify TLS with (without one, TLS is not verified: said in the report)"
+    )
+
+    def check_mysql(self) -> None:
+        _check_host("mysql_host", self.mysql_host)
+        if self.mysql_host and not self.mysql_user:
+            raise ConfigError("with mysql_host, set mysql_user (and mysql_password_env or mysql_password_file)")
+        if self.mysql_host and not (self.mysql_password_env or self.mysql_password_file):
+            raise ConfigError(
+                "with mysql_host, name where the password lives: mysql_password_env or mysql_password_file"
+            )
+
+    def external_mysql(
+        self,
+        *,
+        tls: bool = False,
+        instance_class: str = "",
+        user: str = "",
+        password_env: str = "",
+        password_file: str = "",
+    ) -> ExternalMySQL:
+        return ExternalMySQL(
+            host=self.mysql_host,
+            port=self.mysql_port,
+            user=user or self.mysql_user,
+            password_env=(password_env or self.mysql_password_env) or None,
+            password_file=(password_file or self.mysql_password_file) or None,
+            database=self.mysql_database or None,
+            ca_file=self.mysql_ca_file or None,
+            tls=tls,
+            instance_class=instance_class or None,
+        )
+
+
+@dataclass
+class ExternalMongoParams:
+    """How a study names a MongoDB it did not start (empty mongo_uri: start FerretDB)."""
+
+    mongo_uri: str = param(
+        "", "mongodb://host:port/ of your MongoDB, without credentials (empty: an embedded FerretDB)"
+    )
+    mongo_username: str = param("", "user to authenticate as", pattern=r"[^\s]{0,80}")
+    mongo_password_env: str = param("", "environment variable holding its password", pattern=r"[A-Za-z_][A-Za-z0-9_]*")
+    mongo_password_file: str = param("", "or a file holding it (first line)")
+    mongo_ca_file: str = param("", "CA certificate to verify TLS with")
+
+    def check_mongo(self) -> None:
+        if not self.mongo_uri:
+            return
+        try:
+            parts = urlsplit(self.mongo_uri)
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigError(f"mongo_uri is not a valid URI: {exc}") from None
+        if parts.scheme not in ("mongodb", "mongodb+srv"):
+            raise ConfigError(
+                f"mongo_uri must start with mongodb:// or mongodb+srv://, got {parts.scheme or 'no'} scheme"
+            )
+        if "@" in parts.netloc:
+            raise ConfigError("mongo_uri must not hold credentials: use mongo_username and mongo_password_env")
+        if not parts.hostname:
+            raise ConfigError("mongo_uri names no host")
+        _check_host("mongo_uri host", parts.hostname)
+        if port is not None and not 0 < port < 65536:
+            raise ConfigError(f"mongo_uri port {port} is outside 1..65535")
+        if self.mongo_username and not (self.mongo_password_env or self.mongo_password_file):
+            raise ConfigError(
+                "with mongo_username, name where the password lives: mongo_password_env or mongo_password_file"
+            )
+
+    def external_mongo(self, mechanisms: Sequence[str] = ("SCRAM-SHA-256",)) -> ExternalMongo:
+        return ExternalMongo(
+            uri=self.mongo_uri,
+            username=self.mongo_username or None,
+            password_env=self.mongo_password_env or None,
+            password_file=self.mongo_password_file or None,
+            mechanisms=tuple(mechanisms),
+            ca_file=self.mongo_ca_file or None,
+        )
+
+
+class Budget:
+    """A study's time budget shared by its experiments: each gets an equal share of what is left, so time
+    an early-decided experiment did not need goes to the next."""
+
+    def __init__(self, total_s: float) -> None:
+        import time
+
+        self.total_s, self._start, self._time = total_s, time.monotonic(), time.monotonic
+
+    def left(self) -> float:
+        return max(0.0, self.total_s - (self._time() - self._start))
+
+    def share(self, parts_left: int) -> float:
+        return self.left() / max(1, parts_left)
+
+
+class BothEngines(ExternalMySQLParams, ExternalMongoParams):
+    """A study of MongoDB and MySQL: each engine embedded, or the user's server when named."""
+
+    mongo_enabled: bool
+    mysql_enabled: bool
+
+    def mongo_mechanisms_used(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def external_servers(self) -> list:
+        out = []
+        if self.mysql_enabled and self.mysql_host:
+            out.append(self.external_mysql(tls=True))
+        if self.mongo_enabled and self.mongo_uri:
+            out.append(self.external_mongo(self.mongo_mechanisms_used()))
+        return out
+
+    def check_engines(self, *others: str) -> None:
+        flags = ["mongo_enabled", "mysql_enabled", *others]
+        if not any(getattr(self, f) for f in flags):
+            raise ConfigError(f"enable at least one of {', '.join(flags)}")
+        self.check_mysql()
+        self.check_mongo()
+
+
+# -- results ------------------------------------------------------------------------------------------
+@dataclass
+class Part:
+    """One experiment of a study: an engine, an instance profile, or the whole study."""
+
+    name: str
+    store: ResultStore
+    arms: list[str]
+    servers: dict[str, dict[str, Any]]
+    notes: list[str] = dataclasses.field(default_factory=list)
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def runs(self, include_profiling: bool = False) -> pd.DataFrame:
+        return self.store.runs(include_profiling=include_profiling)
+
+    def samples(self) -> pd.DataFrame:
+        return self.store.samples()
+
+    def metadata(self) -> dict[str, Any]:
+        return self.store.metadata()
+
+    @property
+    def alpha(self) -> float:
+        """The error budget the final evaluation spends (the runner records it; 0.05 for a fixed design)."""
+        return float(self.metadata().get("final_alpha") or 0.05)
+
+
+@dataclass
+class StudyResult:
+    """What run(p) returns: the parameters and one Part per experiment, in order."""
+
+    study: str
+    params: StudyParams
+    parts: dict[str, Part]
+
+    def __iter__(self) -> Iterator[Part]:
+        return iter(self.parts.values())
+
+    def __getitem__(self, name: str) -> Part:
+        return self.parts[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.parts
+
+    def items(self):
+        return self.parts.items()
+
+    @property
+    def first(self) -> Part:
+        return next(iter(self.parts.values()))
+
+    def servers(self) -> dict[str, dict[str, Any]]:
+        return {name: facts for part in self for name, facts in part.servers.items()}
+
+    def notes(self) -> dict[str, str]:
+        return {f"{part.name}: note {i + 1}": n for part in self for i, n in enumerate(part.notes)}
+
+
+# -- running ------------------------------------------------------------------------------------------
+ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
+
+
+def run_experiment(
+    p: StudyParams,
+    study: str,
+    experiment_id: str,
+    *,
+    arms: Sequence[str],
+    measure: Callable[[str, dict], Measurement],
+    servers: Mapping[str, Any],
+    factors: Mapping[str, Sequence[Any]] | None = None,
+    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None,
+    profiler: Any = None,
+    profile_factors: Sequence[Mapping[str, Any]] | None = None,
+    calibration: Mapping[str, Any] | None = None,
+    max_seconds: float | None = None,
+) -> ResultStore:
+    """Run (or resume) one interleaved experiment under p's results directory and return its store.
+
+    judge(runs, alpha): the part's claims at a look; their `needs` steer later rounds (sequential design).
+    profiler: a profiling.Profiler, given when p.profile is on. max_seconds: this experiment's share of the
+    study's time budget (default: all of it)."""
+    from ..experiment import Experiment
+    from ..results import ResultStore
+
+    store = ResultStore(p.results_dir(), experiment_id)
+    exp = Experiment(
+        experiment_id,
+        arms=list(arms),
+        factors=factors,
+        repetitions=p.repetitions,
+        warmup=p.warmup,
+        seed=p.seed,
+        max_seconds=p.max_minutes * 60 if max_seconds is None else max_seconds,
+        store=store,
+        study=study,
+        parameters={f.name: getattr(p, f.name) for f in dataclasses.fields(p)},
+        servers=servers,
+        calibration=calibration,
+        progress=p.show_progress(),
+        max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
+    )
+    looks = p.design()
+
+    def decide(index: int, alpha: float):
+        verdicts = judge(store.runs(), alpha)
+        from ..experiment import cell_of
+
+        needed = set()
+        for v in verdicts:
+            if not v.decided:
+                for need in v.needs:
+                    need = dict(need)
+                    needed.add(cell_of(need.pop("arm"), need))
+        return needed
+
+    exp.run(
+        measure,
+        looks=looks if judge is not None else None,
+        decide=decide if judge is not None else None,
+        profile=profiler.attach if profiler is not None else None,
+        profile_factors=profile_factors,
+    )
+    return store
+
+
+@dataclass
+class PartPlan:
+    """What one experiment of a study needs, built by the study inside the part's server stack."""
+
+    arms: list[str]
+    measure: Callable[[str, dict], Measurement]
+    facts: dict[str, Any]
+    notes: list[str] = dataclasses.field(default_factory=list)
+    factors: dict[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+    servers: dict[str, Any] = dataclasses.field(default_factory=dict)  # arm -> server it ran on (profiles)
+    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None
+    profile_factors: list[dict[str, Any]] | None = None
+    ops_metric: str = "operations"  # the run metric counting operations (to express profiles per operation)
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+    finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
+
+
+def run_parts(
+    p: StudyParams, study: str, names: Sequence[str], plan: Callable[[str, contextlib.ExitStack], PartPlan]
+) -> StudyResult:
+    """The protocol's run: one machine-speed calibration, the time budget shared by the parts, and per part its
+    servers (stopped when the part ends), its interleaved experiment, and its Part."""
+    from .. import calibration
+    from ..profiling import profiler_for
+
+    cal = calibration.shared()
+    budget = p.budget()
+    parts: dict[str, Part] = {}
+    for i, name in enumerate(names):
+        with contextlib.ExitStack() as stack:
+            pp = plan(name, stack)
+            exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+            store = run_experiment(
+                p,
+                study,
+                exp_id,
+                arms=pp.arms,
+                measure=pp.measure,
+                servers=pp.facts,
+                factors=pp.factors,
+                judge=pp.judge,
+                profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric) if pp.servers else None,
+                profile_factors=pp.profile_factors,
+                calibration=cal,
+                max_seconds=budget.share(len(names) - i),
+            )
+            extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
+            store.update_metadata(
+                notes=pp.notes, **{k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
+            )
+            parts[name] = Part(name, store, pp.arms, pp.facts, pp.notes, extras)
+    return StudyResult(study, p, parts)
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, dict | list | str | int | float | bool)
+
+
+def published(study: str) -> pd.DataFrame:
+    """The original study's figures, one row per figure, with units and sources."""
+    import pandas as pd
+
+    return pd.read_csv(paths.PUBLISHED / f"{study}.csv")

@@ -1,0 +1,240 @@
+"""Every study's claims, as functions of run tables, on synthetic runs: each branch of each claim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from secoverhead.studies import audit, auth, https, tde, tls
+from secoverhead.verdicts import Verdict, bound_verdict, judge_ratio
+
+R, N, U = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE  # U: undecided
+TIGHT, LOOSE = 0.01, 0.6
+
+
+def make_runs(
+    levels: dict, *, rounds: int = 8, noise: float = TIGHT, seed: int = 0, factors: dict | None = None
+) -> pd.DataFrame:
+    """levels: {arm: {metric: value}} or, with factors, {(arm, *factor values): {metric: value}}. Each run
+    gets log-normal noise, and each round a drift shared by every arm (the block the pairing removes)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    names = list(factors or {})
+    for rnd in range(rounds):
+        drift = rng.lognormal(0, 0.1)
+        for key, metrics in levels.items():
+            arm, *cell = key if isinstance(key, tuple) else (key,)
+            row = {"run_id": len(rows), "arm": arm, "round": rnd, **dict(zip(names, cell, strict=True))}
+            for m, v in metrics.items():
+                row[m] = (
+                    v * drift * rng.lognormal(0, noise)
+                    if not m.endswith("pct_of_limit")
+                    else v + rng.normal(0, noise * 100)
+                )
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdicts(vs, claim_part: str) -> Verdict:
+    (v,) = [v for v in vs if claim_part in v.claim]
+    assert " runs" in v.evidence or " rounds" in v.evidence, v.evidence  # n counts runs or rounds, always
+    return v.verdict
+
+
+# -- the shared rules ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "lo, hi, at_least, at_most, expected",
+    [
+        (1.4, 1.6, 1.3, None, R),
+        (1.0, 1.2, 1.3, None, N),
+        (1.2, 1.4, 1.3, None, U),
+        (0.95, 1.05, None, 1.1, R),
+        (1.2, 1.3, None, 1.1, N),
+        (float("nan"), 1.0, 1.0, None, U),
+    ],
+)
+def test_bound_verdict(lo, hi, at_least, at_most, expected):
+    assert bound_verdict(lo, hi, at_least=at_least, at_most=at_most) == expected
+
+
+# -- tls ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "setup, reused, noise, rounds, expected",
+    [
+        (2.5, 1.02, TIGHT, 8, (R, R)),  # as published
+        (1.1, 1.40, TIGHT, 8, (N, N)),  # slower but not markedly; reused clearly not small
+        (0.8, 1.00, TIGHT, 8, (N, R)),  # faster with TLS: not the claim
+        (1.5, 1.10, LOOSE, 3, (U, U)),  # too noisy to tell
+    ],
+)
+def test_tls_claims(setup, reused, noise, rounds, expected):
+    runs = make_runs(
+        {
+            "no TLS": {"total_ms_median": 10.0, "query_ms_median": 1.0},
+            "TLS": {"total_ms_median": 10.0 * setup, "query_ms_median": reused},
+        },
+        noise=noise,
+        rounds=rounds,
+    )
+    vs = tls.part_claims("MySQL", runs)
+    assert (verdicts(vs, "markedly slower"), verdicts(vs, "reused client")) == expected
+
+
+# -- auth ----------------------------------------------------------------------------------------------
+def _auth_runs(server_auth, client_auth, pooled, noise=TIGHT, rounds=8):
+    levels = {}
+    for c in (1, 4):
+        levels[("auth off", c)] = {"server_cpu_us_per_op": 1000.0, "client_cpu_us_per_op": 5000.0}
+        levels[("SCRAM-SHA-256", c)] = {
+            "server_cpu_us_per_op": 1000.0 * server_auth,
+            "client_cpu_us_per_op": 5000.0 * client_auth,
+        }
+        levels[("pooled SCRAM-SHA-256", c)] = {
+            "server_cpu_us_per_op": 1000.0 * server_auth * pooled,
+            "client_cpu_us_per_op": 100.0,
+        }
+    return make_runs(levels, factors={"concurrency": None}, noise=noise, rounds=rounds)
+
+
+@pytest.mark.parametrize(
+    "server_auth, client_auth, pooled, noise, rounds, expected",
+    [
+        (1.3, 1.5, 0.1, TIGHT, 8, (R, R, R)),
+        (0.8, 0.9, 0.8, TIGHT, 8, (N, N, N)),  # cheaper with auth (not the claim); pooling saves only 20 %
+        (1.3, 1.5, 0.5, LOOSE, 3, (U, U, U)),
+    ],
+)
+def test_auth_mongodb_claims(server_auth, client_auth, pooled, noise, rounds, expected):
+    vs = auth.part_claims("MongoDB", _auth_runs(server_auth, client_auth, pooled, noise, rounds), top=4)
+    assert (verdicts(vs, "raises server CPU"), verdicts(vs, "client pays"), verdicts(vs, "pooling")) == expected
+
+
+@pytest.mark.parametrize("pooled, noise, expected", [(0.1, TIGHT, R), (0.8, TIGHT, N), (0.5, LOOSE, U)])
+def test_auth_mysql_and_nonce_claims(pooled, noise, expected):
+    mysql = make_runs(
+        {
+            ("password", 4): {"server_cpu_us_per_op": 200.0},
+            ("pooled password", 4): {"server_cpu_us_per_op": 200.0 * pooled},
+        },
+        factors={"concurrency": None},
+        noise=noise,
+        rounds=8 if noise == TIGHT else 3,
+    )
+    assert verdicts(auth.part_claims("MySQL", mysql, top=4), "pooling") == expected
+    syscall = {R: 5.0, N: 0.9, U: 1.5}[expected]
+    nonce = make_runs(
+        {("userspace", 8): {"system_ns_per_nonce": 100.0}, ("syscall", 8): {"system_ns_per_nonce": 100.0 * syscall}},
+        factors={"workers": None},
+        noise=noise,
+        rounds=8 if noise == TIGHT else 3,
+    )
+    assert verdicts(auth.part_claims("nonce", nonce, top=4, top_workers=8), "nonce") == expected
+
+
+# -- tde -----------------------------------------------------------------------------------------------
+def _tde_runs(loss: dict, cpu_pp: float = 2.0, noise: float = TIGHT, rounds: int = 8) -> pd.DataFrame:
+    """loss: {(workload, threads): fraction of TPS lost with encryption on}."""
+    levels = {}
+    for (w, t), lost in loss.items():
+        levels[(tde.OFF, w, t)] = {"tps": 1000.0, "server_cpu_pct_of_limit": 60.0}
+        levels[(tde.ON, w, t)] = {"tps": 1000.0 * (1 - lost), "server_cpu_pct_of_limit": 60.0 + cpu_pp}
+    return make_runs(levels, factors={"workload": None, "threads": None}, noise=noise, rounds=rounds)
+
+
+W, RO = "oltp_write_only", "oltp_read_only"
+
+
+@pytest.mark.parametrize(
+    "loss, cpu_pp, noise, rounds, expected",
+    [
+        ({(W, 1): 0.12, (RO, 1): 0.03, (W, 16): 0.02, (RO, 16): 0.0}, 2.0, TIGHT, 8, (R, R, R, R)),  # as published
+        ({(W, 1): 0.40, (RO, 1): 0.30, (W, 16): 0.10, (RO, 16): 0.12}, 20.0, TIGHT, 8, (N, N, N, N)),  # far costlier
+        (
+            {(W, 1): -0.2, (RO, 1): -0.2, (W, 16): 0.0, (RO, 16): 0.0},
+            2.0,
+            TIGHT,
+            8,
+            (N, R, U, R),
+        ),  # faster with encryption
+        ({(W, 1): 0.10, (RO, 1): 0.10, (W, 16): 0.04, (RO, 16): 0.04}, 2.0, LOOSE, 3, (U, U, U, U)),
+    ],
+)
+def test_tde_claims(loss, cpu_pp, noise, rounds, expected):
+    vs = tde.part_claims("4c16g", _tde_runs(loss, cpu_pp, noise, rounds))
+    got = tuple(verdicts(vs, part) for part in ("few concurrent", "many concurrent", "write-heavy", "CPU utilisation"))
+    assert got == expected
+
+
+def test_tde_write_heavy_not_reproduced_when_reads_lose_more():
+    vs = tde.part_claims("8c32g", _tde_runs({(W, 1): 0.02, (RO, 1): 0.15, (W, 16): 0.01, (RO, 16): 0.08}))
+    assert verdicts(vs, "write-heavy") == N
+
+
+def test_tde_claims_need_two_arms():
+    assert tde.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde.OFF")) == []
+
+
+# -- https ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "full, recovered, noise, rounds, expected",
+    [(20.0, 0.8, TIGHT, 8, (R, R)), (1.5, 0.2, TIGHT, 8, (N, N)), (6.0, 0.5, LOOSE, 3, (U, U))],
+)
+def test_https_claims(full, recovered, noise, rounds, expected):
+    http, f = 30.0, 30.0 * full
+    levels = {https.BASELINE: {"server_cpu_us_per_op": http}, https.FULL: {"server_cpu_us_per_op": f}}
+    for arm, _ in https.RECOVERY_CLAIMS:
+        levels[arm] = {"server_cpu_us_per_op": http + (1 - recovered) * (f - http)}
+    vs = https.part_claims(make_runs(levels, noise=noise, rounds=rounds))
+    assert len(vs) == 5
+    assert verdicts(vs, "multiplies") == expected[0]
+    assert {v.verdict for v in vs if "wins back" in v.claim} == {expected[1]}
+
+
+# -- audit ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "tps, noise, rounds, expected",
+    [
+        (
+            {"general_log": 0.70, "server_audit": 0.97, "init_connect + binlog": 0.95, "binlog only": 0.98},
+            TIGHT,
+            8,
+            (R, R, R, R, R),
+        ),
+        (
+            {"general_log": 0.95, "server_audit": 0.80, "init_connect + binlog": 0.85, "binlog only": 0.70},
+            TIGHT,
+            8,
+            (N, N, N, N, N),
+        ),
+        (
+            {"general_log": 0.40, "server_audit": 0.40, "init_connect + binlog": 0.95, "binlog only": 0.98},
+            TIGHT,
+            8,
+            (N, N, N, R, R),
+        ),  # server_audit ties general_log
+        (
+            {"general_log": 0.75, "server_audit": 0.85, "init_connect + binlog": 0.9, "binlog only": 0.9},
+            LOOSE,
+            3,
+            (U, U, U, U, U),
+        ),
+    ],
+)
+def test_audit_claims(tps, noise, rounds, expected):
+    levels = {audit.BASELINE: {"tps": 1000.0}} | {arm: {"tps": 1000.0 * x} for arm, x in tps.items()}
+    vs = audit.part_claims(make_runs(levels, noise=noise, rounds=rounds))
+    got = tuple(
+        verdicts(vs, part)
+        for part in ("about 30 %", "costliest", "server_audit costs", "init_connect + binlog costs", "binary log alone")
+    )
+    assert got == expected
+
+
+def test_judge_ratio_similar_inside_noise_band_is_reproduced_without_bounds():
+    runs = make_runs({"a": {"x": 1.0}, "b": {"x": 1.005}}, noise=0.001)
+    from secoverhead.compare import compare_arms
+
+    c = compare_arms(runs, "x", baseline="a")["b"]
+    assert judge_ratio("x", c, expect="similar").verdict == R
+    assert judge_ratio("x", c, expect="worse").verdict == N  # no change is not "worse"

@@ -1,0 +1,125 @@
+"""Experiment design: look schedules with alpha spending, feasibility of a plan, and sequential stopping that
+keeps the false-positive rate honest, by simulation and on the real runner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from secoverhead.compare import compare_arms
+from secoverhead.design import ClaimPlan, check, fixed, half_width, min_detectable_ratio, rounds_needed, schedule
+from secoverhead.experiment import Experiment, Measurement, cell_of
+from secoverhead.results import ResultStore
+
+
+def test_schedule_spends_alpha_little_early_most_late():
+    looks = schedule(3, 12, 4)
+    assert looks.rounds == (3, 6, 9, 12)
+    assert sum(looks.alphas) == pytest.approx(0.05)
+    assert list(looks.alphas) == sorted(looks.alphas) and looks.alphas[0] < 0.05 / 4
+    assert schedule(3, 4, 5).rounds == (3, 4)  # never more looks than rounds
+    assert schedule(5, 5, 3).rounds == (5,) and schedule(5, 5, 3).alphas == (0.05,)
+    assert fixed(8).rounds == (8,)
+    assert looks.index_for(7) == 2 and looks.index_for(20) == 3
+    with pytest.raises(ValueError):
+        schedule(1, 5)
+
+
+def test_precision_grows_with_rounds_and_shrinks_with_noise():
+    assert half_width(20, 0.05, 0.05) < half_width(5, 0.05, 0.05) < half_width(5, 0.20, 0.05)
+    assert half_width(5, 0.05, 0.05, comparisons=4) > half_width(5, 0.05, 0.05)
+    assert min_detectable_ratio(20, 0.05, 0.05) < min_detectable_ratio(5, 0.05, 0.05)
+    assert math.isinf(half_width(1, 0.05, 0.05))
+    assert rounds_needed(0.05, 0.05, 0.05) < rounds_needed(0.02, 0.05, 0.05)
+
+
+def test_a_plan_that_cannot_decide_is_flagged_with_the_rounds_it_needs():
+    looks = schedule(3, 6, 2)
+    ok, hopeless = check(
+        [
+            ClaimPlan("CPU per op, +-10 %", noise_cv=0.03, precision=0.10),
+            ClaimPlan("TPS, +-2 %", noise_cv=0.20, precision=0.02, comparisons=4),
+        ],
+        looks,
+    )
+    assert ok.feasible and not hopeless.feasible
+    assert hopeless.rounds_needed is None or hopeless.rounds_needed > 6
+    assert "cannot reach" in hopeless.message(6) and "decidable" in ok.message(6)
+
+
+def _aa_experiment(rng, looks, *, round_sd=0.1, run_sd=0.05, heavy=False) -> tuple[bool, int]:
+    """One sequential A/A experiment: rounds of two identical arms; a false positive is any look whose
+    interval excludes 1. Returns (false positive, rounds used)."""
+    rows = []
+    for rnd in range(looks.rounds[-1]):
+        drift = rng.normal(0, round_sd)
+        for arm in ("a", "b"):
+            noise = rng.standard_t(3) * run_sd / math.sqrt(3) if heavy else rng.normal(0, run_sd)
+            rows.append({"arm": arm, "round": rnd, "run_id": len(rows), "x": math.exp(drift + noise)})
+        n = rnd + 1
+        if n in looks.rounds:
+            alpha = looks.alpha_at(looks.rounds.index(n))
+            c = compare_arms(pd.DataFrame(rows), "x", baseline="a", candidates=["b"], confidence=1 - alpha)["b"]
+            if c.ci_low > 1 or c.ci_high < 1:
+                return True, n
+    return False, looks.rounds[-1]
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["log-normal", "heavy-tailed t3"])
+def test_sequential_stopping_keeps_aa_false_positives_at_most_alpha(heavy):
+    rng = np.random.default_rng(21 + heavy)
+    looks = schedule(3, 12, 4)
+    trials = 600
+    fp = sum(_aa_experiment(rng, looks, heavy=heavy)[0] for _ in range(trials))
+    assert fp / trials <= 0.05 + 0.02  # binomial sd at 600 trials is ~0.009; the union bound gives <= 0.05
+
+
+def test_looking_four_times_at_full_alpha_would_not():
+    rng = np.random.default_rng(23)
+    naive = schedule(3, 12, 4).__class__((3, 6, 9, 12), (0.05, 0.05, 0.05, 0.05))
+    fp = sum(_aa_experiment(rng, naive)[0] for _ in range(600))
+    assert fp / 600 > 0.07  # why the looks must share the error budget
+
+
+def _experiment(tmp_path, name, effects, repetitions=12, judge_threshold=1.0):
+    """A real Experiment with a synthetic measure: arm 'b' of cell c costs effects[c] times arm 'a'."""
+    rng = np.random.default_rng(5)
+    store = ResultStore(tmp_path, name)
+    exp = Experiment(
+        name, arms=["a", "b"], factors={"c": list(effects)}, repetitions=repetitions, warmup=0, store=store
+    )
+
+    def measure(arm, factors):
+        ratio = effects[factors["c"]] if arm == "b" else 1.0
+        return Measurement({"x": ratio * math.exp(rng.normal(0, 0.03))})
+
+    def decide(index, alpha):
+        needed = set()
+        comps = compare_arms(store.runs(), "x", baseline="a", candidates=["b"], by=["c"], confidence=1 - alpha)
+        for (_, c), comp in comps.items():
+            if not (comp.ci_low > judge_threshold or comp.ci_high < judge_threshold):
+                needed |= {cell_of(arm, {"c": c}) for arm in ("a", "b")}
+        return needed
+
+    exp.run(measure, looks=schedule(3, repetitions, 4), decide=decide)
+    return store
+
+
+def test_the_runner_stops_when_every_claim_is_decided(tmp_path):
+    store = _experiment(tmp_path, "big", {"x1": 2.0, "x2": 0.5})
+    meta = store.metadata()
+    assert len(store.records()) == 2 * 2 * 3  # decided at the first look, after 3 rounds
+    assert "decided after 3 rounds" in meta["stop_reason"] and meta["final_alpha"] == pytest.approx(
+        schedule(3, 12, 4).alphas[0]
+    )
+
+
+def test_later_rounds_go_only_to_undecided_cells(tmp_path):
+    store = _experiment(tmp_path, "mixed", {"clear": 2.0, "close": 1.004})
+    runs = store.runs()
+    per_cell = runs.groupby("c")["round"].nunique()
+    assert per_cell["clear"] == 3 and per_cell["close"] == 12  # the budget went to the undecided cell
+    assert store.metadata()["status"] == "complete" and len(store.metadata()["looks_done"]) == 4

@@ -1,0 +1,276 @@
+"""Parameters: the Params dataclass is the schema. Notebook cell, dataclass and smoke.yaml agree; every
+parameter can be set with -p; every range error is exit 2 with one line before anything starts."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from secoverhead.cli import main
+from secoverhead.errors import ConfigError
+from secoverhead.params import accept, build, coerce, layer, read_file, specs
+from secoverhead.studies import STUDIES
+
+
+def notebook_cell(study) -> dict:
+    """name -> literal value of the notebook's `parameters` cell."""
+    nb = json.loads(study.notebook_path.read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    return {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)}
+
+
+@pytest.mark.parametrize("study_id", list(STUDIES))
+def test_notebook_cell_dataclass_and_smoke_file_agree(study_id):
+    study = STUDIES[study_id]
+    schema = specs(study.params_class())
+    cell = notebook_cell(study)
+    assert set(cell) <= set(schema), f"cell names unknown to {study_id}.Params: {set(cell) - set(schema)}"
+    for name, value in cell.items():
+        if not schema[name].internal:
+            assert value == schema[name].default, (
+                f"{study_id}.{name}: cell {value!r} != default {schema[name].default!r}"
+            )
+    smoke = yaml.safe_load((study.params_dir / "smoke.yaml").read_text())
+    for name, value in smoke.items():
+        assert name in cell and cell[name] == value, f"{study_id}: smoke.yaml {name}={value!r}, cell {cell.get(name)!r}"
+
+
+@pytest.mark.parametrize("study_id", list(STUDIES))
+def test_every_profile_file_builds(study_id):
+    study = STUDIES[study_id]
+    names = {f.stem for f in study.parameter_files()}
+    assert {"smoke", "quick", "full"} <= names
+    for f in study.parameter_files():
+        p = build(study.params_class(), read_file(f), study=study_id)
+        assert p.planned_runs() > 0
+    assert "Expected duration" in (study.params_dir / "full.yaml").read_text()
+
+
+def _text(value) -> str:
+    """How a user types a value after -p."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
+
+
+@pytest.mark.parametrize("study_id", list(STUDIES))
+def test_every_parameter_can_be_set_with_p(study_id):
+    cls = STUDIES[study_id].params_class()
+    schema = specs(cls)
+    for name, spec in schema.items():
+        if spec.internal:
+            continue
+        values = layer(overrides=[(name, _text(spec.default))], schema=schema)
+        p = build(cls, values, study=study_id)
+        assert getattr(p, name) == spec.default or name == "client_cpus", name  # auto resolves to a core
+        if spec.kind == "int" and spec.max is not None and spec.max > (spec.default or 0):
+            target = min(spec.max, (spec.default or 0) + 1)
+            if name not in ("min_rounds",):
+                assert (
+                    getattr(build(cls, layer(overrides=[(name, str(target))], schema=schema), study=study_id), name)
+                    == target
+                )
+
+
+def _numeric(study_id):
+    schema = specs(STUDIES[study_id].params_class())
+    for s in schema.values():
+        if s.kind in ("int", "float") and not s.internal:
+            if s.min is not None:
+                yield s.name, str(s.min - 1)
+            if s.max is not None:
+                yield s.name, str(s.max + 1 if s.kind == "int" else s.max * 2)
+        elif s.item_kind in ("int", "float") and s.max is not None:
+            yield s.name, f"[{s.max + 1}]"
+
+
+@pytest.mark.parametrize("study_id", list(STUDIES))
+def test_every_range_error_is_exit_2_before_anything_starts(study_id, tmp_path, capsys):
+    cases = list(_numeric(study_id))
+    assert cases
+    for name, text in cases:
+        assert main(["run", study_id, "-p", name, text, "--reports", str(tmp_path)]) == 2, (name, text)
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert name in err
+    assert not any(tmp_path.iterdir())  # no run directory: no kernel, no server
+
+
+@pytest.mark.parametrize(
+    "name, text, kind, expected",
+    [
+        ("mysql_encryption", "on", "str", "on"),  # stays text: YAML would have made it True
+        ("flag", "off", "bool", False),
+        ("flag", "YES", "bool", True),
+        ("n", "1_000", "int", 1000),
+        ("x", "2.5", "float", 2.5),
+        ("levels", "1,8,16", "list[int]", [1, 8, 16]),
+        ("levels", "[1, 8]", "list[int]", [1, 8]),
+        ("names", "[a, 'b c']", "list[str]", ["a", "b c"]),
+    ],
+)
+def test_p_values_are_coerced_to_the_declared_type(name, text, kind, expected):
+    from secoverhead.params import Spec
+
+    assert coerce(Spec(name, kind, None), text) == expected
+
+
+@pytest.mark.parametrize(
+    "kind, value, message",
+    [
+        ("bool", "maybe", "true or false"),
+        ("int", "many", "integer"),
+        ("int", True, "integer"),
+        ("float", float("inf"), "finite"),
+        ("str", "x" * 2000, "longer"),
+        ("list[int]", "[1, 1]", "twice"),
+        ("list[int]", "{a: 1}", "integer"),
+        ("list[int]", "[{a: 1}]", "integer"),
+        ("dict", "[1]", "mapping"),
+        ("int", "[unclosed", "integer"),
+        ("list[str]", "[unclosed", "not valid YAML"),
+    ],
+)
+def test_bad_values_are_one_line_config_errors(kind, value, message):
+    from secoverhead.params import Spec
+
+    with pytest.raises(ConfigError, match=message) as e:
+        accept(Spec("p", kind, None), value)
+    assert "\n" not in str(e.value)
+
+
+def test_yaml_files_are_read_safely_as_yaml_1_2(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("mysql_encryption: on\nrepetitions: 3\n")
+    assert read_file(f) == {"mysql_encryption": "on", "repetitions": 3}
+    for content, message in (
+        ("!!python/object/apply:os.system ['true']", "not valid YAML"),
+        ("- a\n- b\n", "mapping"),
+        ("a: [1, 2\n", "not valid YAML"),
+    ):
+        f.write_text(content)
+        with pytest.raises(ConfigError, match=message):
+            read_file(f)
+    f.write_bytes(b"repetitions: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="UTF-8"):
+        read_file(f)
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_file(tmp_path / "missing.yaml")
+
+
+def test_files_layer_in_order_and_p_wins(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("repetitions: 4\nwarmup: 2\n")
+    b.write_text("repetitions: 6\n")
+    schema = specs(STUDIES["tls"].params_class())
+    assert layer(files=[a, b], overrides=[("warmup", "0")], schema=schema) == {"repetitions": 6, "warmup": 0}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "tls", "-p", "mysql_password", "x"], "mysql_password_env"),
+        (["run", "https", "-p", "output_dir", "/tmp"], "set by the pipeline"),
+        (["run", "tls", "-p", "nosuch", "1"], "unknown parameter"),
+        (["run", "tls", "-p", "mongo_uri", "mongodb://h:99999/"], "mongo_uri"),
+        (["run", "tls", "-p", "mongo_uri", "mongodb://[::1/"], "IPv6"),
+        (["run", "tls", "-p", "mysql_host", "a" * 70 + ".example"], "host"),
+        (
+            [
+                "run",
+                "tde",
+                "-p",
+                "mysql_host",
+                "127.0.0.1",
+                "-p",
+                "mysql_user",
+                "u",
+                "-p",
+                "mysql_password_env",
+                "HOME",
+            ],
+            "mysql_encryption",
+        ),
+        (["run", "audit", "-p", "arms", "[general_log]"], "baseline"),
+        (["run", "tls", "-p", "experiment_id", "../up"], "experiment_id"),
+        (["run", "tls", "-p", "mysql_port", "0"], "mysql_port"),
+        (["run", "auth", "-p", "concurrency", "[]"], "concurrency"),
+        (["run", "tde", "-p", "profiles", "[8c64g]"], "profiles"),
+    ],
+)
+def test_cross_field_and_format_errors_are_exit_2(args, message, tmp_path, capsys):
+    assert main([*args, "--reports", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_study_modules_and_the_cli_import_light():
+    code = (
+        "import sys, secoverhead.cli, secoverhead.params\n"
+        "from secoverhead.studies import tls, auth, tde, https, audit\n"
+        "heavy = [m for m in ('pandas', 'numpy', 'scipy', 'matplotlib', "
+        "'papermill', 'pymongo', 'mysql.connector') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_unknown_study_answers_in_well_under_a_second_of_cpu():
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = subprocess.run([sys.executable, "-m", "secoverhead.cli", "run", "nosuch"], capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert (
+        res.returncode == 2
+        and res.stderr.strip() == "error: unknown study 'nosuch'; studies: tls, auth, tde, https, audit"
+    )
+    assert cpu < 1.0, cpu
+
+
+@pytest.mark.parametrize(
+    "study_id, values, kinds",
+    [
+        ("tls", {"mysql_host": "127.0.0.1", "mysql_user": "u", "mysql_password_env": "HOME"}, ["ExternalMySQL"]),
+        ("tls", {"mongo_uri": "mongodb://127.0.0.1:1/"}, ["ExternalMongo"]),
+        (
+            "auth",
+            {"mysql_host": "127.0.0.1", "mysql_user": "u", "mysql_password_file": "/etc/hostname"},
+            ["ExternalMySQL"],
+        ),
+        (
+            "tde",
+            {"mysql_host": "127.0.0.1", "mysql_user": "u", "mysql_password_env": "HOME", "mysql_encryption": "on"},
+            ["ExternalMySQL"],
+        ),
+        (
+            "audit",
+            {
+                "mysql_host": "127.0.0.1",
+                "mysql_user": "u",
+                "mysql_password_env": "HOME",
+                "external_arms": {
+                    "general_log": {"enable": ["SET GLOBAL general_log=ON"], "disable": ["SET GLOBAL general_log=OFF"]}
+                },
+                "mysql_admin_user": "root",
+                "mysql_admin_password_env": "HOME",
+            },
+            ["ExternalMySQL", "ExternalMySQL"],
+        ),
+        ("https", {}, []),
+    ],
+)
+def test_each_study_declares_the_external_servers_preflight_checks(study_id, values, kinds):
+    p = build(STUDIES[study_id].params_class(), values, study=study_id)
+    assert [type(s).__name__ for s in p.external_servers()] == kinds

@@ -1,0 +1,63 @@
+"""Report tables: summaries with CIs over runs, the environment naming the stand-in, noise flags, units."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from secoverhead.tables import environment_table, noise_table, summarize_runs
+from secoverhead.units import unit
+
+
+def test_summarize_runs_gives_median_ci_and_flags():
+    runs = pd.DataFrame(
+        {
+            "arm": ["a"] * 10 + ["b"] * 10,
+            "x": list(range(10)) + list(range(10, 20)),
+            "client_bound": [False] * 19 + [True],
+            "noise_flagged": [True] + [False] * 19,
+        }
+    )
+    t = summarize_runs(runs, ["x", "not_there"], ["arm"]).set_index("arm")
+    assert t.loc["a", "x"] == 4.5 and t.loc["a", "x_ci_low"] <= 4.5 <= t.loc["a", "x_ci_high"]
+    assert t.loc["b", "runs"] == 10 and t.loc["b", "client-bound runs"] == 1 and t.loc["a", "noisy runs"] == 1
+
+
+def test_environment_table_names_the_stand_in_and_the_cpu_accounting():
+    env = {
+        "machine": {"cpu_model": "cpu", "cpu_cores": 2, "hostname": "h"},
+        "python": "3.11",
+        "tools": {"sysbench": "1.0.20"},
+    }
+    servers = {
+        "db": {
+            "engine": "MariaDB",
+            "version": "10.11",
+            "emulates": "MySQL 8.0",
+            "embedded": True,
+            "cpu_accounting": "cgroup-v1-cpuacct",
+        }
+    }
+    text = " ".join(environment_table(servers, env)["value"])
+    assert "stands in for MySQL 8.0" in text and "cgroup-v1-cpuacct" in text
+
+
+def test_noise_table_says_why_a_run_was_flagged():
+    runs = pd.DataFrame(
+        {
+            "arm": ["a", "b"],
+            "round": [0, 0],
+            "noise_flagged": [True, False],
+            "noise_steal_fraction": [0.09, 0.0],
+            "noise_outside_cores": [0.1, 0.0],
+        }
+    )
+    t = noise_table(runs)
+    assert len(t) == 1 and "steal 9.0%" in t["why"].iloc[0]
+    assert noise_table(runs.assign(noise_flagged=False)).empty
+
+
+def test_metric_units_and_directions():
+    assert unit("tps") == ("1/s", True) and unit("ops_per_s") == ("1/s", True)
+    assert unit("server_cpu_us_per_op") == ("us", False) and unit("query_ms_median") == ("ms", False)
+    assert unit("system_ns_per_nonce") == ("ns", False) and unit("audit_bytes_per_transaction")[0] == "bytes"
+    assert unit("client_bound") == ("flag", False) and unit("duration_s") == ("s", None)
