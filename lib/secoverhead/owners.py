@@ -5,11 +5,14 @@ still alive and clean up after one that crashed."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 
 def alive(pid: Any) -> bool:
-    """Whether a process with this PID exists (a PID we cannot signal belongs to someone, so it is alive)."""
+    """Whether a process with this PID runs (a PID we cannot signal belongs to someone, so it is alive). A
+    zombie is not: it has exited and will never clean up, and in containers whose init does not reap orphans
+    a killed run's processes stay zombies indefinitely."""
     try:
         pid = int(pid)
     except (TypeError, ValueError):
@@ -22,4 +25,12 @@ def alive(pid: Any) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(b")", 1)[-1].split()[:1] == [b"Z"]

@@ -13,7 +13,8 @@ from typing import Any, Self
 
 from ..cgroups import CpuAccount, Group
 from ..metrics import CgroupCpu, CpuSource, ProcCpu
-from .process import ServerProcess, make_run_dir
+from .process import ServerProcess
+from .rundirs import make_run_dir
 
 
 class Server:

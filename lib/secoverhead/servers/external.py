@@ -179,6 +179,7 @@ class ExternalMongo(Server):
         self._password_source = (password_env, password_file)
         self.connect_timeout, self.instance_class = connect_timeout, instance_class
         self.endpoint: MongoEndpoint | None = None
+        self.tls_error = ""
 
     def _start(self) -> None:
         import pymongo
@@ -211,6 +212,21 @@ class ExternalMongo(Server):
             raise UnreachableServerError(f"cannot reach MongoDB at {self.uri}: {exc}") from None
         finally:
             client.close()
+        self.tls_error = self._probe_tls(kwargs)
+
+    def _probe_tls(self, kwargs: dict[str, Any]) -> str:
+        """Whether a TLS client gets through ("" if so, else why): arms with TLS need it."""
+        import pymongo
+
+        client = pymongo.MongoClient(**self.endpoint.client_args(tls=True, **kwargs))
+        try:
+            client.admin.command("ping")
+            return ""
+        except Exception as exc:  # any refusal (no TLS listener, unverifiable certificate) means the same here
+            why = str(exc).split(", Timeout")[0][:200]
+            return f"{type(exc).__name__}: {why}" + ("" if self.ca_file else " (a CA file: mongo_ca_file)")
+        finally:
+            client.close()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -220,5 +236,6 @@ class ExternalMongo(Server):
             "instance_class": self.instance_class,
             "version": self._build_info.get("version"),
             "openssl": self._build_info.get("openssl"),
+            "tls_accepted": not self.tls_error,
             "endpoint": self.endpoint.as_dict(),
         }

@@ -38,6 +38,13 @@ class CpuLimit:
             d["cpu_affinity"] = list(self.cpus)
         return d
 
+    def set(self, cores: float) -> None:
+        """Change the quota of a running server (cgroup method only; affinity is fixed at start)."""
+        if self.group is None:
+            raise ConfigError("a CPU limit by affinity cannot change while the server runs")
+        self.group.write("cpu.cfs_quota_us", int(float(cores) * PERIOD_US))
+        self.cores = float(cores)
+
     def remove(self) -> None:
         if self.group is not None:
             self.group.remove()
@@ -93,6 +100,12 @@ class IopsLimit:
             "iops_limit_write": self.write_iops,
         }
 
+    def set(self, read_iops: int | None, write_iops: int | None) -> None:
+        """Change the limits of a running server; None lifts one (the disk's own)."""
+        for name, value in (("read", read_iops), ("write", write_iops)):
+            self.group.write(f"blkio.throttle.{name}_iops_device", f"{self.device} {int(value) if value else 0}")
+        self.read_iops, self.write_iops = int(read_iops or 0), int(write_iops or 0)
+
     def serviced(self) -> tuple[int, int]:
         """(reads, writes) the group has issued to the device so far (blkio.throttle.io_serviced)."""
         reads = writes = 0
@@ -109,14 +122,17 @@ class IopsLimit:
         self.group.remove()
 
 
-def iops_limit(read_iops: int, write_iops: int, data_dir: str | Path, *, label: str = "server") -> IopsLimit | None:
-    """An IOPS limit on the disk holding data_dir, or None where blkio is not writable (recorded by callers)."""
-    if read_iops < 1 or write_iops < 1:
-        raise ConfigError("IOPS limits must be >= 1")
+def iops_limit(
+    read_iops: int | None, write_iops: int | None, data_dir: str | Path, *, label: str = "server"
+) -> IopsLimit | None:
+    """An IOPS limit on the disk holding data_dir (None for one direction: unlimited), or None where blkio is
+    not writable (recorded by callers)."""
+    if any(x is not None and x < 1 for x in (read_iops, write_iops)) or not (read_iops or write_iops):
+        raise ConfigError("IOPS limits must be >= 1 (or None: unlimited), not both unlimited")
     group = cgroups.create("blkio", label)
     if group is None:
         return None
     device = cgroups.blkio_device(data_dir)
-    group.write("blkio.throttle.read_iops_device", f"{device} {int(read_iops)}")
-    group.write("blkio.throttle.write_iops_device", f"{device} {int(write_iops)}")
-    return IopsLimit(int(read_iops), int(write_iops), device, group)
+    group.write("blkio.throttle.read_iops_device", f"{device} {int(read_iops or 0)}")  # 0: no limit
+    group.write("blkio.throttle.write_iops_device", f"{device} {int(write_iops or 0)}")
+    return IopsLimit(int(read_iops or 0), int(write_iops or 0), device, group)

@@ -9,6 +9,7 @@ import os
 import re
 import secrets as _stdlib_secrets
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from .certs import KEY_TYPES, CertificateSet, make_certificates
 from .endpoints import MYSQL_FACTS, MySQLEndpoint, session_tls
 from .limits import check_cpu_limit, cpu_limit, iops_limit
 from .process import ServerProcess, pick_port, run_command
+from .rundirs import make_run_dir
 
 TLS_MODES = ("off", "on", "required")
 AUDIT_MODES = ("none", "general_log", "server_audit", "init_connect_binlog")
@@ -44,7 +46,7 @@ class MariaDBServer(Server):
     encryption: data at rest (file_key_management; tables, redo log, temporary files)
     audit: none | general_log | server_audit | init_connect_binlog; binlog: binary log on its own
     buffer_pool: innodb_buffer_pool_size, e.g. "64M"; cpu_limit: cores (cgroup v1 quota, else affinity)
-    iops: (read, write) IOPS limit on the data disk (cgroup v1 blkio), e.g. (7000, 7000)
+    iops: (read, write) IOPS limit on the data disk (cgroup v1 blkio), e.g. (7000, 7000); None: unlimited
     extra_options: more my.cnf options for [mariadbd] (value None = bare flag)
     """
 
@@ -63,7 +65,7 @@ class MariaDBServer(Server):
         buffer_pool: str = "64M",
         cpu_limit: float | None = None,
         cpu_limit_method: str = "auto",
-        iops: tuple[int, int] | None = None,
+        iops: tuple[int | None, int | None] | None = None,
         max_connections: int = 600,
         extra_options: dict[str, Any] | None = None,
         port: int | None = None,
@@ -92,13 +94,14 @@ class MariaDBServer(Server):
         self.extra_options = dict(extra_options or {})
         self.requested_port = port
         self.cpu_limit, self.cpu_limit_method = check_cpu_limit(cpu_limit, cpu_limit_method), cpu_limit_method
-        if iops is not None and (len(iops) != 2 or min(iops) < 1):
-            raise ConfigError(f"iops={iops!r} must be (read, write), each >= 1")
-        self.iops = tuple(int(x) for x in iops) if iops else None
+        if iops is not None and (len(iops) != 2 or any(x is not None and x < 1 for x in iops) or not any(iops)):
+            raise ConfigError(f"iops={iops!r} must be (read, write), each >= 1 or None (unlimited), not both None")
+        self.iops = tuple(int(x) if x else None for x in iops) if iops else None
         self.limiter = None
         self.io_limiter = None
         self.endpoint: MySQLEndpoint | None = None
         self.audit_logs: list[Path] = []
+        self.socket_path: Path | None = None
 
     # -- configuration ---------------------------------------------------------------------------
     def _options(self, port: int) -> dict[str, Any]:
@@ -106,7 +109,7 @@ class MariaDBServer(Server):
         opts: dict[str, Any] = {
             "datadir": d / "data",
             "tmpdir": d / "tmp",
-            "socket": d / "mariadb.sock",
+            "socket": self.socket_path,
             "port": port,
             "pid-file": d / "mariadb.pid",
             "log-error": d / "error.log",
@@ -171,7 +174,7 @@ class MariaDBServer(Server):
         for key, value in self._options(port).items():
             key = key.split("@")[0]
             lines.append(key if value is None else f"{key}={value}")
-        lines += ["", "[client]", f"socket={self.run_dir / 'mariadb.sock'}", "user=root", ""]
+        lines += ["", "[client]", f"socket={self.socket_path}", "user=root", ""]
         cnf = self.run_dir / "my.cnf"
         cnf.write_text("\n".join(lines))
         return cnf
@@ -204,6 +207,16 @@ class MariaDBServer(Server):
         plain.unlink()  # only the encrypted key file stays on disk
 
     # -- lifecycle -------------------------------------------------------------------------------
+    def _socket_path(self, d: Path) -> Path:
+        """The private socket in the run directory, or, when that path exceeds what a Unix socket address holds
+        (108 bytes; a deep TMPDIR or run base), in a short private directory of the system's temp dir."""
+        path = d / "mariadb.sock"
+        if len(os.fsencode(path)) < 100:
+            return path
+        short = make_run_dir("sock", tempfile.gettempdir())
+        self._cleanups.append(lambda: shutil.rmtree(short, ignore_errors=True))
+        return short / "m.sock"
+
     def _start(self) -> None:
         d = self.run_dir
         for sub in ("data", "tmp", "binlog", "audit"):
@@ -212,6 +225,7 @@ class MariaDBServer(Server):
             self.certificates = make_certificates(d / "certs", self.cert_type)
         if self.encryption:
             self._make_keys()
+        self.socket_path = self._socket_path(d)
         port = pick_port(self.requested_port)
         cnf = self._write_cnf(port)
         run_command(
@@ -252,7 +266,7 @@ class MariaDBServer(Server):
             user=BENCH_USER,
             password=password,
             database=BENCH_DATABASE,
-            socket=d / "mariadb.sock",
+            socket=self.socket_path,
             ca_file=self.certificates.ca_cert if self.certificates else None,
             client_cert=self.certificates.client_cert if self.certificates else None,
             client_key=self.certificates.client_key if self.certificates else None,
@@ -270,7 +284,7 @@ class MariaDBServer(Server):
         """A root connection over the private socket (for set-up and checks, not for load)."""
         import mysql.connector
 
-        return mysql.connector.connect(unix_socket=str(self.run_dir / "mariadb.sock"), user="root", autocommit=True)
+        return mysql.connector.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
 
     def _ping(self) -> bool:
         conn = self.admin()
@@ -308,6 +322,50 @@ class MariaDBServer(Server):
             conn.close()
 
     # -- facts -----------------------------------------------------------------------------------
+    def flush_dirty_pages(self, timeout: float = 60.0) -> int:
+        """Write every dirty buffer-pool page now (after loading data), so the page cleaner does not do it
+        during a later measurement; returns the dirty pages left (0 unless the timeout passed)."""
+        import time
+
+        conn = self.admin()
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT @@innodb_max_dirty_pages_pct, @@innodb_max_dirty_pages_pct_lwm")
+            pct, lwm = cur.fetchone()
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0.001")
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+            deadline = time.monotonic() + timeout
+            while True:
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                dirty = int(cur.fetchone()[1])
+                if dirty == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(pct)}")
+            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct_lwm = {float(lwm)}")
+            return dirty
+        finally:
+            conn.close()
+
+    def set_buffer_pool(self, size: int) -> int:
+        """Resize the buffer pool online; returns the size that took (InnoDB rounds to its chunk size)."""
+        import time
+
+        conn = self.admin()
+        try:
+            cur = conn.cursor()
+            cur.execute("SET GLOBAL innodb_buffer_pool_size = %s", (int(size),))
+            for _ in range(300):  # the resize runs in the background
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_resize_status'")
+                row = cur.fetchone()
+                if not row or not row[1] or "complete" in str(row[1]).lower() or "finish" in str(row[1]).lower():
+                    break
+                time.sleep(0.1)
+            cur.execute("SELECT @@innodb_buffer_pool_size")
+            return int(cur.fetchone()[0])
+        finally:
+            conn.close()
+
     def variables(self, names: list[str]) -> dict[str, Any]:
         conn = self.admin()
         try:

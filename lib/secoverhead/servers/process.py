@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import ctypes
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,9 +26,8 @@ from pathlib import Path
 from .. import cgroups
 from ..errors import ConfigError, ServerStartError
 from ..owners import alive
+from .rundirs import OWNED, run_base
 
-RUN_DIR_PREFIX = "secoverhead-"
-_OWNED = re.compile(rf"^{RUN_DIR_PREFIX}(\d+)-")
 _LIVE: dict[int, ServerProcess] = {}
 _LOCK = threading.Lock()
 
@@ -58,26 +56,17 @@ def pick_port(port: int | None, host: str = "127.0.0.1") -> int:
     return free_port(host) if port is None else ensure_port_free(port, host)
 
 
-def _run_base(base: str | os.PathLike | None = None) -> Path:
-    return Path(base or os.environ.get("SECOVERHEAD_RUN_BASE") or tempfile.gettempdir())
-
-
-def make_run_dir(kind: str, base: str | os.PathLike | None = None) -> Path:
-    """A private (0700), absolute directory for one server instance or load client, named with this process's
-    PID (servers chdir, so paths must be absolute)."""
-    root = _run_base(base)
-    root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-{kind}-", dir=root)).resolve()
-
-
 def sweep_stale(base: str | os.PathLike | None = None) -> list[Path]:
     """Remove private directories (and cgroups) whose owner process is gone: what a crash left behind."""
-    removed = []
-    for root in {_run_base(base), Path(tempfile.gettempdir())}:
+    from .ramdisk import sweep_stale as sweep_ramdisks  # unmount before removing (imports this module)
+
+    roots = list({run_base(base), Path(tempfile.gettempdir())})
+    removed = sweep_ramdisks(roots)
+    for root in roots:
         if not root.is_dir():
             continue
         for d in root.iterdir():
-            m = _OWNED.match(d.name)
+            m = OWNED.match(d.name)
             if m and d.is_dir() and not d.is_symlink() and not alive(int(m.group(1))):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(d)
@@ -169,19 +158,23 @@ class ServerProcess:
         while True:
             if not self.alive():
                 raise ServerStartError(
-                    f"{self.name} exited with code {self.popen.returncode} during start-up. "
-                    f"Its log ({error_log or self.log_path}) ends with:\n{tail(error_log or self.log_path)}"
+                    f"{self.name} exited with code {self.popen.returncode} during start-up. {self._logs(error_log)}"
                 )
             with contextlib.suppress(Exception):
                 if check():
                     return
             if time.monotonic() > deadline:
                 self.stop()
-                raise ServerStartError(
-                    f"{self.name} was not ready after {timeout:.0f} s. "
-                    f"Its log ({error_log or self.log_path}) ends with:\n{tail(error_log or self.log_path)}"
-                )
+                raise ServerStartError(f"{self.name} was not ready after {timeout:.0f} s. {self._logs(error_log)}")
             time.sleep(0.05)
+
+    def _logs(self, error_log: Path | None) -> str:
+        """The end of the error log, and of stdout/stderr when the error log says nothing (an option the
+        server refused before it opened its log)."""
+        logs = [p for p in (error_log, self.log_path) if p is not None]
+        parts = [(p, tail(p)) for p in dict.fromkeys(logs)]
+        said = [(p, t) for p, t in parts if t.strip()] or parts[:1]
+        return " ".join(f"Its log ({p}) ends with:\n{t}" for p, t in said)
 
     def stop(self, timeout: float = 20.0) -> int | None:
         """Stop gracefully, then kill. Idempotent. Returns the exit code."""
