@@ -20,6 +20,7 @@ import itertools
 import json
 import random
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,10 +47,12 @@ class PlannedRun:
     arm: str
     factors: dict[str, Any]
     profiling: bool = False
+    block: str = ""  # duet: the pair's block; "" = the round
+    partner: str = ""  # duet: the arm running at the same time
 
     @property
     def key(self) -> str:
-        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling)
+        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling, self.partner)
 
     @property
     def cell(self) -> tuple[str, tuple]:
@@ -73,27 +76,56 @@ def plan_size(arms: int, combos: int, rounds: int) -> int:
     return arms * combos * rounds
 
 
+Unit = tuple[PlannedRun, ...]  # runs that run at the same time: one (interleaved) or two (a duet)
+DESIGNS = ("interleaved", "duet")
+
+
 def plan_rounds(
-    arms: Sequence[str], factors: Mapping[str, Sequence[Any]], repetitions: int, warmup: int, seed: int
-) -> Iterator[list[PlannedRun]]:
+    arms: Sequence[str],
+    factors: Mapping[str, Sequence[Any]],
+    repetitions: int,
+    warmup: int,
+    seed: int,
+    *,
+    design: str = "interleaved",
+) -> Iterator[list[Unit]]:
     """The deterministic run order, one round at a time: factor combinations in order, arms shuffled per
-    (round, combination) by a generator seeded from (seed, round), so any round can be re-derived alone."""
+    (round, combination) by a generator seeded from (seed, round), so any round can be re-derived alone.
+
+    duet: the first arm is the baseline; each round runs it beside every other arm in turn, both at once, each
+    pair a block of its own (Bulej et al., "Duet Benchmarking", ICPE 2020): both arms meet the same
+    interference, which their ratio cancels."""
     if not arms or len(set(arms)) != len(arms):
         raise ValueError(f"arms must be distinct and non-empty, got {list(arms)}")
     if repetitions < 1 or warmup < 0:
         raise ValueError("repetitions must be >= 1 and warmup >= 0")
+    if design not in DESIGNS or (design == "duet" and len(arms) < 2):
+        raise ValueError(f"design must be one of {DESIGNS} (duet needs a baseline and another arm)")
     combos = combinations(factors)
-    if plan_size(len(arms), len(combos), repetitions + warmup) > MAX_PLANNED_RUNS:
+    runs_per_round = 2 * (len(arms) - 1) if design == "duet" else len(arms)
+    if len(combos) * runs_per_round * (repetitions + warmup) > MAX_PLANNED_RUNS:
         raise ValueError(f"the plan has more than {MAX_PLANNED_RUNS} runs: lower repetitions or the factor levels")
+    baseline = arms[0]
     for rnd in range(warmup + repetitions):
         rng = random.Random(f"{seed}:{rnd}")
-        planned = []
+        warm = rnd < warmup
+        rep = rnd if warm else rnd - warmup
+        units: list[Unit] = []
         for combo in combos:
-            order = list(arms)
+            order = list(arms) if design == "interleaved" else list(arms[1:])
             rng.shuffle(order)
-            is_warm = rnd < warmup
-            planned += [PlannedRun(rnd, rnd if is_warm else rnd - warmup, is_warm, arm, combo) for arm in order]
-        yield planned
+            if design == "interleaved":
+                units += [(PlannedRun(rnd, rep, warm, arm, combo),) for arm in order]
+                continue
+            for cand in order:
+                block = f"{rnd}:{cand}:{sorted((k, str(v)) for k, v in combo.items())}"
+                units.append(
+                    (
+                        PlannedRun(rnd, rep, warm, baseline, combo, block=block, partner=cand),
+                        PlannedRun(rnd, rep, warm, cand, combo, block=block, partner=baseline),
+                    )
+                )
+        yield units
 
 
 class Experiment:
@@ -116,21 +148,26 @@ class Experiment:
         calibration: Mapping[str, Any] | None = None,
         progress: bool = False,
         max_retakes: int = 0,
+        design: str = "interleaved",
     ) -> None:
         self.experiment_id = experiment_id
+        self.design = design
         self.arms, self.factors = list(arms), {k: list(v) for k, v in (factors or {}).items()}
         self.repetitions, self.warmup, self.seed = int(repetitions), int(warmup), int(seed)
         self.max_seconds, self.store, self.progress = max_seconds, store, progress
         self.combos = combinations(self.factors)
-        self.planned_runs = plan_size(len(self.arms), len(self.combos), self.repetitions + self.warmup)
-        next(plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed))  # validates
+        per_round = 2 * (len(self.arms) - 1) if design == "duet" else len(self.arms)
+        self.planned_runs = per_round * len(self.combos) * (self.repetitions + self.warmup)
+        next(self.rounds())  # validates
         self.max_retakes = max_retakes or 0  # noisy runs taken again: at most this many per experiment
+        self._lock = threading.Lock()
         self._signature = {
             "arms": self.arms,
             "factors": {k: [str(v) for v in vs] for k, vs in self.factors.items()},
             "repetitions": self.repetitions,
             "warmup": self.warmup,
             "seed": self.seed,
+            "design": design,
         }
         meta = store.metadata()
         if meta.get("plan") and meta["plan"] != self._signature:
@@ -157,12 +194,12 @@ class Experiment:
             store.update_metadata(servers={**meta.get("servers", {}), **servers})
 
     # -- the plan --------------------------------------------------------------------------------
-    def rounds(self) -> Iterator[list[PlannedRun]]:
-        return plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed)
+    def rounds(self) -> Iterator[list[Unit]]:
+        return plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed, design=self.design)
 
     def remaining(self) -> list[PlannedRun]:
         done = self.store.completed_keys()
-        return [p for rnd in self.rounds() for p in rnd if p.key not in done]
+        return [p for rnd in self.rounds() for unit in rnd for p in unit if p.key not in done]
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -173,6 +210,7 @@ class Experiment:
         decide: DecideFn | None = None,
         profile: Callable[[str, dict[str, Any]], contextlib.AbstractContextManager] | None = None,
         profile_factors: Sequence[Mapping[str, Any]] | None = None,
+        profile_measure: MeasureFn | None = None,
     ) -> ResultStore:
         """Run every remaining planned run (fewer when looks decide early). Errors are recorded and re-raised;
         completed runs stay stored and the long table is rebuilt on every exit."""
@@ -185,25 +223,30 @@ class Experiment:
         retakes, profiled = 0, profile is None
         try:
             for rnd in self.rounds():
-                measured_round = not rnd[0].warmup
+                first = rnd[0][0]
+                measured_round = not first.warmup
                 if measured_round and not profiled:  # after warm-up, so it sees warm servers; before the budget
-                    self._profiling_round(measure, profile, profile_factors)
+                    self._profiling_round(profile_measure or measure, profile, profile_factors)
                     profiled = True
-                for planned in rnd:
-                    if planned.key in done:
+                for unit in rnd:
+                    if all(p.key in done for p in unit):
                         continue
-                    if needed is not None and measured_round and planned.cell not in needed:
-                        self._progress.skip()
+                    if needed is not None and measured_round and unit[-1].cell not in needed:
+                        self._progress.skip(len(unit))
                         continue
                     if self.max_seconds is not None and time.monotonic() - start > self.max_seconds:
                         raise _Budget
-                    record = self._run_one(planned, measure)
-                    done.add(planned.key)
+                    records = self._run_unit(unit, measure)
+                    done.update(p.key for p in unit)
                     in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
-                    if record.metrics.get("noise_flagged") and retakes < self.max_retakes and in_budget:
+                    if (
+                        any(r.metrics.get("noise_flagged") for r in records)
+                        and retakes < self.max_retakes
+                        and in_budget
+                    ):
                         retakes += 1
-                        self._run_one(planned, measure, retake_of=record.run_id)
-                n_done = rnd[0].repetition + 1
+                        self._run_unit(unit, measure, retake_of=records[-1].run_id)
+                n_done = first.repetition + 1
                 if looks is not None and decide is not None and measured_round and n_done in looks.rounds:
                     index = looks.rounds.index(n_done)
                     needed = decide(index, looks.alpha_at(index))
@@ -257,11 +300,28 @@ class Experiment:
                 if planned.key in done:
                     continue
                 with profile(arm, dict(combo)):
-                    self._run_one(planned, measure)
+                    self._run_unit((planned,), measure)
 
-    def _run_one(self, planned: PlannedRun, measure: MeasureFn, retake_of: int | None = None) -> RunRecord:
+    def _run_unit(self, unit: Unit, measure: MeasureFn, retake_of: int | None = None) -> list[RunRecord]:
+        """Run one planned run, or a duet's two at the same time (sharing one noise window)."""
+        if len(unit) == 1:
+            with NoiseMonitor() as nm:
+                rec = self._run_one(unit[0], measure, retake_of, nm)
+            return [rec]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with NoiseMonitor() as nm, ThreadPoolExecutor(max_workers=len(unit)) as pool:
+            futures = [pool.submit(self._run_one, p, measure, retake_of, nm) for p in unit]
+            errors = [f.exception() for f in futures]
+        first_error = next((e for e in errors if e is not None), None)
+        if first_error is not None:
+            raise first_error
+        return [f.result() for f in futures]
+
+    def _run_one(self, planned: PlannedRun, measure: MeasureFn, retake_of: int | None, nm: NoiseMonitor) -> RunRecord:
         started, t0 = environment.utc_now(), time.monotonic()
-        run_id = self.store.next_run_id()
+        with self._lock:
+            run_id = self.store.reserve_run_id()
 
         def record(**outcome: Any) -> RunRecord:
             return RunRecord(
@@ -275,22 +335,25 @@ class Experiment:
                 environment.utc_now(),
                 time.monotonic() - t0,
                 profiling=planned.profiling,
+                block=planned.block,
+                partner=planned.partner,
                 **outcome,
             )
 
         self._progress.start(planned)
         try:
-            with NoiseMonitor() as nm:
-                m = measure(planned.arm, dict(planned.factors))
+            m = measure(planned.arm, dict(planned.factors))
         except Exception as exc:
-            self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
+            with self._lock:
+                self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
             raise
-        m.metrics |= nm.noise.metrics()
+        m.metrics |= nm.stop().metrics()  # a duet's runs share the window: the first to end closes it
         if retake_of is not None:
             m.info = m.info | {"retake_of": retake_of}
         rec = record(metrics=m.metrics, info=m.info)
-        self.store.append(rec, samples=m.samples, intervals=m.intervals)
-        self._progress.finish(rec)
+        with self._lock:
+            self.store.append(rec, samples=m.samples, intervals=m.intervals)
+            self._progress.finish(rec)
         return rec
 
 
@@ -333,10 +396,10 @@ class _Progress:
             self.bar.set_postfix_str(self.current[:50])
         self._write()
 
-    def skip(self) -> None:
-        self.skipped += 1
+    def skip(self, n: int = 1) -> None:
+        self.skipped += n
         if self.bar is not None:
-            self.bar.total = max(self.bar.n, self.bar.total - 1)
+            self.bar.total = max(self.bar.n, self.bar.total - n)
             self.bar.refresh()
 
     def eta_s(self) -> float | None:

@@ -130,13 +130,15 @@ class CpuMeter:
 
     Child processes the block started and reaped (sysbench, ab, wrk) are counted as client CPU too."""
 
-    def __init__(self, server: CpuSource | Sequence[int] | None) -> None:
+    def __init__(self, server: CpuSource | Sequence[int] | None, client: CpuSource | None = None) -> None:
         self.source = cpu_source(server)
+        self.client_source = client  # the load client's own group (runs at once must not share rusage)
         self.server: CpuUsage | None = None
         self.client: CpuUsage | None = None
 
     def __enter__(self) -> CpuMeter:
         self._server0 = self.source.take() if self.source is not None else None
+        self._client0 = self.client_source.take() if self.client_source is not None else None
         self._self0 = resource.getrusage(resource.RUSAGE_SELF)
         self._children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._wall0 = time.monotonic()
@@ -147,6 +149,10 @@ class CpuMeter:
         if self.source is not None:
             user, system = self.source.seconds(self._server0, self.source.take())
             self.server = CpuUsage(wall, user, system, self.source.method)
+        if self.client_source is not None:
+            user, system = self.client_source.seconds(self._client0, self.client_source.take())
+            self.client = CpuUsage(wall, user, system, self.client_source.method)
+            return
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.client = CpuUsage(
             wall,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,15 +100,23 @@ def between(a: Snapshot, b: Snapshot) -> Noise:
 
 
 class NoiseMonitor:
-    """`with NoiseMonitor() as nm: ...` then nm.noise."""
+    """`with NoiseMonitor() as nm: ...; nm.stop()` then nm.noise. stop() is idempotent and thread-safe: the
+    runs of a duet share one window, closed by the first of them to end."""
 
     def __enter__(self) -> NoiseMonitor:
+        self._lock = threading.Lock()
         self._a = Snapshot.take()
         self.noise: Noise | None = None
         return self
 
+    def stop(self) -> Noise:
+        with self._lock:
+            if self.noise is None:
+                self.noise = between(self._a, Snapshot.take())
+            return self.noise
+
     def __exit__(self, *exc: object) -> None:
-        self.noise = between(self._a, Snapshot.take())
+        self.stop()
 
 
 def reason(metrics: dict) -> str:

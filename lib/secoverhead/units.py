@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 _RULES: list[tuple[str, str, bool | None]] = [
+    (r"_per_server_core$", "1/CPU-s", True),  # throughput per second of server CPU: capacity
     (r"(^|_)(tps|qps|rps)$|_qps$", "1/s", True),
     (r"_per_s$", "1/s", True),
     (r"_ns_per_", "ns", False),

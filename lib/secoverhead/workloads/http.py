@@ -23,7 +23,8 @@ from ..errors import ConfigError, SecoverheadError
 from ..measurement import Measurement
 from ..metrics import CpuMeter, CpuSource
 from ..servers.nginx import read_access_log
-from ..servers.process import dies_with_owner, make_run_dir
+from ..servers.process import dies_with_owner
+from ..servers.rundirs import make_run_dir
 
 AB_PROTOCOLS = ("TLS1.2", "TLS1.3", "ALL")
 S_TIME_VERSIONS = {"TLSv1.2": "-tls1_2", "TLSv1.3": "-tls1_3"}

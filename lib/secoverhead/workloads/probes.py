@@ -111,7 +111,7 @@ def mongo_connection_probe(
             )
     samples = pd.DataFrame(rows)
     metrics = summarize(samples, ["construct_ms", "first_query_ms", "total_ms", "checkout_ms", "ready_ms"])
-    metrics |= meter.metrics(iterations)
+    metrics |= meter.metrics(iterations) | {"connections": iterations}
     return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
 
 
@@ -201,6 +201,7 @@ def mysql_connection_probe(
             )
     samples = pd.DataFrame(rows)
     metrics = summarize(samples, ["connect_ms", "first_query_ms", "total_ms"]) | meter.metrics(iterations)
+    metrics["connections"] = iterations
     return Measurement(metrics, samples=samples, info=_mysql_info(endpoint, tls, impl, query))
 
 

@@ -23,12 +23,14 @@ from typing import Any
 
 import pandas as pd
 
+from ..cgroups import CpuAccount
 from ..errors import ConfigError, SecoverheadError
 from ..measurement import Measurement
-from ..metrics import CpuMeter, CpuSource
+from ..metrics import CgroupCpu, CpuMeter, CpuSource
 from ..secrets import redact
 from ..servers.endpoints import MySQLEndpoint
-from ..servers.process import dies_with_owner, make_run_dir
+from ..servers.process import dies_with_owner
+from ..servers.rundirs import make_run_dir
 
 SCRIPT_DIR = Path("/usr/share/sysbench")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto", "zipfian")
@@ -214,6 +216,7 @@ class Sysbench:
         self.database = mysql_db or endpoint.database or "sbtest"
         self.timeout_margin_s = timeout_margin_s
         self.client_groups: list = []  # cgroups the client joins (duet runs account each client apart)
+        self.client_account: CpuAccount | None = None
 
     @contextlib.contextmanager
     def _workdir(self) -> Iterator[Path]:
@@ -342,14 +345,24 @@ class Sysbench:
         final, intervals = parse_report(out)
         return SysbenchResult(final, intervals, shown, redact(out))
 
+    def own_client_group(self) -> CpuAccount | None:
+        """Put every later sysbench process of this object in a cpuacct group of its own, so its CPU is its
+        own even when another load runs at the same time (a duet). The caller removes it."""
+        self.client_account = CpuAccount.create("sysbench")
+        self.client_groups = [self.client_account.group] if self.client_account else []
+        return self.client_account
+
     def measure(self, opts: SysbenchOptions, server_cpu: CpuSource | Sequence[int] | None) -> Measurement:
         """One run with server and client CPU accounted: metrics, per-interval rows, and the command."""
-        with CpuMeter(server_cpu) as meter:
+        client = CgroupCpu(self.client_account) if self.client_account is not None else None
+        with CpuMeter(server_cpu, client) as meter:
             result = self.run(opts)
         m = result.metrics(opts.percentile)
         m.update(meter.metrics(int(result.final["events"])))
         if meter.server is not None:
             m["server_cpu_us_per_query"] = meter.server.total_s / max(m["queries"], 1) * 1e6
+            if meter.server.total_s > 0:  # capacity: what a CPU-bound server keeps, transactions per CPU-second
+                m["tps_per_server_core"] = m["transactions"] / meter.server.total_s
         return Measurement(
             metrics=m, intervals=result.intervals, info={"command": result.command, "tls": self.tls, "via": self.via}
         )

@@ -1,0 +1,66 @@
+"""Profiles of real servers: where a full handshake's CPU goes on nginx, and whether MariaDB's TLS profile
+accounts for the CPU the cgroup measured. Skipped where perf cannot sample (the reports say the same)."""
+
+from __future__ import annotations
+
+import pytest
+
+from secoverhead import profiling
+from secoverhead.studies import https, tls
+from secoverhead.tables import breakdown_table
+
+ok, why = profiling.available()
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
+
+
+def _extra(table, arm: str, library: str, baseline: str) -> float:
+    rows = table[(table["arm"] == arm) & (table["library"] == library)]
+    return float(rows[f"extra over {baseline} (us per op)"].iloc[0]) if len(rows) else 0.0
+
+
+def test_nginx_full_handshake_cost_is_libcrypto_and_keepalive_has_none(tmp_path):
+    arms = ["HTTP", "TLS 1.2 full, RSA", "HTTPS keep-alive"]
+    p = https.Params(
+        output_dir=str(tmp_path), arms=arms, repetitions=2, warmup=0, run_seconds=2, profile=True, progress="off"
+    )
+    part = https.run(p).first
+    table = breakdown_table(part, "HTTP")
+    full = table[(table["arm"] == "TLS 1.2 full, RSA") & (table["library"] != "all (profile)")]
+    extra = full.set_index("library")["extra over HTTP (us per op)"]
+    assert extra.idxmax() == "libcrypto (OpenSSL)", extra  # the signature and key exchange
+    assert extra.max() > 0.4 * extra[extra > 0].sum()
+    crypto_keepalive = _extra(table, "HTTPS keep-alive", "libcrypto (OpenSSL)", "HTTP")
+    assert crypto_keepalive < 0.05 * extra["libcrypto (OpenSSL)"]  # negligible once connected
+    svgs = list((part.store.path / "profiles").glob("*.svg"))
+    assert len(svgs) == 3 and all(b"<svg" in f.read_bytes()[:2000] for f in svgs)
+    assert not list((part.store.path / "profiles").glob("*.perf.data"))  # raw data not kept
+    assert part.runs().shape[0] == 6  # the profiling round is not among the runs the statistics see
+    assert len(part.runs(include_profiling=True)) == 9
+
+
+def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(tmp_path):
+    p = tls.Params(
+        output_dir=str(tmp_path),
+        mongo_enabled=False,
+        extra_arms=False,
+        repetitions=2,
+        warmup=1,
+        mysql_connect_iterations=500,  # about 150 profile samples without TLS: +-8 % sampling error
+        mysql_reused_iterations=50,
+        profile=True,
+        progress="off",
+    )
+    part = tls.run(p)["MySQL"]
+    table = breakdown_table(part, "no TLS")
+    totals = table[table["library"] == "all (profile)"].set_index("arm")
+    # the profile sees what the cgroup counted (all threads, connection threads that ended included)
+    for arm, row in totals.iterrows():
+        assert row["us per op"] == pytest.approx(row["measured us per op (same run)"], rel=0.10), arm
+    extra_profile = table[(table["arm"] == "TLS") & (table["library"] != "all (profile)")][
+        "extra over no TLS (us per op)"
+    ].sum()
+    extra_measured = (
+        totals.loc["TLS", "measured us per op (same run)"] - totals.loc["no TLS", "measured us per op (same run)"]
+    )
+    assert extra_profile == pytest.approx(extra_measured, rel=0.10)  # the shares add up to the measured extra
+    assert extra_measured > 0
