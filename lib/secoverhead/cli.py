@@ -64,6 +64,7 @@ def _startup_housekeeping() -> None:
 def _run(args: argparse.Namespace) -> int:
     from .studies import STUDIES
 
+    _startup_housekeeping()  # first: what a crash left behind is cleaned even when this command is refused
     if args.resume and (args.study or args.all or args.file or args.param or args.profile):
         raise SecoverheadError("--resume continues a run as it was: give no study, -f, -p or --profile with it")
     if not args.resume and args.all == bool(args.study):
@@ -85,10 +86,12 @@ def _run(args: argparse.Namespace) -> int:
             get_study(s)
         overrides = [tuple(p) for p in args.param or []]
         jobs = [(prepare(s, files=args.file or [], profile=profile, overrides=overrides), None) for s in studies]
-    _startup_housekeeping()
     from .index import build_index
     from .pipeline import run_study
 
+    for prepared, _ in jobs:
+        for line in prepared.plan_notes:
+            print(f"plan: {line}", file=sys.stderr)
     failed = []
     for prepared, resume in jobs:
         outcome = run_study(prepared, reports_root=reports, resume=resume)
@@ -144,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     cmp_.add_argument("--metric", action="append", help="metric(s) to compare (default: each study's primary ones)")
     idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # usage errors (one line, exit 2), --help and --version end here, as a return code
+        return e.code if isinstance(e.code, int) else 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     old = signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .stats import (
     CONFIDENCE,
+    DUET,
     NOISE,
     PAIRED,
     Comparison,
@@ -32,13 +33,19 @@ from .stats import (
 Key = Any  # candidate name, or (candidate, *cell values) when grouping by factors
 
 
+def _block_column(g: pd.DataFrame) -> str | None:
+    """Runs are compared within blocks: the round (interleaved), or one duet of a round (both arms at once)."""
+    return "block" if "block" in g else "round" if "round" in g else None
+
+
 def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
-    """One summary per round: where a run was repeated in its round (a noisy run re-taken), the last one."""
+    """One summary per block: where a run was repeated in its block (a noisy run re-taken), the last one."""
     g = g[np.isfinite(g[metric].to_numpy(dtype=float))]
-    if "round" not in g:
+    key = _block_column(g)
+    if key is None:
         return pd.Series(dtype=float)
     g = g.sort_values("run_id") if "run_id" in g else g
-    return g.groupby("round")[metric].last()
+    return g.groupby(key)[metric].last()
 
 
 def estimate(
@@ -47,14 +54,17 @@ def estimate(
     """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
     paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
     warnings: list[str] = []
-    if paired is not False and "round" in base and "round" in cand:
+    if paired is not False and _block_column(base) and _block_column(cand):
         b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
         common = b.index.intersection(c.index)
         if len(common) >= 2:
             left = len(b) + len(c) - 2 * len(common)
             if left:
                 warnings.append(f"{left} run(s) without a partner in their round left out of the pairing")
-            return paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence), warnings
+            est = paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence)
+            if any(":" in str(k) for k in common):  # duet blocks: "round:candidate:cell"
+                est.design = DUET
+            return est, warnings
         if paired:
             warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
     return unpaired_fn(base[metric], cand[metric], confidence=confidence), warnings
@@ -67,6 +77,17 @@ def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFr
         return pd.DataFrame(columns=list(arms))
     cols = {a: _latest_per_round(runs[runs["arm"] == a], metric) for a in arms}
     return pd.DataFrame(cols).dropna()
+
+
+def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: str) -> np.ndarray:
+    """log(candidate / baseline) within each block (round or duet) that holds both arms."""
+    if not len(runs) or metric not in runs:
+        return np.array([])
+    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
+    c = _latest_per_round(runs[runs["arm"] == candidate], metric)
+    common = b.index.intersection(c.index)
+    ratio = (c[common] / b[common]).to_numpy(dtype=float)
+    return np.log(ratio[np.isfinite(ratio) & (ratio > 0)])
 
 
 def compare_arms(
@@ -129,7 +150,7 @@ def compare_arms(
             ),
             n_baseline=int(np.isfinite(bv).sum()),
             n_candidate=int(np.isfinite(cv).sum()),
-            n_pairs=est.n if est.design == PAIRED else 0,
+            n_pairs=est.n if est.design in (PAIRED, DUET) else 0,
             design=est.design,
             test=est.test,
             ci_method=est.ci_method,
@@ -199,7 +220,13 @@ def interaction(
             b = _latest_per_round(sub[sub["arm"] == baseline], metric)
             c = _latest_per_round(sub[sub["arm"] == candidate], metric)
             common = b.index.intersection(c.index)
-            logs[lv] = (c[common] / b[common]).where(lambda s: s > 0)
+            ratio = (c[common] / b[common]).where(lambda s: s > 0)
+            key = _block_column(sub)
+            if key == "block":  # ratios are taken within a block; the two levels then pair by round
+                rounds = sub.groupby("block")["round"].first()
+                ratio.index = rounds.reindex(ratio.index).to_numpy()
+                ratio = ratio.groupby(level=0).last()
+            logs[lv] = ratio
         common = logs[level].dropna().index.intersection(logs[reference].dropna().index)
         if len(common):
             planned.append((cell, logs[level][common].to_numpy(), logs[reference][common].to_numpy()))
@@ -227,6 +254,69 @@ def interaction(
             design=PAIRED,
             test="paired t test on per-round log ratios of ratios",
             ci_method=est.ci_method,
+            family=m,
+        )
+    return out
+
+
+def _ratios_by_round(runs: pd.DataFrame, metric: str, baseline: str, arm: str) -> pd.Series:
+    """arm / baseline within each block that holds both, indexed by the block's round."""
+    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
+    c = _latest_per_round(runs[runs["arm"] == arm], metric)
+    common = b.index.intersection(c.index)
+    ratio = (c[common] / b[common]).where(lambda s: s > 0).dropna()
+    if _block_column(runs) == "block":
+        rounds = runs.groupby("block")["round"].first()
+        ratio.index = rounds.reindex(ratio.index).to_numpy()
+        ratio = ratio.groupby(level=0).last()
+    return ratio
+
+
+def relative(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str],
+    reference: str,
+    higher_is_better: bool = False,
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+) -> dict[str, Comparison]:
+    """Each candidate against a reference arm that is not the baseline, through the baseline: per round,
+    (candidate / baseline) / (reference / baseline). In a duet design the two never ran together, but each ran
+    beside the baseline, so this keeps what the duets cancel; interleaved, it equals candidate / reference."""
+    ref = _ratios_by_round(runs, metric, baseline, reference)
+    planned = [(c, _ratios_by_round(runs, metric, baseline, c)) for c in candidates]
+    m = family or len(planned) or 1
+    level = 1.0 - (1.0 - confidence) / m
+    out: dict[str, Comparison] = {}
+    for cand, series in planned:
+        common = ref.index.intersection(series.index)
+        if not len(common):
+            continue
+        est = paired_ratio(ref[common].to_numpy(), series[common].to_numpy(), confidence=level)
+        rr, rc = runs[runs["arm"] == reference][metric], runs[runs["arm"] == cand][metric]
+        out[cand] = Comparison(
+            metric=metric,
+            baseline=reference,
+            candidate=cand,
+            cell={},
+            baseline_median=float(rr.median()),
+            candidate_median=float(rc.median()),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=level,
+            p_value=est.p_value,
+            change=change(est.ratio, est.ci_low, est.ci_high, higher_is_better=higher_is_better),
+            n_baseline=len(rr),
+            n_candidate=len(rc),
+            n_pairs=est.n,
+            design=f"through {baseline}, paired by round",
+            test="paired t test on per-round log ratios of ratios",
+            ci_method=est.ci_method,
+            higher_is_better=higher_is_better,
             family=m,
         )
     return out

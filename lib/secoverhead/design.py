@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .stats import t_quantile
-
 ALPHA = 0.05
 SPENDING_POWER = 2.0
 
@@ -46,6 +44,13 @@ class Looks:
 
     def as_dict(self) -> dict:
         return {"rounds": list(self.rounds), "alphas": [round(a, 6) for a in self.alphas]}
+
+
+def t_quantile(df: float, q: float) -> float:
+    """Student's t quantile, imported when a plan is computed: importing a study (the CLI does) stays light."""
+    from .stats import t_quantile as tq
+
+    return tq(df, q)
 
 
 def schedule(min_rounds: int, max_rounds: int, looks: int = 3, *, alpha: float = ALPHA) -> Looks:
@@ -107,6 +112,12 @@ class ClaimPlan:
     precision: float  # half-width (as a ratio - 1) the interval must reach, e.g. 0.05
     comparisons: int = 1
 
+    @classmethod
+    def from_aa(cls, claim: str, sd_log_ratio: float, precision: float, comparisons: int = 1) -> ClaimPlan:
+        """From the per-round spread of log(copy / baseline) an A/A experiment measured (`make bench`): a
+        paired ratio's spread is that of two runs, so one run's CV is expm1(sd / sqrt 2)."""
+        return cls(claim, math.expm1(sd_log_ratio / math.sqrt(2.0)), precision, comparisons)
+
 
 @dataclass(frozen=True)
 class Feasibility:
@@ -126,6 +137,13 @@ class Feasibility:
         )
 
 
+def size_up(plans: list[ClaimPlan], looks: Looks, limit: int = 1000) -> int | None:
+    """The fewest rounds at which every claim's expected interval reaches its precision (None: no plan of at
+    most `limit` rounds can)."""
+    need = [rounds_needed(c.precision, c.noise_cv, looks.alphas[-1], c.comparisons, limit) for c in plans]
+    return None if any(n is None for n in need) else max(need, default=looks.rounds[-1])
+
+
 def check(plans: list[ClaimPlan], looks: Looks) -> list[Feasibility]:
     """Each claim's expected precision at the final look versus the precision it needs."""
     n, alpha = looks.rounds[-1], looks.alphas[-1]
@@ -135,3 +153,53 @@ def check(plans: list[ClaimPlan], looks: Looks) -> list[Feasibility]:
         need = rounds_needed(c.precision, c.noise_cv, alpha, c.comparisons)
         out.append(Feasibility(c.claim, hw, c.precision, need, hw <= c.precision))
     return out
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """What an A/A experiment (two identical arms) says about a design at a given number of rounds."""
+
+    metric: str
+    design: str
+    rounds_measured: int
+    sd_log_ratio: float  # per-round spread of log(copy / baseline)
+    offset: float  # mean ratio - 1 between the identical arms (a systematic difference, e.g. a position effect)
+    rounds: int  # the planned experiment simulated
+    floor: float  # 95th percentile of |ratio - 1| of such an experiment's estimate
+    false_positive_rate: float  # with the looks' alpha spending
+    mde: float  # smallest ratio - 1 detected with 80 % power at the last look
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def aa_floor(
+    log_ratios, looks: Looks, *, metric: str = "", design: str = "", trials: int = 4000, seed: int = 0
+) -> NoiseFloor:
+    """From the per-round log ratios of an A/A experiment, resample experiments of the planned size (subsets
+    of the rounds measured, or with replacement when fewer were): the 95th percentile of |ratio - 1| they would
+    report (offset included), how often the sequential looks would call them different (offset removed: the
+    null), and the minimum detectable effect."""
+    import numpy as np
+
+    d = np.asarray([x for x in log_ratios if np.isfinite(x)], dtype=float)
+    if len(d) < 3:
+        raise ValueError("an A/A floor needs at least 3 rounds")
+    rng = np.random.default_rng(seed)
+    n = looks.rounds[-1]
+    if len(d) >= n:  # subsets of the measured rounds: no ties, so no degenerate intervals
+        sample = np.array([rng.permutation(d)[:n] for _ in range(trials)])
+    else:
+        sample = rng.choice(d, size=(trials, n), replace=True)
+    floor = float(np.percentile(np.abs(np.expm1(sample.mean(axis=1))), 95))
+    null = sample - d.mean()
+    fp = np.zeros(trials, dtype=bool)
+    for k, r in enumerate(looks.rounds):
+        x = null[:, :r]
+        se = x.std(axis=1, ddof=1) / math.sqrt(r)
+        q = t_quantile(r - 1, 1 - looks.alphas[k] / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fp |= np.abs(x.mean(axis=1)) > q * se
+    sd = float(d.std(ddof=1))
+    mde = math.expm1((t_quantile(n - 1, 1 - looks.alphas[-1] / 2) + t_quantile(n - 1, 0.8)) * sd / math.sqrt(n))
+    return NoiseFloor(metric, design, len(d), sd, math.expm1(float(d.mean())), n, floor, float(fp.mean()), mde)

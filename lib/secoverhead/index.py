@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from . import history
 from .files import atomic_write_text, read_json
 from .owners import alive
 from .studies import STUDIES
@@ -81,6 +82,10 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 f"<td><small>{ptxt or 'profile defaults'}</small></td><td>{vhtml}</td></tr>"
             )
         parts.append("</table>")
+        try:
+            parts.append(history.section(root, study.id, study.title))
+        except Exception as exc:  # history is a view; a corrupt old run must not cost the index
+            parts.append(f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>")
     if skipped:
         parts.append("<p><small>skipped (unreadable): " + html.escape(", ".join(skipped)) + "</small></p>")
     parts.append("</body></html>")

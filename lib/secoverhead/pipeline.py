@@ -52,6 +52,7 @@ class Prepared:
     values: dict[str, Any]
     name: str
     files: list[str] = field(default_factory=list)
+    plan_notes: list[str] = field(default_factory=list)  # what the plan check said (and did) before the run
 
 
 @dataclass
@@ -97,6 +98,9 @@ def prepare(
     cls = study.params_class()
     merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
     p = build(cls, merged, study=study.id)
+    notes = p.check_plan() if values is None else []  # a resumed run keeps its plan
+    if "repetitions" in merged or notes:
+        merged["repetitions"] = p.repetitions
     planned = p.planned_runs()
     if planned > MAX_PLANNED_RUNS:
         raise ConfigError(
@@ -105,7 +109,8 @@ def prepare(
         )
     if check_servers:
         preflight(p)
-    return Prepared(study, p, merged, params_name(chain, overrides or []) if values is None else "resumed", chain)
+    name = params_name(chain, overrides or []) if values is None else "resumed"
+    return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
 
 
 def check_reports_root(root: str | os.PathLike) -> Path:

@@ -4,6 +4,7 @@ the design (looks, alpha, why it stopped, noise), and the machine's speed."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -88,7 +89,33 @@ def environment(result: StudyResult, notes: Mapping[str, str] | None = None) -> 
 
 
 def design(result: StudyResult) -> None:
-    """The sequential design as it ran, and the noise the machine showed during the runs."""
+    """The sequential design as it ran, the noise the machine showed during the runs, and (A/A runs) the
+    noise floor of the design."""
+    if result.params.aa:
+        module = __import__(f"secoverhead.studies.{result.study}", fromlist=["PRIMARY_METRICS"])
+        metrics = [*module.PRIMARY_METRICS, "system_ns_per_nonce"]
+        show(
+            tables.aa_table(result.parts, metrics, result.params.look_schedule(), by=("workload", "threads")),
+            caption="A/A: the baseline against an identical copy of itself. The noise floor is the 95th percentile "
+            "of |ratio - 1| an experiment of this plan would report with no real difference; the false-positive "
+            "rate is that of the sequential looks; the minimum detectable effect has 80 % power.",
+        )
+    plan = result.params.feasibility()
+    if plan:
+        show(
+            pd.DataFrame(
+                {
+                    "claim": f.claim,
+                    "precision needed": f"+-{f.precision:.1%}",
+                    f"expected at {result.params.repetitions} rounds": f"+-{f.half_width_at_end:.1%}",
+                    "rounds it needs": f.rounds_needed,
+                    "decidable in plan": f.feasible,
+                }
+                for f in plan
+            ),
+            caption="Checked before the run, from A/A noise priors: can the planned rounds decide each claim? "
+            "(plan_check: size-up raises repetitions to what they need; the time budget still bounds the run.)",
+        )
     show(
         tables.design_table(result.parts),
         caption="Rounds ran until every claim was decided or the budget ended; "
@@ -133,3 +160,69 @@ def machine_speed(result: StudyResult) -> None:
         caption="Speed reference taken with this run (system OpenSSL): "
         "absolute costs from two machines compare only through it.",
     )
+
+
+def _svg_object(svg: str, height: int = 420) -> str:
+    """An interactive SVG embedded as its own document (its script then works), with no network."""
+    import base64
+
+    data = base64.b64encode(svg.encode()).decode()
+    style = f"width:100%;height:{height}px"
+    return f'<object type="image/svg+xml" data="data:image/svg+xml;base64,{data}" style="{style}"></object>'
+
+
+def profiles(result: StudyResult, bounds: Sequence[Any] = (), *, diff_against: str | None = None) -> None:
+    """Where the cost goes: per experiment, the profiling round's status, the CPU breakdown by library, the
+    crypto lower bound, the hottest functions, and per arm a flame graph and one against the baseline."""
+    from IPython.display import HTML
+
+    from . import profiling
+
+    if not result.params.profile:
+        say("*Profiles were not taken in this run (`profile` is off).*")
+        return
+    for part in result:
+        st = profiling.status(part.store.path)
+        if len(result.parts) > 1:
+            say(f"### {part.name}")
+        if not st.get("available"):
+            say(f"*Profiles skipped: {st.get('why')}.*")
+            continue
+        baseline = diff_against or part.arms[0]
+        show(
+            tables.breakdown_table(part, baseline),
+            precision=1,
+            caption="Server CPU by library in the profiling round (perf cpu-clock samples, leaf frames), in "
+            "microseconds per operation, and the extra over the baseline; the profile's total stands beside the "
+            "CPU the server's cgroup measured in the same run. The profiling round is not among the runs the "
+            "statistics use.",
+        )
+        cal = part.extras.get("calibration", {})
+        crypto = tables.crypto_table(part, [b for b in bounds if b.arm in part.arms], cal)
+        if len(crypto):
+            show(
+                crypto,
+                precision=1,
+                caption="The cryptographic primitives alone, priced by this "
+                "machine's calibration: a lower bound of the extra cost.",
+            )
+            for row in crypto.to_dict("records"):
+                share, cost = row.get("share of the extra %"), row.get("their cost on this machine (us)")
+                if cost is not None and share is not None and math.isfinite(share):
+                    say(tables.crypto_sentence(row))
+        profs = profiling.profiles(part.store.path)
+        base = profs.get(baseline)
+        for arm, prof in profs.items():
+            say(f"**{arm}**: {prof.samples} samples")
+            show(tables.top_functions(part, arm), precision=1)
+            svg_path = part.store.path / "profiles" / prof.svg
+            if svg_path.exists():
+                display(HTML(_svg_object(svg_path.read_text())))
+            if base is not None and arm != baseline:
+                diff = profiling.diff_svg(part.store.path, base, prof)
+                if diff:
+                    display(HTML(_svg_object(diff)))
+                    say(
+                        f"*{arm} against {baseline}: red frames grew, blue "
+                        "ones shrank (click to zoom, Ctrl-F to search).*"
+                    )

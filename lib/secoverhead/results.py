@@ -45,15 +45,28 @@ class RunRecord:
     info: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     profiling: bool = False  # a profiling round's run: kept, never in the statistics
+    block: str = ""  # the runs compared with each other: the round, or one duet of a round ("" = the round)
+    partner: str = ""  # duet design: the arm that ran at the same time
 
     @property
     def key(self) -> str:
-        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling)
+        return run_key(self.arm, self.factors, self.repetition, self.warmup, self.profiling, self.partner)
 
 
-def run_key(arm: str, factors: Mapping[str, Any], repetition: int, warmup: bool, profiling: bool = False) -> str:
+def run_key(
+    arm: str,
+    factors: Mapping[str, Any],
+    repetition: int,
+    warmup: bool,
+    profiling: bool = False,
+    partner: str = "",
+) -> str:
     key = [arm, sorted((k, str(v)) for k, v in factors.items()), repetition, warmup]
-    return json.dumps([*key, "profile"] if profiling else key)
+    if profiling:
+        key.append("profile")
+    if partner:
+        key.append(f"with {partner}")
+    return json.dumps(key)
 
 
 class ResultStore:
@@ -113,8 +126,11 @@ class ResultStore:
                     self.skipped.append(p.name)
         return self._records
 
-    def next_run_id(self) -> int:
-        return max((r.run_id for r in self.records()), default=-1) + 1
+    def reserve_run_id(self) -> int:
+        """The next free run id (callers running runs at once hold a lock around this and append)."""
+        taken = max((r.run_id for r in self.records()), default=-1)
+        self._reserved = max(getattr(self, "_reserved", -1), taken) + 1
+        return self._reserved
 
     def completed_keys(self) -> set[str]:
         return {r.key for r in self.records() if r.status == "ok"}
@@ -135,6 +151,8 @@ class ResultStore:
             "arm": r.arm,
             "repetition": r.repetition,
             "round": r.round,
+            "block": r.block or str(r.round),
+            "partner": r.partner,
             "warmup": r.warmup,
             "started": r.started,
         }

@@ -28,6 +28,7 @@ import numpy as np
 CONFIDENCE = 0.95
 NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
 PAIRED = "paired by round"
+DUET = "paired by duet (both arms at once)"
 UNPAIRED = "unpaired (rounds incomplete)"
 PAIRED_TEST = "paired t test on per-round log ratios"
 UNPAIRED_TEST = "Welch t test on log run summaries"
@@ -256,8 +257,10 @@ class Comparison:
 
     @property
     def n_text(self) -> str:
-        if self.design == PAIRED:
+        if self.design == PAIRED or self.design.endswith("paired by round"):
             return f"n={self.n_pairs} rounds"
+        if self.design == DUET:
+            return f"n={self.n_pairs} duet runs"
         return f"n={self.n_baseline}/{self.n_candidate} runs"
 
     def evidence(self, unit: str = "") -> str:

@@ -14,10 +14,17 @@ TIGHT, LOOSE = 0.01, 0.6
 
 
 def make_runs(
-    levels: dict, *, rounds: int = 8, noise: float = TIGHT, seed: int = 0, factors: dict | None = None
+    levels: dict,
+    *,
+    rounds: int = 8,
+    noise: float = TIGHT,
+    seed: int = 0,
+    factors: dict | None = None,
+    noise_of: dict | None = None,
 ) -> pd.DataFrame:
     """levels: {arm: {metric: value}} or, with factors, {(arm, *factor values): {metric: value}}. Each run
-    gets log-normal noise, and each round a drift shared by every arm (the block the pairing removes)."""
+    gets log-normal noise (`noise`, or `noise_of[metric]`), and each round a drift shared by every arm (the
+    block the pairing removes)."""
     rng = np.random.default_rng(seed)
     rows = []
     names = list(factors or {})
@@ -27,10 +34,9 @@ def make_runs(
             arm, *cell = key if isinstance(key, tuple) else (key,)
             row = {"run_id": len(rows), "arm": arm, "round": rnd, **dict(zip(names, cell, strict=True))}
             for m, v in metrics.items():
+                sd = (noise_of or {}).get(m, noise)
                 row[m] = (
-                    v * drift * rng.lognormal(0, noise)
-                    if not m.endswith("pct_of_limit")
-                    else v + rng.normal(0, noise * 100)
+                    v * drift * rng.lognormal(0, sd) if not m.endswith("pct_of_limit") else v + rng.normal(0, sd * 100)
                 )
             rows.append(row)
     return pd.DataFrame(rows)
@@ -133,41 +139,96 @@ def test_auth_mysql_and_nonce_claims(pooled, noise, expected):
 
 
 # -- tde -----------------------------------------------------------------------------------------------
-def _tde_runs(loss: dict, cpu_pp: float = 2.0, noise: float = TIGHT, rounds: int = 8) -> pd.DataFrame:
-    """loss: {(workload, threads): fraction of TPS lost with encryption on}."""
+def _tde_runs(
+    loss: dict,
+    cpu_pp: float = 2.0,
+    noise: float = TIGHT,
+    rounds: int = 8,
+    capacity: dict | None = None,
+    tps_noise: float | None = None,
+) -> pd.DataFrame:
+    """loss: {(workload, threads): fraction of TPS lost with encryption on}; capacity: the same for
+    transactions per server CPU-second (absent: server CPU not measured, as for an external server)."""
     levels = {}
     for (w, t), lost in loss.items():
         levels[(tde.OFF, w, t)] = {"tps": 1000.0, "server_cpu_pct_of_limit": 60.0}
         levels[(tde.ON, w, t)] = {"tps": 1000.0 * (1 - lost), "server_cpu_pct_of_limit": 60.0 + cpu_pp}
-    return make_runs(levels, factors={"workload": None, "threads": None}, noise=noise, rounds=rounds)
+        if capacity is not None:
+            levels[(tde.OFF, w, t)][tde.CAPACITY] = 2000.0
+            levels[(tde.ON, w, t)][tde.CAPACITY] = 2000.0 * (1 - capacity[(w, t)])
+    return make_runs(
+        levels,
+        factors={"workload": None, "threads": None},
+        noise=noise,
+        rounds=rounds,
+        noise_of={"tps": tps_noise} if tps_noise is not None else None,
+    )
 
 
 W, RO = "oltp_write_only", "oltp_read_only"
+CLAIMS = ("few concurrent", "many concurrent", "write-heavy", "CPU utilisation")
 
 
 @pytest.mark.parametrize(
     "loss, cpu_pp, noise, rounds, expected",
     [
-        ({(W, 1): 0.12, (RO, 1): 0.03, (W, 16): 0.02, (RO, 16): 0.0}, 2.0, TIGHT, 8, (R, R, R, R)),  # as published
+        ({(W, 1): 0.12, (RO, 1): 0.03, (W, 16): 0.04, (RO, 16): 0.0}, 2.0, TIGHT, 8, (R, R, R, R)),  # as published
         ({(W, 1): 0.40, (RO, 1): 0.30, (W, 16): 0.10, (RO, 16): 0.12}, 20.0, TIGHT, 8, (N, N, N, N)),  # far costlier
         (
             {(W, 1): -0.2, (RO, 1): -0.2, (W, 16): 0.0, (RO, 16): 0.0},
             2.0,
             TIGHT,
             8,
-            (N, R, U, R),
-        ),  # faster with encryption
+            (N, R, N, R),
+        ),  # faster with encryption, both workloads alike
+        ({(W, 1): 0.0, (RO, 1): 0.0, (W, 16): 0.0, (RO, 16): 0.0}, 2.0, 0.005, 8, (R, R, N, R)),  # no loss anywhere
         ({(W, 1): 0.10, (RO, 1): 0.10, (W, 16): 0.04, (RO, 16): 0.04}, 2.0, LOOSE, 3, (U, U, U, U)),
     ],
 )
-def test_tde_claims(loss, cpu_pp, noise, rounds, expected):
+def test_tde_claims_on_tps(loss, cpu_pp, noise, rounds, expected):
+    """Without server CPU (an external server's runs), the claims rest on TPS alone."""
     vs = tde.part_claims("4c16g", _tde_runs(loss, cpu_pp, noise, rounds))
-    got = tuple(verdicts(vs, part) for part in ("few concurrent", "many concurrent", "write-heavy", "CPU utilisation"))
-    assert got == expected
+    assert tuple(verdicts(vs, part) for part in CLAIMS) == expected
+
+
+def test_tde_capacity_bounds_a_loss_tps_cannot_measure():
+    """TPS as noisy as write-heavy runs on a shared disk (sd 50 %): the capacity loss, measured tightly, bounds
+    the TPS loss and decides claims 1 and 2, and ranks the workloads for claim 3."""
+    loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.01, (RO, 16): 0.0}
+    cap = {(W, 1): 0.10, (RO, 1): 0.03, (W, 16): 0.035, (RO, 16): 0.0}
+    vs = tde.part_claims("4c16g", _tde_runs(loss, noise=0.005, capacity=cap, tps_noise=0.5, rounds=8))
+    assert tuple(verdicts(vs, part) for part in CLAIMS[:3]) == (R, R, R)
+    (few,) = [v for v in vs if "few concurrent" in v.claim]
+    assert "CPU bound" in few.evidence and "capacity loss" in few.evidence
+    # without the capacity column the same TPS cannot decide
+    vs = tde.part_claims("4c16g", _tde_runs(loss, noise=0.005, tps_noise=0.5, rounds=8))
+    assert tuple(verdicts(vs, part) for part in CLAIMS[:3]) == (U, U, U)
+
+
+def test_tde_capacity_bound_never_refutes():
+    """A capacity loss beyond 25 % only bounds the loss from above: with TPS too noisy to show a loss, the
+    claim stays undecided rather than refuted; a measured TPS loss beyond it refutes."""
+    loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.0, (RO, 16): 0.0}
+    cap = {(W, 1): 0.40, (RO, 1): 0.02, (W, 16): 0.02, (RO, 16): 0.0}
+    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap, tps_noise=0.5, rounds=5))
+    assert verdicts(vs, "few concurrent") == U
+    loss[(W, 1)] = 0.45
+    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap, rounds=8))
+    assert verdicts(vs, "few concurrent") == N
+
+
+def test_tde_high_concurrency_refuted_by_a_measured_loss():
+    loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.15, (RO, 16): 0.0}
+    cap = {(W, 1): 0.06, (RO, 1): 0.02, (W, 16): 0.16, (RO, 16): 0.0}
+    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap))
+    assert verdicts(vs, "many concurrent") == N
 
 
 def test_tde_write_heavy_not_reproduced_when_reads_lose_more():
     vs = tde.part_claims("8c32g", _tde_runs({(W, 1): 0.02, (RO, 1): 0.15, (W, 16): 0.01, (RO, 16): 0.08}))
+    assert verdicts(vs, "write-heavy") == N
+    cap = {(W, 1): 0.02, (RO, 1): 0.10, (W, 16): 0.01, (RO, 16): 0.05}
+    vs = tde.part_claims("8c32g", _tde_runs({k: 0.0 for k in cap}, capacity=cap, tps_noise=0.5))
     assert verdicts(vs, "write-heavy") == N
 
 
@@ -238,3 +299,32 @@ def test_judge_ratio_similar_inside_noise_band_is_reproduced_without_bounds():
     c = compare_arms(runs, "x", baseline="a")["b"]
     assert judge_ratio("x", c, expect="similar").verdict == R
     assert judge_ratio("x", c, expect="worse").verdict == N  # no change is not "worse"
+
+
+def test_audit_claims_in_duet_blocks_use_capacity_and_compare_arms_through_the_baseline():
+    rng = np.random.default_rng(3)
+    capacity = {"general_log": 0.72, "server_audit": 0.95, "init_connect + binlog": 0.97, "binlog only": 0.98}
+    rows = []
+    for rnd in range(8):
+        for arm, x in capacity.items():  # each duet: A beside one arm, both hit by the same slow moment
+            shared = rng.lognormal(0, 0.2)
+            block = f"{rnd}:{arm}:[]"
+            for name, level in ((audit.BASELINE, 1.0), (arm, x)):
+                rows.append(
+                    {
+                        "run_id": len(rows),
+                        "arm": name,
+                        "round": rnd,
+                        "block": block,
+                        "partner": "",
+                        "tps": 900 * shared * rng.lognormal(0, 0.08),
+                        "tps_per_server_core": 1000 * level * rng.lognormal(0, 0.01),
+                    }
+                )
+    vs = audit.part_claims(pd.DataFrame(rows))
+    got = {v.claim.split(" (")[0]: v for v in vs}
+    assert got["general_log costs about 30 % of throughput"].verdict == R
+    assert "duet" in got["general_log costs about 30 % of throughput"].evidence
+    worst = got["general_log is the costliest audit approach"]
+    assert worst.verdict == R and "through A" in worst.measure
+    assert got["server_audit costs little throughput"].verdict == R

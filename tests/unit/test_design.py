@@ -50,6 +50,28 @@ def test_a_plan_that_cannot_decide_is_flagged_with_the_rounds_it_needs():
     assert "cannot reach" in hopeless.message(6) and "decidable" in ok.message(6)
 
 
+def test_a_study_plan_is_checked_and_sized_up_before_it_starts():
+    """The audit quick plan decides; TDE's write-heavy claim (a 2 % band on a 6 % spread) cannot within 7 rounds:
+    warn says so, size-up raises repetitions to what it needs, refuse stops before anything starts."""
+    from secoverhead.errors import ConfigError
+    from secoverhead.params import build, read_file
+    from secoverhead.paths import PARAMS
+    from secoverhead.studies import audit, tde
+
+    assert build(audit.Params, read_file(PARAMS / "audit" / "quick.yaml"), study="audit").check_plan() == []
+    values = read_file(PARAMS / "tde" / "quick.yaml")
+    warned = build(tde.Params, values | {"plan_check": "warn"}, study="tde")
+    lines = warned.check_plan()
+    assert any("write-heavy" in line and "cannot reach" in line for line in lines) and warned.repetitions == 7
+    sized = build(tde.Params, values | {"plan_check": "size-up"}, study="tde")
+    lines = sized.check_plan()
+    assert sized.repetitions > 7 and any("raised from 7" in line for line in lines)
+    assert all(f.feasible for f in sized.feasibility())
+    with pytest.raises(ConfigError, match="cannot reach"):
+        build(tde.Params, values | {"plan_check": "refuse"}, study="tde").check_plan()
+    assert build(tde.Params, values | {"aa": True}, study="tde").check_plan() == []  # A/A has no claims
+
+
 def _aa_experiment(rng, looks, *, round_sd=0.1, run_sd=0.05, heavy=False) -> tuple[bool, int]:
     """One sequential A/A experiment: rounds of two identical arms; a false positive is any look whose
     interval excludes 1. Returns (false positive, rounds used)."""

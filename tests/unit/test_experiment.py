@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,7 +22,7 @@ from secoverhead.secrets import Secret
 
 
 def plan_runs(*args, **kw):
-    return [p for rnd in plan_rounds(*args, **kw) for p in rnd]
+    return [p for rnd in plan_rounds(*args, **kw) for unit in rnd for p in unit]
 
 
 def test_plan_interleaves_arms_every_round_with_a_recorded_seed():
@@ -36,6 +37,24 @@ def test_plan_interleaves_arms_every_round_with_a_recorded_seed():
     assert plan == plan_runs(["a", "b", "c"], {"threads": [1, 8]}, repetitions=4, warmup=1, seed=3)
     assert [p.warmup for p in plan if p.round == 0] == [True] * 6
     assert {p.repetition for p in plan if not p.warmup} == {0, 1, 2, 3}
+
+
+def test_duet_plan_pairs_the_baseline_with_each_arm_in_blocks_of_their_own():
+    rounds = list(plan_rounds(["base", "x", "y"], {"threads": [1, 8]}, repetitions=3, warmup=1, seed=5, design="duet"))
+    assert len(rounds) == 4
+    for rnd, units in enumerate(rounds):
+        assert len(units) == 2 * 2  # per combination, one pair per candidate
+        for base, cand in units:
+            assert (base.arm, base.partner) == ("base", cand.arm) and cand.partner == "base"
+            assert base.block == cand.block and str(rnd) in base.block and base.factors == cand.factors
+            assert base.round == cand.round == rnd and base.warmup == cand.warmup == (rnd == 0)
+        assert len({u[0].block for u in units}) == len(units)  # every pair is a block of its own
+        assert sorted(u[1].arm for u in units) == ["x", "x", "y", "y"]
+    # keys differ by partner, so the baseline's two runs in a round are stored apart
+    keys = [p.key for units in rounds for u in units for p in u]
+    assert len(keys) == len(set(keys))
+    with pytest.raises(ValueError, match="duet"):
+        list(plan_rounds(["only"], {}, repetitions=1, warmup=0, seed=0, design="duet"))
 
 
 def test_runs_are_stored_with_warmups_marked(tmp_path):
@@ -183,3 +202,16 @@ def test_a_killed_experiment_resumes_without_repeating_or_losing_runs(tmp_path):
     assert max(keys.values()) == 1  # nothing repeated
     assert {r.key: r.metrics["t"] for r in records if r.key in before} == before  # nothing lost or rewritten
     assert json.loads((store.path / "metadata.json").read_text())["status"] == "complete"
+
+
+def test_an_owner_that_exited_is_dead_even_as_an_unreaped_zombie():
+    from secoverhead.owners import alive
+
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert not alive(child.pid)  # not reaped yet: its directories are stale all the same
+    child.wait()
+    assert not alive(child.pid) and alive(os.getpid()) and not alive("x") and not alive(0)

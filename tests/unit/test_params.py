@@ -274,3 +274,31 @@ def test_unknown_study_answers_in_well_under_a_second_of_cpu():
 def test_each_study_declares_the_external_servers_preflight_checks(study_id, values, kinds):
     p = build(STUDIES[study_id].params_class(), values, study=study_id)
     assert [type(s).__name__ for s in p.external_servers()] == kinds
+
+
+def test_the_pipeline_sizes_a_plan_up_and_hands_the_kernel_the_new_repetitions():
+    from secoverhead.pipeline import prepare
+
+    prepared = prepare("tde", profile="quick", check_servers=False)
+    assert prepared.values["repetitions"] == prepared.params.repetitions > 7
+    assert any(n.startswith("tde: ") and "raised from 7" in n for n in prepared.plan_notes)
+    smoke = prepare("tde", check_servers=False)  # smoke warns only: a software check, not a measurement
+    assert smoke.params.repetitions == 2
+    with pytest.raises(ConfigError):
+        prepare("tde", profile="quick", overrides=[("plan_check", "refuse")], check_servers=False)
+
+
+def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left():
+    from secoverhead.studies.auth import Params as AuthParams
+    from secoverhead.studies.base import Budget
+
+    clock = [0.0]
+    b = Budget(100.0)
+    b._start, b._time = 0.0, lambda: clock[0]
+    weights = [AuthParams.PART_WEIGHTS.get(n, 1.0) for n in ("MongoDB", "MySQL", "nonce")]
+    assert weights == [3.0, 1.0, 1.0]
+    assert b.share(weights[0], sum(weights)) == pytest.approx(60.0)
+    clock[0] = 30.0  # MongoDB decided its claims early: the other parts split the remaining 70 s
+    assert b.share(weights[1], sum(weights[1:])) == pytest.approx(35.0)
+    clock[0] = 120.0
+    assert b.share(1.0, 1.0) == 0.0 and b.left() == 0.0

@@ -59,5 +59,6 @@ def test_noise_table_says_why_a_run_was_flagged():
 def test_metric_units_and_directions():
     assert unit("tps") == ("1/s", True) and unit("ops_per_s") == ("1/s", True)
     assert unit("server_cpu_us_per_op") == ("us", False) and unit("query_ms_median") == ("ms", False)
+    assert unit("tps_per_server_core") == ("1/CPU-s", True)
     assert unit("system_ns_per_nonce") == ("ns", False) and unit("audit_bytes_per_transaction")[0] == "bytes"
     assert unit("client_bound") == ("flag", False) and unit("duration_s") == ("s", None)
