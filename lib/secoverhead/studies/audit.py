@@ -14,21 +14,32 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..design import ClaimPlan
 from ..errors import ConfigError, SecoverheadError
 from ..params import param
 from ..verdicts import ClaimVerdict, RatioClaim, Verdict, bound_verdict
-from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, published, run_parts
+from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, aa_copy, published, run_parts
 
 if TYPE_CHECKING:
     import pandas as pd
 
 STUDY = "audit"
-PRIMARY_METRICS = ("tps", "qps", "server_cpu_us_per_query")
+PRIMARY_METRICS = ("tps", "tps_per_server_core", "server_cpu_us_per_query")
 BASELINE = "A: no audit"
+
+
+class Target(NamedTuple):
+    """One arm's load and server: sysbench, the server (None when external), its audit logs, and the SQL
+    that switches it on and off on an external server (None when embedded)."""
+
+    sb: Any
+    db: Any
+    logs: list[Path]
+    toggle: Any
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,12 @@ SIX_MONTHS_S = 182.5 * 86400
 GENERAL_LOG_LOSS = (15.0, 45.0)  # "about 30 %": half to one and a half times the published figure
 SMALL = 0.90  # "a small drop": within 10 % of no audit
 SAME_AS = 0.95  # another approach costing at least 95 % as much as general_log ties it
+# What the claims need; noise prior measured in A/A at the quick settings: in duet rounds, server CPU per query
+# (hence throughput per server core) varied 1.8 % between rounds (7.5 % interleaved).
+PLANS = (
+    ClaimPlan.from_aa("each approach against A, within or beyond 10 % (+-5 %)", 0.025, 0.05, comparisons=4),
+    ClaimPlan.from_aa("general_log about 30 % (+-10 %)", 0.025, 0.10),
+)
 
 
 @dataclass
@@ -128,8 +145,15 @@ class Params(StudyParams, ExternalMySQLParams):
             password_file=self.mysql_admin_password_file,
         )
 
+    DUET_ABLE = True
+
+    def arm_list(self) -> list[Arm]:
+        if self.aa:
+            return [ARMS[0], replace(ARMS[0], name=aa_copy(BASELINE))]
+        return [a for a in ARMS if a.name in self.arms]
+
     def arm_names(self) -> list[str]:
-        return [BASELINE, *self.external_arms] if self.mysql_host else [a.name for a in ARMS if a.name in self.arms]
+        return [BASELINE, *self.external_arms] if self.mysql_host else [a.name for a in self.arm_list()]
 
     def planned_runs(self) -> int:
         return len(self.arm_names()) * (self.repetitions + self.warmup + 1)
@@ -205,7 +229,7 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         report_interval=p.report_interval,
     )
     notes = [f"{arm}: not run - {why}" for arm, why in NOT_RUN.items()]
-    targets: dict[str, tuple[Any, Any, list[Path], Any]] = {}
+    targets: dict[str, Target] = {}
     facts, verification = {}, {}
     if p.mysql_host:
         ext = stack.enter_context(p.external_mysql())
@@ -213,16 +237,16 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
         sb = Sysbench(ext.endpoint)
         sb.prepare(opts)
-        targets[BASELINE] = (sb, None, [], None)
+        targets[BASELINE] = Target(sb, None, [], None)
         for name, spec in p.external_arms.items():
-            targets[name] = (sb, None, [], (admin, journal, spec, name))
+            targets[name] = Target(sb, None, [], (admin, journal, spec, name))
         facts["mysql"] = ext.describe()
         notes.append(
             "external server: arms are toggled with the given SQL around each run, journaled before they run and "
             "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
         )
     else:
-        for arm in (a for a in ARMS if a.name in p.arms):
+        for arm in p.arm_list():
             db = stack.enter_context(
                 MariaDBServer(
                     buffer_pool="128M", max_connections=max(600, 2 * p.threads + 50), audit=arm.audit, binlog=arm.binlog
@@ -230,9 +254,11 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
             )
             verification[arm.name] = verify_audit(db, arm)
             sb = Sysbench(db.endpoint, via="socket")
+            if (acct := sb.own_client_group()) is not None:
+                stack.callback(acct.remove)
             sb.prepare(opts)
             logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
-            targets[arm.name] = (sb, db, logs, None)
+            targets[arm.name] = Target(sb, db, logs, None)
             facts[f"mysql {arm.name} (MariaDB)"] = db.describe()
 
     def measure(arm: str, factors: dict) -> Measurement:
@@ -262,12 +288,12 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         measure=measure,
         facts=facts,
         notes=notes,
-        servers={a: t[1] for a, t in targets.items() if t[1] is not None},
+        servers={a: t.db for a, t in targets.items() if t.db is not None},
         judge=part_claims,
         ops_metric="queries",
         extras={"verification": verification},
         finish=lambda store: {
-            "compression": {a: _compression(t[2], p.compress_sample_mb << 20) for a, t in targets.items() if t[2]}
+            "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs}
         },
     )
 
@@ -294,16 +320,31 @@ def _compression(logs: list[Path], limit: int) -> dict[str, float]:
 
 
 # -- claims ---------------------------------------------------------------------------------------------
+CAPACITY = "tps_per_server_core"
+CAPACITY_NOTE = (
+    "throughput per core of server CPU (transactions per second of server CPU): what a CPU-bound server keeps "
+    "with the approach on; on these 2 cores the load client shares the CPU, so observed TPS mixes the server's "
+    "cost with the client's and the machine's steal (it is shown beside, with its interval)"
+)
+
+
+def _measure_of(runs: pd.DataFrame) -> tuple[str, str]:
+    """Capacity where the server's CPU was measured (embedded), else observed TPS (a server we did not start)."""
+    if CAPACITY in runs and runs[CAPACITY].notna().all():
+        return CAPACITY, "throughput per server core"
+    return "tps", "TPS"
+
+
 def _small(arm: str, claim: str, note: str) -> RatioClaim:
     return RatioClaim(
         f"{arm}-small",
         claim,
-        "tps",
+        CAPACITY,
         BASELINE,
         arm,
         "similar",
         min_ratio=SMALL,
-        measure="TPS per run vs A, paired by round",
+        measure=f"per run vs A: {CAPACITY_NOTE}",
         engine_note=note,
         higher_is_better=True,
     )
@@ -331,7 +372,7 @@ SMALL_CLAIMS = (
 
 def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
     """The original's findings, one claim per audit approach against A, and general_log's rank."""
-    from ..compare import compare_arms
+    from ..compare import compare_arms, relative
 
     if not len(runs) or BASELINE not in set(runs["arm"]):
         return []
@@ -339,10 +380,11 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
     out: list[ClaimVerdict] = []
     conf = 1 - alpha
     engine = "MariaDB 10.11, not MySQL 5.7"
+    metric, what = _measure_of(runs)
 
     def vs_a(arm: str):
         return compare_arms(
-            runs, "tps", baseline=BASELINE, candidates=[arm], higher_is_better=True, confidence=conf
+            runs, metric, baseline=BASELINE, candidates=[arm], higher_is_better=True, confidence=conf
         ).get(arm)
 
     if "general_log" in arms:
@@ -351,11 +393,11 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
         v = bound_verdict(lo, hi, at_least=GENERAL_LOG_LOSS[0], at_most=GENERAL_LOG_LOSS[1])
         out.append(
             ClaimVerdict(
-                "general_log costs about 30 % of TPS (published: ~30 %)",
+                "general_log costs about 30 % of throughput (published: ~30 % of TPS)",
                 v,
-                f"TPS loss {(1 - c.ratio) * 100:.1f} % [{lo:.1f}, {hi:.1f}] ({c.confidence * 100:.4g} "
-                f"% CI; {c.n_text}, {c.test}); 'about 30 %' taken as 15-45 %",
-                "TPS per run vs A, paired by round",
+                f"{what} loss {(1 - c.ratio) * 100:.1f} % [{lo:.1f}, {hi:.1f}] ({c.confidence * 100:.4g} "
+                f"% CI; {c.n_text}, {c.test}, {c.design}); 'about 30 %' taken as 15-45 %",
+                f"per run vs A: {CAPACITY_NOTE if metric == CAPACITY else 'TPS'}",
                 engine,
                 id="general_log-loss",
                 ratio=c.ratio,
@@ -366,10 +408,16 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
         )
         others = [a.name for a in ARMS if a.is_audit and a.name in arms and a.name != "general_log"]
         if others:
-            comps = compare_arms(
-                runs, "tps", baseline="general_log", candidates=others, higher_is_better=True, confidence=conf
+            comps = relative(
+                runs,
+                metric,
+                baseline=BASELINE,
+                candidates=others,
+                reference="general_log",
+                higher_is_better=True,
+                confidence=conf,
             )
-            # ratio = TPS(other) / TPS(general_log): > 1 means the other costs less
+            # ratio = other / general_log (each through A): > 1 means the other costs less
             if all(c.ci_low > 1 for c in comps.values()):
                 v = Verdict.REPRODUCED
             elif any(c.ci_high < 1 / SAME_AS for c in comps.values()):
@@ -381,20 +429,23 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
                     "general_log is the costliest audit approach (published: 'the worst way to audit')",
                     v,
                     "; ".join(
-                        f"TPS {a} / general_log {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+                        f"{what} {a} / general_log {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
                         for a, c in comps.items()
                     )
                     + f" (> 1: costs less than general_log; {next(iter(comps.values())).confidence * 100:.4g} "
                     f"% CIs, Bonferroni over {len(comps)}; "
-                    f"{next(iter(comps.values())).n_text}); an approach within 5 % of general_log's TPS ties it",
-                    "TPS per run, each audit approach against general_log, paired by round",
+                    f"{next(iter(comps.values())).n_text}, {next(iter(comps.values())).test}); an approach within "
+                    "5 % of general_log ties it",
+                    "each audit approach against general_log, through A, paired by round",
                     engine,
                     id="general_log-worst",
                     needs=[{"arm": a} for a in ("general_log", *others)],
                 )
             )
     for claim in SMALL_CLAIMS:
-        v = claim.check(runs, alpha)
+        v = (claim if metric == CAPACITY else replace(claim, metric=metric, measure="TPS per run vs A")).check(
+            runs, alpha
+        )
         if v is not None:
             out.append(v)
     return out
@@ -410,7 +461,9 @@ def summary(part: Part) -> pd.DataFrame:
     from ..tables import summarize_runs
 
     return summarize_runs(
-        part.runs(), ["qps", "tps", "latency_p95_ms", "server_cpu_cores", "server_cpu_us_per_query"], ["arm"]
+        part.runs(),
+        ["qps", "tps", "tps_per_server_core", "latency_p95_ms", "server_cpu_cores", "server_cpu_us_per_query"],
+        ["arm"],
     )
 
 
@@ -422,7 +475,7 @@ def difference_table(part: Part) -> pd.DataFrame:
 
     rows = []
     runs = part.runs()
-    for metric, better in (("qps", True), ("tps", True), ("server_cpu_us_per_query", False)):
+    for metric, better in (("tps", True), ("tps_per_server_core", True), ("server_cpu_us_per_query", False)):
         if metric not in runs:
             continue
         for arm, c in compare_arms(

@@ -9,12 +9,14 @@ a /dev/urandom read per request versus a seeded user-space generator, over 1-8 w
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..calibration import CryptoBound
+from ..design import ClaimPlan
 from ..params import param
 from ..verdicts import ClaimVerdict, RatioClaim
-from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, run_parts
+from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, aa_copy, run_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,6 +25,36 @@ STUDY = "auth"
 PRIMARY_METRICS = ("ops_per_s", "server_cpu_us_per_op", "client_cpu_us_per_op")
 POOLED_FACTOR = 20  # a pooled arm runs this many queries per worker for each short connection of the others
 POOLING_MAX_RATIO = 0.5  # "removes most"
+# What the claims need. Noise priors: per-round sd of the claims' log ratios in the quick run of 2026-11-22
+# (0.01-0.21 for CPU per connection, 0.1-0.4 for system CPU per nonce, whose effect is 8x or more).
+PLANS = (
+    ClaimPlan.from_aa("authentication raises CPU per short connection (+-25 %)", 0.21, 0.25, comparisons=2),
+    ClaimPlan.from_aa("pooling removes most of the per-request server CPU (+-25 %)", 0.21, 0.25),
+)
+# The client derives the SCRAM key with PBKDF2 per new connection (pymongo, per MongoClient); a TLS arm adds a
+# full handshake on the server (FerretDB: Go's crypto, priced with OpenSSL's speed: an estimate).
+CRYPTO = (
+    CryptoBound(
+        "SCRAM-SHA-256", "auth off", "client_cpu_us_per_op", (("pbkdf2_sha256_15000_ms", 1),), "per connection, client"
+    ),
+    CryptoBound(
+        "SCRAM-SHA-1", "auth off", "client_cpu_us_per_op", (("pbkdf2_sha1_10000_ms", 1),), "per connection, client"
+    ),
+    CryptoBound(
+        "SCRAM-SHA-256 + TLS",
+        "SCRAM-SHA-256",
+        "server_cpu_us_per_op",
+        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        "per connection, server",
+    ),
+    CryptoBound(
+        "password + TLS",
+        "password",
+        "server_cpu_us_per_op",
+        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        "per connection, server",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +92,8 @@ ARMS: dict[str, tuple[Arm, ...]] = {
 
 @dataclass
 class Params(BothEngines, StudyParams):
+    # measured at quick settings: a MongoDB round (SCRAM per connection, 7 arms) takes about 3x a MySQL or nonce one
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 3.0}
     experiment_id: str = param(
         "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
     )
@@ -98,11 +132,19 @@ class Params(BothEngines, StudyParams):
         return [name for name, on in flags.items() if on]
 
     def arms(self, part: str) -> tuple[Arm, ...]:
+        if self.aa:  # the arm whose cost the claims are about, and its identical copy
+            base = {"MongoDB": ARMS["MongoDB"][2], "MySQL": ARMS["MySQL"][0], "nonce": ARMS["nonce"][0]}[part]
+            if part == "MongoDB" and self.mongo_uri:
+                base = self._external_mongo_arms()[0]
+            return (base, replace(base, name=aa_copy(base.name)))
         if part == "MongoDB" and self.mongo_uri:
-            if not self.mongo_username:  # the server's own setting, whatever it is
-                return (Arm("as configured", "mongo", "on"), Arm("as configured + TLS", "mongo", "on", tls=True))
-            return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=False)
+            return self._external_mongo_arms()
         return ARMS[part]
+
+    def _external_mongo_arms(self) -> tuple[Arm, ...]:
+        if not self.mongo_username:  # the server's own setting, whatever it is
+            return (Arm("as configured", "mongo", "on"), Arm("as configured + TLS", "mongo", "on", tls=True))
+        return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=False)
 
     def planned_runs(self) -> int:
         rounds = self.repetitions + self.warmup + 1
@@ -195,13 +237,18 @@ def run(p: Params) -> StudyResult:
 
     def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
         servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
+        arms = p.arms(name)
+        refused = getattr(servers.get("on"), "tls_error", "") if name == "MongoDB" else ""
+        if refused:  # a user's server without TLS (or one we cannot verify): its TLS arms cannot run
+            arms = tuple(a for a in arms if not a.tls)
+            notes = [*notes, f"TLS arms skipped: the server refused a TLS client ({refused})"]
         return PartPlan(
-            arms=[a.name for a in p.arms(name)],
+            arms=[a.name for a in arms],
             measure=_measure(p, name, servers),
             facts=facts,
             notes=notes,
             factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
-            servers={a.name: servers[a.server] for a in p.arms(name)} if servers else {},
+            servers={a.name: servers[a.server] for a in arms} if servers else {},
             judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
             profile_factors=[{"concurrency": top}],
         )

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import paths
@@ -56,10 +56,29 @@ class StudyParams:
     looks: int = param(3, "planned looks at the claims; rounds stop when all are decided", min=1, max=10)
     warmup: int = param(1, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
     max_minutes: float = param(10.0, "time budget: no run starts after it", min=0.05, max=MAX_MINUTES)
-    profile: bool = param(False, "a profiling round (perf) per arm after the warm-up, outside the statistics")
+    profile: bool = param(
+        False, "take CPU profiles (perf, flame graphs) in a round of their own, outside the statistics"
+    )
+    design: str = param(
+        "interleaved",
+        "interleaved (arms one after another, a round a block) or duet (the baseline and each arm at the same "
+        "time, where every arm has its own server)",
+        choices=("interleaved", "duet"),
+    )
+    aa: bool = param(False, "A/A calibration, the baseline against an identical copy of itself (the noise floor)")
+    plan_check: str = param(
+        "warn",
+        "before running, can the plan decide its claims (A/A noise priors)? size-up raises repetitions to what "
+        "they need (the time budget still bounds the run), warn only says so, refuse stops with exit 2",
+        choices=("size-up", "warn", "refuse"),
+    )
     progress: str = param("auto", "progress bar: auto (when interactive), on, off", choices=("auto", "on", "off"))
 
+    DUET_ABLE = False  # whether every arm runs on a server of its own, so two arms can run at once
+
     def __post_init__(self) -> None:
+        if self.design == "duet" and not self.DUET_ABLE:
+            raise ConfigError("design duet needs a server per arm; in this study arms share servers (use interleaved)")
         if self.min_rounds > self.repetitions:
             self.min_rounds = self.repetitions if self.repetitions >= 2 else 2
         if self.repetitions < 2 and self.looks > 1:
@@ -81,9 +100,50 @@ class StudyParams:
         """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
         return []
 
+    # part -> its share of the time budget, relative to the others (default 1): parts whose runs are slow get more
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {}
+
     def planned_runs(self) -> int:
         """Upper bound of the runs this plan can take (each study counts its arms and cells)."""
         return 0
+
+    def claim_plans(self) -> list:
+        """What the study's claims need (its module's PLANS: A/A noise priors and precisions); none for A/A
+        runs and external servers, whose claims differ."""
+        import sys
+
+        if self.aa or self.external_servers():
+            return []
+        return list(getattr(sys.modules[type(self).__module__], "PLANS", ()))
+
+    def feasibility(self) -> list:
+        from ..design import check
+
+        plans = self.claim_plans()
+        return check(plans, self.look_schedule()) if plans and self.repetitions >= 2 else []
+
+    def check_plan(self) -> list[str]:
+        """Before anything starts: say which claims the plan cannot decide and, with plan_check size-up, raise
+        repetitions (at most 1000) to what they need; refuse raises ConfigError. Returns the lines to print."""
+        from ..design import size_up
+
+        short = [f for f in self.feasibility() if not f.feasible]
+        if not short:
+            return []
+        lines = [f.message(self.repetitions) for f in short]
+        if self.plan_check == "refuse":
+            raise ConfigError(lines[0] + " (plan_check: refuse)")
+        if self.plan_check == "size-up":
+            need = size_up(self.claim_plans(), self.look_schedule())
+            if need is not None and need > self.repetitions:
+                lines.append(
+                    f"repetitions raised from {self.repetitions} to {need} (rounds still stop when the claims are "
+                    f"decided, and no run starts after max_minutes={self.max_minutes:g})"
+                )
+                self.repetitions = need
+            elif need is None:
+                lines.append("no plan of at most 1000 rounds can decide it on this noise: running as planned")
+        return lines
 
     def results_dir(self) -> Path:
         if self.output_dir:
@@ -102,7 +162,7 @@ class StudyParams:
     def budget(self) -> Budget:
         return Budget(self.max_minutes * 60)
 
-    def design(self) -> Looks:
+    def look_schedule(self) -> Looks:
         from ..design import fixed, schedule
 
         if self.repetitions < 2:
@@ -213,8 +273,13 @@ class ExternalMongoParams:
         )
 
 
+def aa_copy(arm: str) -> str:
+    """The name of an A/A run's second arm: the same configuration as `arm`."""
+    return f"{arm} (A/A copy)"
+
+
 class Budget:
-    """A study's time budget shared by its experiments: each gets an equal share of what is left, so time
+    """A study's time budget shared by its experiments: each gets its weight's share of what is left, so time
     an early-decided experiment did not need goes to the next."""
 
     def __init__(self, total_s: float) -> None:
@@ -225,8 +290,8 @@ class Budget:
     def left(self) -> float:
         return max(0.0, self.total_s - (self._time() - self._start))
 
-    def share(self, parts_left: int) -> float:
-        return self.left() / max(1, parts_left)
+    def share(self, weight: float = 1.0, weight_left: float = 1.0) -> float:
+        return self.left() * weight / weight_left if weight_left > 0 else self.left()
 
 
 class BothEngines(ExternalMySQLParams, ExternalMongoParams):
@@ -328,6 +393,7 @@ def run_experiment(
     judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None,
     profiler: Any = None,
     profile_factors: Sequence[Mapping[str, Any]] | None = None,
+    profile_measure: Callable[[str, dict], Measurement] | None = None,
     calibration: Mapping[str, Any] | None = None,
     max_seconds: float | None = None,
 ) -> ResultStore:
@@ -355,8 +421,9 @@ def run_experiment(
         calibration=calibration,
         progress=p.show_progress(),
         max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
+        design=p.design,
     )
-    looks = p.design()
+    looks = p.look_schedule()
 
     def decide(index: int, alpha: float):
         verdicts = judge(store.runs(), alpha)
@@ -370,12 +437,15 @@ def run_experiment(
                     needed.add(cell_of(need.pop("arm"), need))
         return needed
 
+    if profiler is not None:
+        profiler.bind(store.path / "profiles")
     exp.run(
         measure,
         looks=looks if judge is not None else None,
         decide=decide if judge is not None else None,
         profile=profiler.attach if profiler is not None else None,
         profile_factors=profile_factors,
+        profile_measure=profile_measure,
     )
     return store
 
@@ -384,7 +454,7 @@ def run_experiment(
 class PartPlan:
     """What one experiment of a study needs, built by the study inside the part's server stack."""
 
-    arms: list[str]
+    arms: list[str]  # the baseline first
     measure: Callable[[str, dict], Measurement]
     facts: dict[str, Any]
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -393,6 +463,7 @@ class PartPlan:
     judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None
     profile_factors: list[dict[str, Any]] | None = None
     ops_metric: str = "operations"  # the run metric counting operations (to express profiles per operation)
+    profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
 
@@ -407,6 +478,7 @@ def run_parts(
 
     cal = calibration.shared()
     budget = p.budget()
+    weights = [p.PART_WEIGHTS.get(name, 1.0) for name in names]
     parts: dict[str, Part] = {}
     for i, name in enumerate(names):
         with contextlib.ExitStack() as stack:
@@ -420,11 +492,12 @@ def run_parts(
                 measure=pp.measure,
                 servers=pp.facts,
                 factors=pp.factors,
-                judge=pp.judge,
+                judge=None if p.aa else pp.judge,  # an A/A run has no claims: it runs every planned round
                 profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric) if pp.servers else None,
                 profile_factors=pp.profile_factors,
+                profile_measure=pp.profile_measure,
                 calibration=cal,
-                max_seconds=budget.share(len(names) - i),
+                max_seconds=budget.share(weights[i], sum(weights[i:])),
             )
             extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
             store.update_metadata(

@@ -1,24 +1,29 @@
 """Study 3: what data-at-rest encryption (MySQL's TDE; MariaDB's file_key_management here) costs sysbench.
 
 Per instance profile, two servers run side by side, encryption off and on (tables, redo log, temporary
-files), prepared with identical data. Factors: workload x threads; arms interleaved per round. A profile
+files), prepared with identical data. Factors: workload x threads; arms interleaved per round, or run at the
+same time (design: duet). A profile
 emulates an instance size on this machine with three limits scaled by one factor (0.15: 4 cores -> 0.6):
-a CPU quota, an IOPS limit on the data disk, and a buffer pool keeping the original's data-to-buffer-pool
-ratio (41 GB of data vs 12 GB or 24 GB); `in-memory` fits the data in the buffer pool (CPU cost only, as
-Percona's reference did). Every run also records what InnoDB did per transaction: pages read and written,
-bytes, fsyncs, redo log, and pages encrypted and decrypted (the mechanism).
+a CPU quota, a read-IOPS limit on the data disk (a RAM-backed disk, so the VM's shared disk adds no noise),
+and a buffer pool keeping the original's data-to-buffer-pool ratio (41 GB of data vs 12 GB or 24 GB);
+`in-memory` fits the data in the buffer pool (CPU cost only, as Percona's reference did). After each run the
+pages it dirtied are written back and that CPU is charged to its transactions. Every run also records what
+InnoDB did per transaction: pages read and written, bytes, fsyncs, redo log, and pages encrypted and
+decrypted (the mechanism).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..design import ClaimPlan
 from ..errors import ConfigError
 from ..params import param
 from ..verdicts import ClaimVerdict, Verdict, bound_verdict
-from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, published, run_parts
+from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, aa_copy, published, run_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,6 +49,23 @@ WORKLOADS = (
 LOW_LOSS_MAX = 25.0  # "up to ~20 %": a loss whose whole CI lies above 25 % is more than the claim says
 HIGH_LOSS_MAX = 5.0  # "under 5 %"
 CPU_FEW_PP = 10.0  # "a few percentage points"
+SAME_BAND = 0.02  # two workloads whose losses differ by less than 2 % lose alike
+# What the claims need, with noise priors measured at the quick settings (duet, 4-s runs, RAM-backed disk):
+# per-round sd of log(on/off) was 0.04-0.05 for capacity and write-heavy TPS at 16 threads, 0.02 for
+# read-only TPS; a difference of two workloads' ratios spreads by about sqrt(2) more.
+PLANS = (
+    ClaimPlan.from_aa("few concurrent queries: loss at most 25 % (+-10 %)", 0.05, 0.10, comparisons=4),
+    ClaimPlan.from_aa("many concurrent queries: loss under 5 % (+-4 %)", 0.045, 0.04, comparisons=4),
+    ClaimPlan.from_aa("write-heavy lose the most (+-2 % band)", 0.065, SAME_BAND, comparisons=2),
+)
+
+
+class Target(NamedTuple):
+    """One arm's load and server: sysbench, the server (None when external), how to read its counters."""
+
+    sb: Any
+    db: Any
+    connect: Any
 
 
 @dataclass(frozen=True)
@@ -103,7 +125,28 @@ class Params(StudyParams, ExternalMySQLParams):
     tables: int = param(2, "sysbench tables", min=1, max=128)
     table_size: int = param(10000, "rows per table", min=100, max=100_000_000)
     run_seconds: int = param(2, "seconds per sysbench run (the original: 60)", min=1, max=3600)
-    emulate_iops: bool = param(True, "limit the profiles' IOPS (scaled like their cores) with cgroup blkio")
+    data_disk: str = param(
+        "ram",
+        "where the servers' data lives: ram (a RAM-backed disk, throttled to the profile's IOPS: a local SSD's "
+        "latency, not a shared virtual disk's erratic fsyncs) or local (this machine's disk)",
+        choices=("ram", "local"),
+    )
+    emulate_iops: str = param(
+        "reads",
+        "limit the profiles' IOPS (scaled like their cores) with cgroup blkio: reads, both (reads and writes; "
+        "throttled writes stall the filesystem journal here), or off",
+        choices=("reads", "both", "off"),
+    )
+    write_back: bool = param(
+        True,
+        "after each run, write back the table pages it dirtied (IOPS limit lifted meanwhile) and charge that CPU "
+        "to its transactions, so no run inherits another's dirty pages",
+    )
+    commit_flush: int = param(
+        1,
+        "innodb_flush_log_at_trx_commit: 1 fsyncs the redo log at every commit (durable); 2 once a second",
+        choices=(0, 1, 2),
+    )
     mysql_instance_class: str = param(
         "", "external: the instance class you point at (recorded in the report)", pattern=r"[\w.\-]{0,64}"
     )
@@ -117,6 +160,11 @@ class Params(StudyParams, ExternalMySQLParams):
 
     def external_servers(self) -> list:
         return [self.external_mysql(instance_class=self.mysql_instance_class)] if self.mysql_host else []
+
+    DUET_ABLE = True
+
+    def arm_names(self) -> list[str]:
+        return [OFF, aa_copy(OFF)] if self.aa else list(ARMS)
 
     def part_names(self) -> list[str]:
         return ["external"] if self.mysql_host else list(self.profiles)
@@ -147,18 +195,12 @@ def _data_bytes(db: Any, database: str = "sbtest") -> int:
 
 
 def _size_buffer_pool(db: Any, profile: Profile) -> dict[str, Any]:
-    """Resize the buffer pool online to keep the original's data-to-buffer-pool ratio; report what took."""
+    """Resize the buffer pool online to keep the original's data-to-buffer-pool ratio, write out what the
+    change dirtied, and report what took."""
     data = _data_bytes(db)
     target = 2 * data + (16 << 20) if profile.data_to_buffer_pool is None else int(data / profile.data_to_buffer_pool)
-    target = max(target, 6 << 20)  # InnoDB's floor
-    conn = db.admin()
-    try:
-        cur = conn.cursor()
-        cur.execute("SET GLOBAL innodb_buffer_pool_size = %s", (target,))
-        cur.execute("SELECT @@innodb_buffer_pool_size")
-        effective = int(cur.fetchone()[0])
-    finally:
-        conn.close()
+    effective = db.set_buffer_pool(max(target, 6 << 20))  # 6 MiB: InnoDB's floor
+    db.flush_dirty_pages()
     return {
         "data_bytes": data,
         "buffer_pool_bytes": effective,
@@ -178,57 +220,147 @@ def _options(p: Params) -> dict[str, dict[int, Any]]:
     }
 
 
-def _targets(
-    p: Params, name: str, opts, stack: contextlib.ExitStack
-) -> tuple[dict[str, Any], dict, list[str], Profile]:
-    """arm -> (sysbench, server or None, status connect fn); facts; notes; profile."""
+def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict, list[str], Profile]:
+    """The user's server as one arm (its encryption state), with the sysbench tables prepared if absent."""
+    from ..workloads.sysbench import Sysbench
+
+    ext = stack.enter_context(p.external_mysql(instance_class=p.mysql_instance_class))
+    sb = Sysbench(ext.endpoint)
+    created = sb.prepare(opts[p.workloads[0]][p.threads[0]])
+    arm = f"encryption {p.mysql_encryption}"
+    profile = Profile("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
+    notes = [
+        f"external server, one arm ({arm}); sysbench tables {'prepared in' if created else 'found in'} "
+        f"{p.mysql_database}. To compare, run again against the server in the other state and use "
+        "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
+    ]
+    target = Target(sb, None, lambda: ext.endpoint.connect(tls=False))
+    return {arm: target}, {"mysql": ext.describe()}, notes, profile
+
+
+def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
+    """Where the servers' data lives: a RAM-backed disk (closed after the servers stop), or the local disk."""
+    from ..servers.ramdisk import RamDisk
+
+    if p.data_disk == "ram":
+        data_mb = p.tables * p.table_size * 500 * len(p.arm_names()) >> 20  # rows and indexes, generously
+        disk = RamDisk.make(size_mb=max(2048, 4 * data_mb + 1024))
+        if disk is not None:
+            stack.callback(disk.close)
+            return disk.path, disk.describe()
+        return None, {"data_disk": "this machine's disk (a RAM-backed disk needs root, losetup and mkfs.ext4)"}
+    return None, {"data_disk": "this machine's disk (data_disk: local)"}
+
+
+def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict[str, Any]]:
+    """One server per arm, prepared once with identical data and flushed; the profiles take turns on them."""
     from ..servers import MariaDBServer
     from ..workloads.sysbench import Sysbench
 
-    first = opts[p.workloads[0]][p.threads[0]]
-    notes: list[str] = []
-    if name == "external":
-        ext = stack.enter_context(p.external_mysql(instance_class=p.mysql_instance_class))
-        sb = Sysbench(ext.endpoint)
-        created = sb.prepare(first)
-        arm = f"encryption {p.mysql_encryption}"
-        profile = Profile("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
-        notes.append(
-            f"external server, one arm ({arm}); sysbench tables {'prepared in' if created else 'found in'} "
-            f"{p.mysql_database}. To compare, run again against the server in the other state and use "
-            "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
-        )
-        return {arm: (sb, None, lambda: ext.endpoint.connect(tls=False))}, {"mysql": ext.describe()}, notes, profile
-    profile = PROFILES[name]
-    targets, facts = {}, {}
-    for arm in ARMS:
+    first = PROFILES[p.profiles[0]]
+    iops = _iops(p, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
+    base, disk = _disk(p, stack)
+    targets = {}
+    for arm in p.arm_names():
         db = stack.enter_context(
             MariaDBServer(
+                run_dir_base=base,
                 encryption=arm == ON,
-                cpu_limit=profile.cores,
-                iops=(profile.iops, profile.iops) if profile.iops and p.emulate_iops else None,
+                cpu_limit=first.cores,
+                iops=iops if any(iops) else None,
                 buffer_pool="64M",
                 max_connections=max(600, 2 * max(p.threads) + 50),
-                extra_options={"innodb_buffer_pool_chunk_size": "1M"},
+                extra_options={"innodb_buffer_pool_chunk_size": "1M", "innodb_flush_log_at_trx_commit": p.commit_flush},
             )
         )
         sb = Sysbench(db.endpoint, via="socket")
-        sb.prepare(first)
+        if (acct := sb.own_client_group()) is not None:
+            stack.callback(acct.remove)
+        sb.prepare(opts[p.workloads[0]][p.threads[0]])
+        db.flush_dirty_pages()
+        targets[arm] = Target(sb, db, db.admin)
+    return targets, disk
+
+
+def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any]) -> tuple[dict, list[str], Profile]:
+    """Put the servers under a profile's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
+    profile = PROFILES[name]
+    facts, notes = {"data disk": disk}, [f"data on {disk['data_disk']}"]
+    for arm, t in targets.items():
+        db = t.db
+        if db.limiter is not None and db.limiter.group is not None:
+            db.limiter.set(profile.cores)
+        if db.io_limiter is not None:
+            db.io_limiter.set(*_iops(p, profile))
         sizing = _size_buffer_pool(db, profile)
-        targets[arm] = (sb, db, db.admin)
         facts[f"mysql {arm} (MariaDB, {name})"] = db.describe() | {"buffer_pool_sizing": sizing}
         notes.append(
             f"{arm}: {sizing['data_bytes'] / 2**20:.1f} MiB of data, buffer pool "
             f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']})"
         )
-    limit = facts[next(iter(facts))]
+    limit = next(v for k, v in facts.items() if k.startswith("mysql"))
+    reads, writes = _iops(p, profile)
+    io = reads and limit.get("iops_limit_method", "").startswith("cgroup")
     notes.append(
-        f"emulates {name} ({profile.original}) with a CPU limit of {profile.cores:g} cores "
-        f"({limit.get('cpu_limit_method')})"
-        + (f", {profile.iops} IOPS ({limit.get('iops_limit_method')})" if profile.iops and p.emulate_iops else "")
+        f"emulates {name} ({profile.original}) with a CPU limit of {limit.get('cpu_limit_cores', profile.cores):g} "
+        f"cores ({limit.get('cpu_limit_method')})"
+        + (
+            f", {reads} read{' and write' if writes else ''} IOPS ({limit.get('iops_limit_method')})"
+            if io
+            else ", no IOPS limit"
+        )
         + " and the buffer pool above"
     )
-    return targets, facts, notes, profile
+    return facts, notes, profile
+
+
+def _iops(p: Params, profile: Profile) -> tuple[int | None, int | None]:
+    """(read, write) IOPS limits of a profile under the emulation chosen."""
+    if not profile.iops or p.emulate_iops == "off":
+        return None, None
+    return profile.iops, profile.iops if p.emulate_iops == "both" else None
+
+
+def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> dict[str, float]:
+    """Write the sysbench tables' dirty pages now (FLUSH TABLES ... FOR EXPORT: synchronous, unlike lowering
+    innodb_max_dirty_pages_pct, whose page cleaner spins for seconds), with the IOPS limit lifted meanwhile:
+    what the run's writes cost the server beyond its own window, and no dirty page left for the next run."""
+    from ..metrics import CpuMeter
+    from ..servers.mariadb import BENCH_DATABASE
+
+    names = ", ".join(f"{BENCH_DATABASE}.sbtest{i}" for i in range(1, tables + 1))
+    if db.io_limiter is not None and any(iops):
+        db.io_limiter.set(None, None)
+    conn = db.admin()
+    try:
+        cur = conn.cursor()
+        with CpuMeter(db.cpu) as meter:
+            cur.execute(f"FLUSH TABLES {names} FOR EXPORT")
+            cur.execute("UNLOCK TABLES")
+    finally:
+        conn.close()
+        if db.io_limiter is not None and any(iops):
+            db.io_limiter.set(*iops)
+    s = meter.server
+    return {"cpu_s": s.total_s, "user_s": s.user_s, "system_s": s.system_s, "wall_s": s.wall_s}
+
+
+def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
+    """Add the write-back's CPU to the run's per-transaction costs (CPU utilisation stays the run's own)."""
+    txn, queries = max(metrics["transactions"], 1), max(metrics["queries"], 1)
+    total = metrics["server_cpu_total_s"] + wb["cpu_s"]
+    metrics |= {
+        "writeback_cpu_s": wb["cpu_s"],
+        "writeback_s": wb["wall_s"],
+        "server_cpu_total_s": total,
+        "server_cpu_user_s": metrics["server_cpu_user_s"] + wb["user_s"],
+        "server_cpu_system_s": metrics["server_cpu_system_s"] + wb["system_s"],
+        "server_cpu_us_per_op": total / txn * 1e6,
+        "server_user_us_per_op": (metrics["server_cpu_user_s"] + wb["user_s"]) / txn * 1e6,
+        "server_system_us_per_op": (metrics["server_cpu_system_s"] + wb["system_s"]) / txn * 1e6,
+        "server_cpu_us_per_query": total / queries * 1e6,
+        "tps_per_server_core": txn / total if total > 0 else float("nan"),
+    }
 
 
 def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
@@ -242,13 +374,14 @@ def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
         before = server_status.snapshot(connect)
         io0 = db.io_limiter.serviced() if db is not None and db.io_limiter else None
         m = sb.measure(opts[factors["workload"]][int(factors["threads"])], db.cpu if db is not None else None)
-        after = server_status.snapshot(connect)
-        txn = m.metrics["transactions"]
-        m.metrics |= server_status.per_transaction(before, after, txn)
-        if io0 is not None:
+        if io0 is not None:  # the IOPS of the run's own window
             r, w = db.io_limiter.serviced()
             m.metrics["iops_read"] = (r - io0[0]) / m.metrics["duration_s"]
             m.metrics["iops_write"] = (w - io0[1]) / m.metrics["duration_s"]
+        if db is not None and p.write_back and "server_cpu_total_s" in m.metrics:
+            _charge(m.metrics, _write_back(db, p.tables, _iops(p, profile)))
+        after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
+        m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
         if "server_cpu_cores" in m.metrics and math.isfinite(profile.cores):
             m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / profile.cores * 100
         return m
@@ -258,34 +391,49 @@ def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
 
 def run(p: Params) -> StudyResult:
     opts = _options(p)
+    with contextlib.ExitStack() as servers:
+        shared, disk = _start(p, opts, servers) if not p.mysql_host else ({}, {})
 
-    def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
-        targets, facts, notes, profile = _targets(p, name, opts, stack)
-        return PartPlan(
-            arms=list(targets),
-            measure=_measure(p, targets, profile, opts),
-            facts=facts,
-            notes=notes,
-            factors={"workload": p.workloads, "threads": p.threads},
-            servers={arm: t[1] for arm, t in targets.items() if t[1] is not None},
-            judge=None if name == "external" else (lambda runs, alpha: part_claims(name, runs, alpha)),
-            profile_factors=[{"workload": p.workloads[0], "threads": max(p.threads)}],
-            ops_metric="transactions",
-            extras={"profile": profile},
-        )
+        def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+            if name == "external":
+                targets, facts, notes, profile = _external(p, opts, stack)
+            else:
+                targets = shared
+                facts, notes, profile = _apply(p, name, targets, disk)
+            return PartPlan(
+                arms=list(targets),
+                measure=_measure(p, targets, profile, opts),
+                facts=facts,
+                notes=notes,
+                factors={"workload": p.workloads, "threads": p.threads},
+                servers={arm: t.db for arm, t in targets.items() if t.db is not None},
+                judge=None if name == "external" else (lambda runs, alpha: part_claims(name, runs, alpha)),
+                profile_factors=[{"workload": p.workloads[0], "threads": max(p.threads)}],
+                ops_metric="transactions",
+                extras={"profile": profile},
+            )
 
-    return run_parts(p, STUDY, p.part_names(), plan)
+        return run_parts(p, STUDY, p.part_names(), plan)
 
 
 # -- claims ---------------------------------------------------------------------------------------------
-def losses(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int | None = None) -> dict:
-    """TPS with encryption on vs off per workload (at one thread count, or every), one family."""
+CAPACITY = "tps_per_server_core"  # transactions per second of server CPU: what a CPU-bound server keeps
+BOUND_NOTE = (
+    "TPS loss measured, or bounded by the CPU: when encryption adds only CPU to a transaction (the pages it reads "
+    "and writes stay the same, checked in the mechanism table), its TPS loss cannot exceed its loss of capacity, "
+    "1 - (CPU per transaction off / on), whatever limits the server; the tighter of the two upper bounds counts, "
+    "each at half the error rate (Bonferroni), and only a measured TPS loss can refute"
+)
+
+
+def losses(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int | None = None, metric: str = "tps") -> dict:
+    """TPS (or capacity) with encryption on vs off per workload (at one thread count, or every), one family."""
     from ..compare import compare_arms
 
     sub = runs if threads is None else runs[runs["threads"] == threads]
     return compare_arms(
         sub,
-        "tps",
+        metric,
         baseline=OFF,
         candidates=[ON],
         by=["workload", "threads"],
@@ -294,17 +442,61 @@ def losses(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int | None = Non
     )
 
 
-def _loss_text(c) -> str:
-    loss, lo, hi = (1 - c.ratio) * 100, (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
-    return f"{c.cell['workload']} x{c.cell['threads']}: {loss:+.1f} % [{lo:+.1f}, {hi:+.1f}]"
+class LossBound(NamedTuple):
+    """One workload's loss at one thread count: the measured TPS loss and, where server CPU was measured, the
+    capacity loss that bounds it. Percent; lo/hi: the CI's ends, `hi` the tighter upper bound of the two."""
+
+    cell: dict[str, Any]
+    tps: Any  # Comparison of TPS on vs off
+    capacity: Any | None  # Comparison of capacity on vs off
+    lo: float
+    hi: float
+
+    @property
+    def via(self) -> str:
+        return "CPU bound" if self.capacity is not None and self.hi < (1 - self.tps.ci_low) * 100 else "TPS"
+
+    def text(self) -> str:
+        t = self.tps
+        out = (
+            f"{self.cell['workload']} x{self.cell['threads']}: TPS loss {(1 - t.ratio) * 100:+.1f} % "
+            f"[{(1 - t.ci_high) * 100:+.1f}, {(1 - t.ci_low) * 100:+.1f}]"
+        )
+        if self.capacity is not None:
+            c = self.capacity
+            lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
+            out += f", capacity loss {(1 - c.ratio) * 100:+.1f} % [{lo:+.1f}, {hi:+.1f}]"
+        return out + f" -> at most {self.hi:.1f} % ({self.via})"
 
 
-def _needs(comps) -> list[dict[str, Any]]:
-    return [{"arm": a, **c.cell} for c in comps for a in (OFF, ON)]
+def loss_bounds(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int) -> list[LossBound]:
+    """Every workload's loss at `threads`, bounded by TPS and (where measured) by capacity."""
+    has_cap = CAPACITY in runs and runs[CAPACITY].notna().any()
+    a = alpha / 2 if has_cap else alpha
+    tps = losses(runs, a, threads=threads)
+    cap = losses(runs, a, threads=threads, metric=CAPACITY) if has_cap else {}
+    out = []
+    for key, t in tps.items():
+        c = cap.get(key)
+        hi = (1 - t.ci_low) * 100
+        if c is not None and math.isfinite(c.ci_low):
+            hi = min(hi, (1 - c.ci_low) * 100)
+        out.append(LossBound(t.cell, t, c, (1 - t.ci_high) * 100, hi))
+    return out
+
+
+def _loss_text(bounds: list[LossBound]) -> str:
+    t = bounds[0].tps
+    return "; ".join(b.text() for b in bounds) + f" (loss %, CIs at {t.confidence * 100:.4g} %; {t.n_text}, {t.test})"
+
+
+def _needs(cells) -> list[dict[str, Any]]:
+    return [{"arm": a, **c} for c in cells for a in (OFF, ON)]
 
 
 def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
-    """The original's conclusions on one profile's runs. Loss = 1 - TPS(on) / TPS(off), per workload."""
+    """The original's conclusions on one profile's runs. Loss = 1 - TPS(on) / TPS(off), per workload, bounded
+    by the capacity loss where server CPU was measured (see BOUND_NOTE)."""
     from ..compare import compare_arms, interaction
 
     if not len(runs) or "threads" not in runs or runs["arm"].nunique() < 2:
@@ -312,61 +504,63 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
     out: list[ClaimVerdict] = []
     lo_t, hi_t = int(runs["threads"].min()), int(runs["threads"].max())
     engine = "MariaDB 10.11 file_key_management (AES-CTR) for MySQL 8.0 TDE; instance emulated"
+    measure = f"per run, on vs off, paired by round; {BOUND_NOTE}"
 
-    # 1. few concurrent queries: a loss, of at most ~20 %
-    low = list(losses(runs, alpha, threads=lo_t).values())
+    # 1. few concurrent queries: a loss of at most about 20 %. What a DBA takes from it is the bound; a loss the
+    #    data cannot tell from zero still keeps within it. Faster everywhere would contradict it (a cost is claimed).
+    low = loss_bounds(runs, alpha, threads=lo_t)
     if low:
-        lo_loss = [(1 - c.ci_high) * 100 for c in low]  # lower bound of each loss
-        hi_loss = [(1 - c.ci_low) * 100 for c in low]
-        if all(h < 0 for h in hi_loss):
-            v = Verdict.NOT_REPRODUCED  # encryption faster everywhere: no loss at all
-        elif any(lo > LOW_LOSS_MAX for lo in lo_loss):
+        if all((1 - b.tps.ci_low) * 100 < 0 for b in low) or any(b.lo > LOW_LOSS_MAX for b in low):
             v = Verdict.NOT_REPRODUCED
-        elif any(lo > 0 for lo in lo_loss) and all(h <= LOW_LOSS_MAX for h in hi_loss):
+        elif all(b.hi <= LOW_LOSS_MAX for b in low):
             v = Verdict.REPRODUCED
         else:
             v = Verdict.INCONCLUSIVE
+        seen = [b.cell["workload"] for b in low if b.lo > 0]
+        detect = f"a TPS loss is detectable in {', '.join(seen)}" if seen else "no TPS loss is detectable"
         out.append(
             ClaimVerdict(
                 f"{name}: with few concurrent queries ({lo_t} thread), encryption costs up to ~20 % TPS",
                 v,
-                "; ".join(map(_loss_text, low))
-                + f" (loss %, {low[0].confidence * 100:.4g} % CIs; {low[0].n_text}, {low[0].test})",
-                "TPS per run, on vs off, paired by round",
+                _loss_text(low) + f"; {detect}; 'about 20 %' taken as at most {LOW_LOSS_MAX:g} %",
+                measure,
                 engine,
                 id=f"{name}:low-concurrency-loss",
-                needs=_needs(low),
+                needs=_needs(b.cell for b in low),
             )
         )
     # 2. many concurrent queries: under 5 %
-    high = list(losses(runs, alpha, threads=hi_t).values()) if hi_t != lo_t else []
+    high = loss_bounds(runs, alpha, threads=hi_t) if hi_t != lo_t else []
     if high:
-        v = bound_verdict(
-            min((1 - c.ci_high) * 100 for c in high), max((1 - c.ci_low) * 100 for c in high), at_most=HIGH_LOSS_MAX
-        )
-        if v == Verdict.INCONCLUSIVE and any((1 - c.ci_high) * 100 > HIGH_LOSS_MAX for c in high):
+        v = bound_verdict(min(b.lo for b in high), max(b.hi for b in high), at_most=HIGH_LOSS_MAX)
+        if v == Verdict.INCONCLUSIVE and any(b.lo > HIGH_LOSS_MAX for b in high):
             v = Verdict.NOT_REPRODUCED
         out.append(
             ClaimVerdict(
                 f"{name}: with many concurrent queries ({hi_t} threads), the loss is under 5 %",
                 v,
-                "; ".join(map(_loss_text, high)) + f" (loss %, {high[0].confidence * 100:.4g} % CIs; {high[0].n_text})",
-                "TPS per run, on vs off, paired by round; every workload's whole CI must lie under 5 %",
+                _loss_text(high),
+                measure + "; every workload's upper bound must lie under 5 %",
                 engine,
                 id=f"{name}:high-concurrency-loss",
-                needs=_needs(high),
+                needs=_needs(b.cell for b in high),
             )
         )
-    # 3. write-heavy workloads lose the most: per round, TPS ratio (on/off) of each write-heavy workload
-    #    against each read-only one, at every thread count
+    # 3. write-heavy workloads lose the most: per round, the ratio (on/off) of each write-heavy workload over
+    #    that of each read-only one, at every thread count; on capacity where server CPU was measured (TPS on
+    #    this machine's shared disk is too noisy to rank write-heavy losses), else on TPS. Refuted when a
+    #    read-only workload loses more, or when every difference is shown to be within the noise band.
+    metric = CAPACITY if CAPACITY in runs and runs[CAPACITY].notna().all() else "tps"
+    what = "capacity (transactions per server CPU-second)" if metric == CAPACITY else "TPS"
     writes = [w for w in runs["workload"].unique() if w in WRITE_HEAVY]
     reads = [w for w in runs["workload"].unique() if w in READ_ONLY]
     pairs = {}
+    family = len(writes) * len(reads) * runs["threads"].nunique()
     for w in writes:
         for r in reads:
-            got = interaction(
+            pairs |= interaction(
                 runs,
-                "tps",
+                metric,
                 baseline=OFF,
                 candidate=ON,
                 factor="workload",
@@ -374,29 +568,30 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                 reference=r,
                 by=["threads"],
                 confidence=1 - alpha,
-                family=len(writes) * len(reads) * runs["threads"].nunique(),
+                family=family,
             )
-            pairs.update(got)
     if pairs:
         comps = list(pairs.values())
-        if all(c.ci_high < 1 for c in comps):
+        if all(c.ci_high < 1 - SAME_BAND for c in comps):
             v = Verdict.REPRODUCED
-        elif any(c.ci_low > 1 for c in comps):
+        elif any(c.ci_low > 1 for c in comps) or all(
+            c.ci_low >= 1 - SAME_BAND and c.ci_high <= 1 + SAME_BAND for c in comps
+        ):
             v = Verdict.NOT_REPRODUCED
         else:
             v = Verdict.INCONCLUSIVE
         ev = "; ".join(
-            f"{c.cell['workload']} x{c.cell['threads']}: ratio of TPS "
-            f"ratios {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+            f"{c.cell['workload']} x{c.cell['threads']}: ratio of {metric} ratios {c.ratio:.3f} "
+            f"[{c.ci_low:.3f}, {c.ci_high:.3f}]"
             for c in comps
         )
         out.append(
             ClaimVerdict(
                 f"{name}: write-heavy workloads lose the most",
                 v,
-                ev + " (< 1: the write-heavy workload loses more; "
-                f"{comps[0].confidence * 100:.4g} % CIs, {comps[0].n_text}, {comps[0].test})",
-                "TPS ratio on/off of a write-heavy workload over that of a read-only one, per round",
+                ev + f" (< 1: the write-heavy workload loses more; {comps[0].confidence * 100:.4g} % CIs, "
+                f"{comps[0].n_text}, {comps[0].test}; within +-{SAME_BAND * 100:g} % counts as no difference)",
+                f"{what} ratio on/off of a write-heavy workload over that of a read-only one, per round",
                 engine,
                 id=f"{name}:write-heavy-worst",
                 needs=[
@@ -435,11 +630,11 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                         f"{c.ratio:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}]"
                         for c in comps
                     )
-                    + f" ({comps[0].confidence * 100:.4g} % CIs, {comps[0].n_text})",
+                    + f" ({comps[0].confidence * 100:.4g} % CIs, {comps[0].n_text}, {comps[0].test})",
                     "server CPU % of the emulated limit, on minus off, paired by round; 'a few' taken as < 10 pp",
                     engine,
                     id=f"{name}:cpu-pp",
-                    needs=_needs(comps),
+                    needs=_needs(c.cell for c in comps),
                 )
             )
     return out
@@ -456,9 +651,13 @@ def cross_claims(experiment: str, runs: pd.DataFrame) -> list[ClaimVerdict]:
 
 # -- tables and figures ------------------------------------------------------------------------------------
 EMULATION_NOTE = (
-    "instance types cannot be reproduced on 2 shared cores: each profile is a CPU quota, an IOPS limit (both the "
-    f"original's scaled by {SCALE:g}) and a buffer pool keeping its data-to-buffer-pool ratio; the disk is this VM's "
-    "virtual disk, not RDS local SSD; absolute TPS is not comparable, only losses, trends and costs per transaction are"
+    "instance types cannot be reproduced on 2 shared cores: each profile is a CPU quota, a read-IOPS limit (both "
+    f"the original's scaled by {SCALE:g}) and a buffer pool keeping its data-to-buffer-pool ratio. The data lives "
+    "on a RAM-backed disk (data_disk: ram) throttled by cgroup blkio: closer to RDS local SSD latency than this "
+    "VM's shared virtual disk, whose erratic fsyncs made write throughput vary several-fold between runs. Writes "
+    "are not throttled (emulate_iops: reads): throttled writes stall ext4's journal here (whole-server stalls of "
+    "2-3 s with 16 writing threads, measured). Absolute TPS is not comparable, only losses, trends and costs "
+    "per transaction are"
 )
 
 
@@ -473,23 +672,26 @@ def cpu_table(part: Part) -> pd.DataFrame:
 
 
 def loss_table(part: Part) -> pd.DataFrame:
-    """TPS loss % (off -> on) with its CI, per workload x threads."""
+    """TPS loss % (off -> on) with its CI per workload x threads, the capacity loss that bounds it, and the
+    upper bound the claims use (see BOUND_NOTE)."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [
-            {
-                "workload": c.cell["workload"],
-                "threads": c.cell["threads"],
-                "loss %": (1 - c.ratio) * 100,
-                "loss CI low %": (1 - c.ci_high) * 100,
-                "loss CI high %": (1 - c.ci_low) * 100,
-                "n": c.n_text,
-                "change": str(c.change),
+    runs = part.runs()
+    rows = []
+    for t in sorted(runs["threads"].unique()) if "threads" in runs else []:
+        for b in loss_bounds(runs, part.alpha, threads=int(t)):
+            row = {
+                "workload": b.cell["workload"],
+                "threads": b.cell["threads"],
+                "TPS loss %": (1 - b.tps.ratio) * 100,
+                "TPS loss CI %": f"{b.lo:+.1f} to {(1 - b.tps.ci_low) * 100:+.1f}",
             }
-            for c in losses(part.runs(), part.alpha).values()
-        ]
-    )
+            if b.capacity is not None:
+                c = b.capacity
+                row["capacity loss %"] = (1 - c.ratio) * 100
+                row["capacity loss CI %"] = f"{(1 - c.ci_high) * 100:+.1f} to {(1 - c.ci_low) * 100:+.1f}"
+            rows.append(row | {"loss at most %": b.hi, "bound from": b.via, "n": b.tps.n_text})
+    return pd.DataFrame(rows)
 
 
 def cpu_per_transaction(part: Part) -> dict:
@@ -547,12 +749,12 @@ def figures(part: Part) -> list[tuple[Any, str]]:
                     loss,
                     index="workload",
                     columns="threads",
-                    values="loss %",
-                    title=f"{part.name}: TPS loss with encryption (%)",
-                    label="loss %",
+                    values="loss at most %",
+                    title=f"{part.name}: the most encryption can cost (TPS loss, upper bound %)",
+                    label="loss at most %",
                 ),
-                "Red cells lose throughput with encryption on, blue ones "
-                "gain (noise or caching); the table gives each cell's CI.",
+                "Each cell's upper bound on the TPS loss with encryption on: the measured TPS loss or, where "
+                "tighter, the capacity loss that bounds it; the table gives both with their CIs.",
             )
         )
     return out
@@ -589,3 +791,176 @@ def percona_table(part: Part) -> pd.DataFrame:
 
 def published_table() -> pd.DataFrame:
     return published(STUDY)
+
+
+# -- mechanism, ceilings, prediction --------------------------------------------------------------------
+MECHANISM = (
+    "pages_read_per_txn",
+    "pages_written_per_txn",
+    "pages_decrypted_per_txn",
+    "pages_encrypted_per_txn",
+    "data_read_bytes_per_txn",
+    "data_written_bytes_per_txn",
+    "log_written_bytes_per_txn",
+    "fsyncs_per_txn",
+    "server_cpu_us_per_op",
+)
+
+
+def ceilings(result: StudyResult) -> pd.DataFrame:
+    """Each emulated profile's limits and the ceilings measured under them: the highest TPS and IOPS any cell
+    reached (medians over its runs), and the CPU share of the limit there."""
+    import pandas as pd
+
+    rows = []
+    for part in result:
+        if part.name == "external":
+            continue
+        runs = part.runs()
+        if not len(runs):
+            continue
+        facts = next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+        sizing = facts.get("buffer_pool_sizing", {})
+        cells = runs.groupby(["workload", "threads", "arm"]).median(numeric_only=True)
+        cells["iops"] = cells.get("iops_read", 0) + cells.get("iops_write", 0)
+        for workload, g in cells.groupby(level="workload"):
+            top = g["tps"].idxmax()
+            rows.append(
+                {
+                    "profile": part.name,
+                    "CPU limit (cores)": facts.get("cpu_limit_cores"),
+                    "IOPS limit (read / write)": f"{facts.get('iops_limit_read') or 'none'} / "
+                    f"{facts.get('iops_limit_write') or 'none'}",
+                    "data disk": part.servers.get("data disk", {}).get("data_disk", ""),
+                    "buffer pool (MiB)": round(sizing.get("buffer_pool_bytes", 0) / 2**20, 1),
+                    "data : buffer pool": sizing.get("data_to_buffer_pool"),
+                    "workload": workload,
+                    "max TPS": g["tps"].max(),
+                    "at (threads, arm)": f"{top[1]}, {top[2]}",
+                    "max IOPS measured": g["iops"].max() if "iops_read" in g else None,
+                    "CPU % of limit there": g.loc[top, "server_cpu_pct_of_limit"]
+                    if "server_cpu_pct_of_limit" in g
+                    else None,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def mechanism_table(part: Part) -> pd.DataFrame:
+    """What InnoDB did per transaction, off and on: pages read, written, decrypted and encrypted, bytes, redo
+    log, fsyncs, and the server's CPU (medians over runs)."""
+    runs = part.runs()
+    cols = [c for c in MECHANISM if c in runs]
+    return runs.groupby(["workload", "threads", "arm"], sort=False)[cols].median().reset_index()
+
+
+def explained(part: Part) -> pd.DataFrame:
+    """The extra CPU per transaction with encryption on, against what the AES work alone predicts: pages
+    encrypted and decrypted per transaction x the AES-256-CTR cost of a 16 KiB page on this machine, set up per
+    page as InnoDB does (the bulk `openssl speed` figure where that was not measured)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..compare import compare_arms
+
+    runs = part.runs()
+    cal = part.extras.get("calibration", {})
+    aes = cal.get("aes_256_ctr_page_as_server_us") or cal.get("aes_256_ctr_us_per_page")
+    if "server_cpu_us_per_op" not in runs or not aes:
+        return pd.DataFrame()
+    delta = compare_arms(
+        runs, "server_cpu_us_per_op", baseline=OFF, candidates=[ON], by=["workload", "threads"], scale="difference"
+    )
+    rows = []
+    for c in delta.values():
+        on = runs[
+            (runs["arm"] == ON) & (runs["workload"] == c.cell["workload"]) & (runs["threads"] == c.cell["threads"])
+        ]
+        pages = float((on.get("pages_decrypted_per_txn", 0) + on.get("pages_encrypted_per_txn", 0)).median())
+        predicted = pages * aes
+        rows.append(
+            {
+                "workload": c.cell["workload"],
+                "threads": c.cell["threads"],
+                "extra CPU per txn, measured (us)": c.ratio,
+                "CI": f"{c.ci_low:+.0f} to {c.ci_high:+.0f}",
+                "pages en/decrypted per txn": pages,
+                "AES per page (us, calibration)": aes,
+                "predicted from AES alone (us)": predicted,
+                "AES share of the extra %": 100 * predicted / c.ratio if c.ratio > 0 else np.nan,
+                "measured extra per page (us)": c.ratio / pages if pages > 0 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# The original's instances (Alibaba RDS for MySQL 8.0.28, local SSD, 41 GB of data, threads up to 256).
+ORIGINAL = {"4c16g": {"cores": 4, "iops": 7000}, "8c32g": {"cores": 8, "iops": 12000}}
+ORIGINAL_THREADS = (1, 128)
+READ_LATENCY_MS = 0.15  # assumed: a 16 KiB random read from a local NVMe SSD
+FSYNC_LATENCY_MS = 0.5  # assumed: a redo-log fsync on the same
+MODEL_ASSUMPTIONS = (
+    "First-order model: per transaction, the CPU time, pages read and written and fsyncs measured here at the "
+    "same data-to-buffer-pool ratio (uniform access); the original's cores and IOPS; assumed latencies of "
+    f"{READ_LATENCY_MS} ms per page read and {FSYNC_LATENCY_MS} ms per fsync; the same speed per core as this "
+    "machine. Throughput is the least of what the cores, the IOPS and the threads' latency allow; encryption adds "
+    "only its measured CPU per transaction. It ignores lock and mutex contention, I/O merging and group commit "
+    "(which make high concurrency cheaper per transaction), the original's access pattern (unknown) and MySQL's "
+    "keyring against MariaDB's file_key_management: where those dominate it fails."
+)
+
+
+def predict(part: Part) -> pd.DataFrame:
+    """Predicted TPS loss and CPU rise with TDE on the original's instance of this profile, per workload, at one
+    thread and at many, beside the published conclusions."""
+    import pandas as pd
+
+    if part.name not in ORIGINAL:
+        return pd.DataFrame()
+    inst = ORIGINAL[part.name]
+    runs = part.runs()
+    need = {"server_cpu_us_per_op", "pages_read_per_txn", "pages_written_per_txn", "fsyncs_per_txn"}
+    if not need <= set(runs):
+        return pd.DataFrame()
+    rows = []
+    for workload, g in runs.groupby("workload", sort=False):
+        med = g.groupby("arm").median(numeric_only=True)
+        if OFF not in med.index or ON not in med.index:
+            continue
+        off, on = med.loc[OFF], med.loc[ON]
+        ios = off["pages_read_per_txn"] + off["pages_written_per_txn"]
+        wait_s = (off["pages_read_per_txn"] * READ_LATENCY_MS + off["fsyncs_per_txn"] * FSYNC_LATENCY_MS) / 1e3
+        for threads in ORIGINAL_THREADS:
+            tps = {}
+            cpu = {}
+            for arm, c_us in ((OFF, off["server_cpu_us_per_op"]), (ON, on["server_cpu_us_per_op"])):
+                by_cpu = inst["cores"] * 1e6 / c_us
+                by_io = inst["iops"] / ios if ios > 0 else float("inf")
+                by_latency = threads / (c_us / 1e6 + wait_s)
+                tps[arm] = min(by_cpu, by_io, by_latency)
+                cpu[arm] = 100 * tps[arm] * c_us / (inst["cores"] * 1e6)
+            bound = min(
+                ("CPU", inst["cores"] * 1e6 / off["server_cpu_us_per_op"]),
+                ("IOPS", inst["iops"] / ios if ios > 0 else float("inf")),
+                ("latency", threads / (off["server_cpu_us_per_op"] / 1e6 + wait_s)),
+                key=lambda kv: kv[1],
+            )[0]
+            loss = 100 * (1 - tps[ON] / tps[OFF])
+            published = "loss up to ~20 %" if threads == 1 else "loss under 5 %"
+            cpu_range = (0.06, 4.22) if part.name == "4c16g" else (0.12, 2.86)
+            rows.append(
+                {
+                    "instance": part.name,
+                    "workload": workload,
+                    "threads": threads,
+                    "bound by (off)": bound,
+                    "predicted TPS off": tps[OFF],
+                    "predicted TPS on": tps[ON],
+                    "predicted loss %": loss,
+                    "published": published,
+                    "agrees": (0 <= loss <= 20) if threads == 1 else loss < 5,
+                    "predicted CPU rise (pp)": cpu[ON] - cpu[OFF],
+                    "published CPU rise (pp)": f"{cpu_range[0]}-{cpu_range[1]}",
+                }
+            )
+    return pd.DataFrame(rows)

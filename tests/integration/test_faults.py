@@ -1,0 +1,201 @@
+"""Faults: a smoke run of each study killed (SIGKILL) or stopped by a scheduler (SIGTERM) at a random point.
+Afterwards no process the run started is left, the next start removes every directory it left (and with them
+any key or data), the completed runs are kept, and a user's server has its settings back. A killed run
+resumed with --resume ends with the runs an uninterrupted one has, repeating none."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from secoverhead.index import run_status
+from secoverhead.results import ResultStore
+from secoverhead.servers import MariaDBServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+SENTINEL = "Fault-Sentinel-Pw-8086"
+SMALL = {
+    "tls": ["-p", "mongo_connect_iterations", "5", "-p", "mysql_connect_iterations", "10"],
+    "auth": ["-p", "nonce_enabled", "false"],
+    "tde": ["-p", "run_seconds", "1"],
+    "https": ["-p", "arms", '[HTTP, "TLS 1.2 full, RSA", HTTPS keep-alive]'],
+    "audit": ["-p", "run_seconds", "1"],
+}
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = os.environ.copy()
+    env |= {"SECOVERHEAD_RUN_BASE": str(tmp / "base"), "SECOVERHEAD_STATE": str(tmp / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "secoverhead.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _runs_done(reports: Path) -> int:
+    return sum(1 for f in reports.glob("*/*/results/*/runs/*.json") if '"status": "ok"' in f.read_text())
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                out += [int(p.name), *_children(int(p.name))]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+    except OSError:
+        return False
+
+
+def _kill_midway(args, tmp: Path, sig: int, seed: int, env=None) -> tuple[Path, int, list[int]]:
+    """Start a run, wait for a random number of completed runs, signal the CLI; return its report directory,
+    the runs seen, and every process it had started."""
+    reports = tmp / "reports"
+    env = env or _env(tmp)
+    proc = _cli([*args, "--reports", str(reports)], env)
+    want = random.Random(seed).randint(1, 3)
+    deadline = time.monotonic() + 240
+    while _runs_done(reports) < want and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, f"the run ended before the fault: {proc.stderr.read()[-2000:]}"
+    started = _children(proc.pid)
+    seen = _runs_done(reports)
+    proc.send_signal(sig)
+    proc.wait(90)
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 143
+    (run_dir,) = [p for p in (reports / args[1]).glob("*") if p.is_dir() and not p.is_symlink()]
+    return run_dir, seen, started
+
+
+def _after(tmp: Path, run_dir: Path, seen: int, started: list[int], env=None) -> None:
+    deadline = time.monotonic() + 60
+    while (left := [p for p in started if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not left, f"orphans: {[Path(f'/proc/{p}/cmdline').read_bytes()[:120] for p in left if _alive(p)]}"
+    next_start = _cli(["run", "nosuch"], env or _env(tmp))  # any start cleans up after a crash
+    next_start.wait(60)
+    assert next_start.returncode == 2
+    base = tmp / "base"
+    assert not base.exists() or not [p for p in base.iterdir()], f"left behind: {list(base.iterdir())}"
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            assert SENTINEL.encode() not in f.read_bytes(), f
+    kept = [json.loads(f.read_text()) for f in run_dir.glob("results/*/runs/*.json")]
+    assert sum(r["status"] == "ok" for r in kept) >= seen  # nothing completed was lost
+
+
+CASES = [(s, sig) for s in SMALL for sig in (signal.SIGKILL, signal.SIGTERM)]
+
+
+@pytest.mark.parametrize("study, sig", CASES, ids=[f"{s}-{signal.Signals(g).name}" for s, g in CASES])
+def test_a_run_killed_or_terminated_leaves_nothing_and_keeps_its_runs(study, sig, tmp_path):
+    run_dir, seen, started = _kill_midway(["run", study, *SMALL[study]], tmp_path, sig, seed=hash((study, sig)) % 1000)
+    _after(tmp_path, run_dir, seen, started)
+    meta = json.loads((run_dir / "run.json").read_text())
+    if sig == signal.SIGTERM:  # finalised like Ctrl-C: recorded, rendered
+        assert meta["status"] == "interrupted" and (run_dir / "report.html").exists()
+    else:  # a killed owner cannot record anything; the index tells from its PID
+        assert meta["status"] == "running" and run_status(meta) == "interrupted"
+
+
+def test_a_killed_run_resumes_to_the_runs_of_an_uninterrupted_one(tmp_path):
+    args = ["run", "tls", "-p", "mongo_enabled", "false", "-p", "repetitions", "3", "-p", "min_rounds", "3"]
+    run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGKILL, seed=7)
+    _after(tmp_path, run_dir, seen, started)
+    env = _env(tmp_path)
+    resumed = _cli(["run", "--resume", str(run_dir), "--reports", str(tmp_path / "reports")], env)
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err[-2000:]
+    store = ResultStore(run_dir / "results", "tls-mysql")
+    keys = Counter(r.key for r in store.records() if r.status == "ok")
+    assert max(keys.values()) == 1  # nothing repeated
+    plan = store.metadata()["plan"]
+    uninterrupted = len(plan["arms"]) * (plan["repetitions"] + plan["warmup"])
+    assert len(keys) == uninterrupted
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "ok" and meta["resumed"] == 1
+
+
+@pytest.fixture(scope="module")
+def users_server():
+    """A MariaDB the tests start but hand to the study as the user's own server, with an admin account."""
+    with MariaDBServer() as db:
+        conn = db.admin()
+        cur = conn.cursor()
+        cur.execute(f"CREATE USER 'dba'@'%' IDENTIFIED BY '{SENTINEL}'")
+        cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'dba'@'%' WITH GRANT OPTION")
+        conn.close()
+        yield db
+
+
+def _general_log(db) -> str:
+    conn = db.admin()
+    cur = conn.cursor()
+    cur.execute("SELECT @@general_log")
+    value = str(cur.fetchone()[0])
+    conn.close()
+    return value
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
+    db = users_server
+    env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal(), "FAULT_DBA_PW": SENTINEL}
+    arms = json.dumps(
+        {"general_log": {"enable": ["SET GLOBAL general_log=ON"], "disable": ["SET GLOBAL general_log=OFF"]}}
+    )
+    args = ["run", "audit", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
+    args += ["-p", "mysql_user", "bench", "-p", "mysql_password_env", "FAULT_BENCH_PW", "-p", "external_arms", arms]
+    args += [
+        "-p",
+        "mysql_admin_user",
+        "dba",
+        "-p",
+        "mysql_admin_password_env",
+        "FAULT_DBA_PW",
+        "-p",
+        "run_seconds",
+        "2",
+    ]
+    reports = tmp_path / "reports"
+    proc = _cli([*args, "--reports", str(reports)], env)
+    deadline = time.monotonic() + 180
+    while _general_log(db) != "1" and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # kill during the arm that changed the user's server
+    assert _general_log(db) == "1", proc.stderr.read()[-2000:] if proc.poll() is not None else "arm never ran"
+    started = _children(proc.pid)
+    proc.send_signal(sig)
+    proc.wait(90)
+    (run_dir,) = [p for p in (reports / "audit").glob("*") if p.is_dir() and not p.is_symlink()]
+    if sig == signal.SIGTERM:
+        assert _general_log(db) == "0"  # undone on the way out
+    _after(tmp_path, run_dir, 0, started, env)
+    assert _general_log(db) == "0"  # a SIGKILLed owner's journal is undone at the next start
+    assert not list((tmp_path / "state" / "journal").glob("*.json"))

@@ -1,0 +1,135 @@
+"""Every command the README gives runs as written, in order, against servers this test starts on loopback and
+hands over as the README's: db.internal (MariaDB with TLS), db-encrypted.internal (MariaDB with encryption at
+rest), mongo.internal (FerretDB with SCRAM). Placeholders a user would fill in are filled in the same way:
+host and port, the CA file, the run directories. The secret scan of every report is on (the pipeline's)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from secoverhead import paths
+from secoverhead.servers import FerretDBServer, MariaDBServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+README = paths.ROOT / "README.md"
+BENCH_PW = "Readme-Bench-Pw-1977"
+DBA_PW = "Readme-Dba-Pw-2024"
+
+
+def commands() -> list[str]:
+    """The shell lines of the README's sh blocks that run secoverhead or export a variable."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip() if "secoverhead" in line else line.strip()
+            if line.startswith((".venv/bin/secoverhead", "export ")):
+                out.append(line)
+    return out
+
+
+def test_the_readme_gives_commands_to_check():
+    cmds = commands()
+    assert any("compare" in c for c in cmds) and any("--resume" in c for c in cmds)
+    assert any("mysql_host" in c for c in cmds) and any("mongo_uri" in c for c in cmds)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    with (
+        MariaDBServer(tls="on") as plain,
+        MariaDBServer(encryption=True) as encrypted,
+        FerretDBServer(auth=True) as mongo,
+    ):
+        for db in (plain, encrypted):  # the README gives one BENCH_PW for both
+            conn = db.admin()
+            cur = conn.cursor()
+            cur.execute(f"ALTER USER 'bench'@'%' IDENTIFIED BY '{BENCH_PW}'")
+            cur.execute(f"CREATE USER 'dba'@'%' IDENTIFIED BY '{DBA_PW}'")
+            cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'dba'@'%'")
+            conn.close()
+        client = mongo.endpoint.client(mechanism="SCRAM-SHA-256")
+        client.admin.command("createUser", "bench", pwd=BENCH_PW, roles=[], mechanisms=["SCRAM-SHA-256"])
+        client.close()
+        yield {"db": plain, "db-encrypted": encrypted, "mongo": mongo}
+
+
+def _fill(cmd: str, servers: dict, runs: dict[str, Path], cwd: Path) -> list[str]:
+    """The README's placeholders, filled in as a user fills them in for their own servers."""
+    for name in ("db-encrypted", "db"):
+        db = servers[name]
+        cmd = re.sub(
+            rf"-p mysql_host {name}\.internal( -p mysql_port \d+)?",
+            f"-p mysql_host 127.0.0.1 -p mysql_port {db.endpoint.port}",
+            cmd,
+        )
+    cmd = cmd.replace("/etc/ssl/db-ca.pem", str(servers["db"].endpoint.ca_file))
+    cmd = cmd.replace("mongodb://mongo.internal:27017/", f"mongodb://127.0.0.1:{servers['mongo'].endpoint.port}/")
+    for key, run in runs.items():
+        cmd = cmd.replace(f"reports/tde/<{key}>", str(run))
+    argv = shlex.split(cmd)
+    argv[0] = str(Path(sys.executable).with_name("secoverhead"))
+    return argv
+
+
+def _latest(cwd: Path, study: str) -> Path:
+    return (cwd / "reports" / study / "latest").resolve()
+
+
+def _interrupted_tde(cwd: Path, env: dict) -> Path:
+    """A TDE run stopped by SIGTERM after its first completed run: what --resume continues."""
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("secoverhead")), "run", "tde", "-p", "run_seconds", "1"], cwd=cwd, env=env
+    )
+    deadline = time.monotonic() + 180
+    while not list(cwd.glob("reports/tde/*/results/*/runs/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(120) == 143
+    return _latest(cwd, "tde")
+
+
+def test_every_readme_command_runs_as_written(servers, tmp_path):
+    cwd = tmp_path
+    (cwd / "papermill-params").symlink_to(paths.PARAMS)  # the README's paths are relative to the checkout
+    env = os.environ.copy() | {
+        "SECOVERHEAD_RUN_BASE": str(tmp_path / "base"),
+        "SECOVERHEAD_STATE": str(tmp_path / "state"),
+    }
+    env.pop("PYTEST_CURRENT_TEST", None)
+    runs: dict[str, Path] = {"run": _interrupted_tde(cwd, env)}
+    tde_runs: list[Path] = [runs["run"]]
+    for cmd in commands():
+        if cmd.startswith("export "):
+            name = cmd.split()[1].split("=")[0]
+            env[name] = {"BENCH_PW": BENCH_PW, "DBA_PW": DBA_PW}[name]
+            continue
+        if "compare" in cmd and "<run A>" in cmd:  # the last two TDE runs (off vs on) the README made so far
+            runs |= {"run A": tde_runs[-2], "run B": tde_runs[-1]}
+        argv = _fill(cmd, servers, runs, cwd)
+        res = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, f"{cmd}\n{res.stdout[-1500:]}\n{res.stderr[-1500:]}"
+        if argv[1:3] == ["run", "tde"] and "aa" not in argv:  # an A/A run has other arms: not for compare
+            tde_runs.append(_latest(cwd, "tde"))
+        if "mysql_encryption off" in cmd:
+            runs["run off"] = _latest(cwd, "tde")
+        if "mysql_encryption on" in cmd:
+            runs["run on"] = _latest(cwd, "tde")
+        if argv[1] == "compare" and "<run off>" in cmd:
+            assert "encryption off -> encryption on" in res.stdout
+            assert "claims on the two runs together" in res.stdout
+            assert "inconclusive" in res.stdout or "reproduced" in res.stdout  # a verdict table
+    for f in (cwd / "reports").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert BENCH_PW.encode() not in data and DBA_PW.encode() not in data, f
+    general_log = servers["db"].variables(["general_log"])["general_log"]
+    assert general_log == "OFF"  # the audit arm's change was undone
