@@ -6,16 +6,17 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-packages python kernel ferretdb test lint format reports lab bench clean
+.PHONY: help setup system-packages python kernel ferretdb inferno test lint format reports lab bench clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make reports  - set up, then run every study at quick scale into reports/"
 	@echo "make test     - set up, then lint and run the tests (unit, real-server integration, notebooks)"
 	@echo "make lab      - set up, then open JupyterLab with the project's kernel"
+	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
 	@echo "make setup    - Debian packages, .venv with the project, Jupyter kernel, FerretDB build (idempotent)"
 
-setup: system-packages python kernel ferretdb
+setup: system-packages python kernel ferretdb inferno
 
 system-packages:
 	@scripts/install-system-packages.sh
@@ -32,13 +33,17 @@ $(VENV)/.installed: pyproject.toml
 
 kernel: $(KERNEL)
 
-$(KERNEL): $(VENV)/.installed
+$(KERNEL): $(VENV)/.installed lib/secoverhead/kernel.py
 	@$(BIN)/python -m ipykernel install --prefix $(abspath $(VENV)) --name secoverhead \
 	  --display-name "Python (secoverhead)" >/dev/null
+	@$(BIN)/python -m secoverhead.kernel --install-spec $@  # the kernel ends with whoever started it
 	@echo "registered Jupyter kernel 'secoverhead' in $(VENV)"
 
 ferretdb:
 	@scripts/build-ferretdb.sh >/dev/null
+
+inferno:
+	@scripts/build-inferno.sh >/dev/null
 
 lint: python
 	$(BIN)/ruff check lib tests benchmarks
@@ -56,6 +61,7 @@ reports: setup
 
 bench: setup
 	$(BIN)/python benchmarks/measurement_overhead.py
+	$(BIN)/python benchmarks/noise_floors.py $(BENCH_ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

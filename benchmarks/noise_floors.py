@@ -1,0 +1,85 @@
+"""A/A noise floors of each study's primary metrics in the designs it can use (part of `make bench`).
+
+For each study an A/A experiment runs its baseline arm against an identical copy of itself (`aa`), with the
+quick profile's run settings but more rounds than the quick plan, interleaved and, where every arm has a
+server of its own (TDE, audit), as duets. Experiments of the quick plan's size are then resampled from its
+rounds: the noise floor (95th percentile of |ratio - 1| such an experiment reports with no real difference),
+the false-positive rate of the sequential looks, and the minimum detectable effect (80 % power).
+
+    python benchmarks/noise_floors.py                      # every study, 16 rounds each
+    python benchmarks/noise_floors.py --studies tde,audit --rounds 24
+    python benchmarks/noise_floors.py --studies tde --run-seconds 2,5,10   # TDE's floor against run length
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import pandas as pd
+
+from secoverhead.params import build, read_file
+from secoverhead.studies import STUDIES
+from secoverhead.tables import aa_table
+
+# study -> (overrides that keep one cell, the primary metrics, the designs it can use)
+CASES = {
+    "tls": ({}, ["total_ms_median", "query_ms_median", "connection_server_cpu_us_per_op"], ["interleaved"]),
+    "auth": (
+        {"concurrency": [8], "nonce_workers": [8]},
+        ["server_cpu_us_per_op", "system_ns_per_nonce"],
+        ["interleaved"],
+    ),
+    "tde": (
+        {"profiles": ["4c16g"], "threads": [1, 16]},
+        ["tps", "server_cpu_us_per_op"],
+        ["interleaved", "duet"],
+    ),
+    "https": ({}, ["server_cpu_us_per_op", "rps"], ["interleaved"]),
+    "audit": ({}, ["tps", "server_cpu_us_per_query"], ["interleaved", "duet"]),
+}
+
+
+def floors(study: str, rounds: int, extra: dict | None = None) -> pd.DataFrame:
+    s = STUDIES[study]
+    cls, module = s.params_class(), s.module()
+    quick = read_file(s.params_dir / "quick.yaml")
+    looks = build(cls, quick, study=study).look_schedule()  # the plan whose noise floor we want
+    overrides, metrics, designs = CASES[study]
+    frames = []
+    for design in designs:
+        values = quick | overrides | (extra or {})
+        values |= {"aa": True, "design": design, "repetitions": rounds, "min_rounds": rounds, "warmup": 1}
+        values |= {"max_minutes": 60, "progress": "off", "profile": False}
+        p = build(cls, values, study=study)
+        with tempfile.TemporaryDirectory(prefix="secoverhead-bench-") as d:
+            p.output_dir = d
+            t0 = time.monotonic()
+            result = module.run(p)
+            table = aa_table(result.parts, metrics, looks, by=("workload", "threads"))
+            table.insert(0, "study", study)
+            table["minutes"] = round((time.monotonic() - t0) / 60, 1)
+            frames.append(table.assign(**{k: str(v) for k, v in (extra or {}).items()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--studies", default=",".join(CASES))
+    ap.add_argument("--rounds", type=int, default=16)
+    ap.add_argument("--run-seconds", default="", help="TDE/audit/https: a floor per run length, e.g. 2,5,10")
+    args = ap.parse_args()
+    out = []
+    for study in args.studies.split(","):
+        lengths = [int(x) for x in args.run_seconds.split(",") if x] or [None]
+        for seconds in lengths:
+            out.append(floors(study, args.rounds, {"run_seconds": seconds} if seconds else None))
+            print(out[-1].round(3).to_string(index=False), flush=True)
+    table = pd.concat(out, ignore_index=True)
+    print("\nA/A noise floors at each study's quick plan (resampled from the A/A rounds):")
+    print(table.round(2).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
