@@ -2,11 +2,13 @@
 
 For each study an A/A experiment runs its baseline arm against an identical copy of itself (`aa`), with the
 quick profile's run settings but more rounds than the quick plan, interleaved and, where every arm has a
-server of its own (TDE, audit), as duets. Experiments of the quick plan's size are then resampled from its
-rounds: the noise floor (95th percentile of |ratio - 1| such an experiment reports with no real difference),
-the false-positive rate of the sequential looks, and the minimum detectable effect (80 % power).
+server of its own (TDE, audit), as duets: the smaller floor decides the design a study uses. Experiments of
+the quick plan's size are then resampled from its rounds: the noise floor (95th percentile of |ratio - 1|
+such an experiment reports with no real difference), the false-positive rate of the sequential looks, and
+the minimum detectable effect (80 % power).
 
-    python benchmarks/noise_floors.py                      # every study, 16 rounds each
+    python benchmarks/noise_floors.py                      # every study and design, 16 rounds each
+    python benchmarks/noise_floors.py --used-design        # only the design each study uses (faster)
     python benchmarks/noise_floors.py --studies tde,audit --rounds 24
     python benchmarks/noise_floors.py --studies tde --run-seconds 2,5,10   # TDE's floor against run length
 """
@@ -41,12 +43,14 @@ CASES = {
 }
 
 
-def floors(study: str, rounds: int, extra: dict | None = None) -> pd.DataFrame:
+def floors(study: str, rounds: int, extra: dict | None = None, every_design: bool = True) -> pd.DataFrame:
     s = STUDIES[study]
     cls, module = s.params_class(), s.module()
     quick = read_file(s.params_dir / "quick.yaml")
-    looks = build(cls, quick, study=study).look_schedule()  # the plan whose noise floor we want
+    planned = build(cls, quick, study=study)
+    looks = planned.look_schedule()  # the plan whose noise floor we want
     overrides, metrics, designs = CASES[study]
+    designs = designs if every_design else [planned.design]  # or only the design the study uses
     frames = []
     for design in designs:
         values = quick | overrides | (extra or {})
@@ -69,12 +73,14 @@ def main() -> None:
     ap.add_argument("--studies", default=",".join(CASES))
     ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--run-seconds", default="", help="TDE/audit/https: a floor per run length, e.g. 2,5,10")
+    ap.add_argument("--used-design", action="store_true", help="only the design each study's quick plan uses")
     args = ap.parse_args()
     out = []
     for study in args.studies.split(","):
         lengths = [int(x) for x in args.run_seconds.split(",") if x] or [None]
         for seconds in lengths:
-            out.append(floors(study, args.rounds, {"run_seconds": seconds} if seconds else None))
+            extra = {"run_seconds": seconds} if seconds else None
+            out.append(floors(study, args.rounds, extra, not args.used_design))
             print(out[-1].round(3).to_string(index=False), flush=True)
     table = pd.concat(out, ignore_index=True)
     print("\nA/A noise floors at each study's quick plan (resampled from the A/A rounds):")

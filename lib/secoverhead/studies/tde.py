@@ -239,11 +239,14 @@ def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, T
 
 
 def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
-    """Where the servers' data lives: a RAM-backed disk (closed after the servers stop), or the local disk."""
+    """Where one server's data lives: a RAM-backed disk of its own (closed after the server stops), or the
+    local disk. One per server: two servers on one file system share its journal, and in duets one of the pair
+    would wait on the other's commits (measured: write-only pairs where one ran at half the TPS of the other,
+    the slow one changing from round to round)."""
     from ..servers.ramdisk import RamDisk
 
     if p.data_disk == "ram":
-        data_mb = p.tables * p.table_size * 500 * len(p.arm_names()) >> 20  # rows and indexes, generously
+        data_mb = p.tables * p.table_size * 500 >> 20  # rows and indexes, generously
         disk = RamDisk.make(size_mb=max(2048, 4 * data_mb + 1024))
         if disk is not None:
             stack.callback(disk.close)
@@ -259,9 +262,9 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Targ
 
     first = PROFILES[p.profiles[0]]
     iops = _iops(p, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
-    base, disk = _disk(p, stack)
-    targets = {}
+    targets, disk = {}, {}
     for arm in p.arm_names():
+        base, disk = _disk(p, stack)
         db = stack.enter_context(
             MariaDBServer(
                 run_dir_base=base,
@@ -321,10 +324,27 @@ def _iops(p: Params, profile: Profile) -> tuple[int | None, int | None]:
     return profile.iops, profile.iops if p.emulate_iops == "both" else None
 
 
+PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
+PURGE_WAIT_S = 20.0
+
+
+def _history_length(cur: Any) -> int:
+    import re
+
+    cur.execute("SHOW ENGINE INNODB STATUS")
+    m = re.search(r"History list length (\d+)", cur.fetchone()[2])
+    return int(m.group(1)) if m else 0
+
+
 def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> dict[str, float]:
-    """Write the sysbench tables' dirty pages now (FLUSH TABLES ... FOR EXPORT: synchronous, unlike lowering
-    innodb_max_dirty_pages_pct, whose page cleaner spins for seconds), with the IOPS limit lifted meanwhile:
-    what the run's writes cost the server beyond its own window, and no dirty page left for the next run."""
+    """Finish the run's writes now, with the IOPS limit lifted meanwhile: wait for purge to clear the undo
+    records the run left (bounded), then write the sysbench tables' dirty pages (FLUSH TABLES ... FOR EXPORT:
+    synchronous, unlike lowering innodb_max_dirty_pages_pct, whose page cleaner spins for seconds). What the
+    run's writes cost the server beyond its own window, and nothing left for the next run: measured at quick
+    scale, a write run's purge backlog spilling into the next read-only run made it read ~96 and write ~45
+    pages per transaction instead of ~20 and 0, and its TPS fall tenfold."""
+    import time
+
     from ..metrics import CpuMeter
     from ..servers.mariadb import BENCH_DATABASE
 
@@ -335,6 +355,9 @@ def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> di
     try:
         cur = conn.cursor()
         with CpuMeter(db.cpu) as meter:
+            deadline = time.monotonic() + PURGE_WAIT_S
+            while (left := _history_length(cur)) > PURGE_DONE and time.monotonic() < deadline:
+                time.sleep(0.05)
             cur.execute(f"FLUSH TABLES {names} FOR EXPORT")
             cur.execute("UNLOCK TABLES")
     finally:
@@ -342,7 +365,7 @@ def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> di
         if db.io_limiter is not None and any(iops):
             db.io_limiter.set(*iops)
     s = meter.server
-    return {"cpu_s": s.total_s, "user_s": s.user_s, "system_s": s.system_s, "wall_s": s.wall_s}
+    return {"cpu_s": s.total_s, "user_s": s.user_s, "system_s": s.system_s, "wall_s": s.wall_s, "undo_left": left}
 
 
 def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
@@ -352,6 +375,7 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
     metrics |= {
         "writeback_cpu_s": wb["cpu_s"],
         "writeback_s": wb["wall_s"],
+        "purge_undo_left_count": wb["undo_left"],
         "server_cpu_total_s": total,
         "server_cpu_user_s": metrics["server_cpu_user_s"] + wb["user_s"],
         "server_cpu_system_s": metrics["server_cpu_system_s"] + wb["system_s"],
