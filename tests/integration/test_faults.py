@@ -146,7 +146,7 @@ def test_a_killed_run_resumes_to_the_runs_of_an_uninterrupted_one(tmp_path):
 @pytest.fixture(scope="module")
 def users_server():
     """A MariaDB the tests start but hand to the study as the user's own server, with an admin account."""
-    with MariaDBServer() as db:
+    with MariaDBServer(tls="on") as db:
         conn = db.admin()
         cur = conn.cursor()
         cur.execute(f"CREATE USER 'dba'@'%' IDENTIFIED BY '{SENTINEL}'")
@@ -199,3 +199,21 @@ def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
     _after(tmp_path, run_dir, 0, started, env)
     assert _general_log(db) == "0"  # a SIGKILLed owner's journal is undone at the next start
     assert not list((tmp_path / "state" / "journal").glob("*.json"))
+
+
+EXTERNAL = {
+    "tls": ["-p", "mongo_enabled", "false", "-p", "mysql_connect_iterations", "10"],
+    "auth": ["-p", "mongo_enabled", "false", "-p", "nonce_enabled", "false"],
+    "tde": ["-p", "run_seconds", "1", "-p", "mysql_encryption", "off"],
+}
+
+
+@pytest.mark.parametrize("study", list(EXTERNAL))
+def test_a_killed_run_against_an_external_server_leaves_nothing_and_keeps_its_runs(users_server, study, tmp_path):
+    db = users_server
+    env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal()}
+    args = ["run", study, "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
+    args += ["-p", "mysql_user", "bench", "-p", "mysql_password_env", "FAULT_BENCH_PW", *EXTERNAL[study]]
+    run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGKILL, seed=11, env=env)
+    _after(tmp_path, run_dir, seen, started, env)
+    assert db.endpoint.connect(tls=False).is_connected()  # the user's server is untouched and still serves
