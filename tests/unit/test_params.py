@@ -302,3 +302,11 @@ def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left(
     assert b.share(weights[1], sum(weights[1:])) == pytest.approx(35.0)
     clock[0] = 120.0
     assert b.share(1.0, 1.0) == 0.0 and b.left() == 0.0
+
+
+def test_an_aa_copy_of_the_nonce_arm_still_names_a_real_source():
+    from secoverhead.studies import auth
+    from secoverhead.workloads.nonce import SOURCES
+
+    arms = auth.Params(aa=True).arms("nonce")
+    assert arms[1].name != arms[0].name and {a.mechanism for a in arms} <= set(SOURCES)

@@ -86,7 +86,7 @@ ARMS: dict[str, tuple[Arm, ...]] = {
         Arm("password + TLS", "mysql", "db", tls=True),
         Arm("pooled password", "mysql", "db", pooled=True),
     ),
-    "nonce": (Arm("syscall", "nonce"), Arm("userspace", "nonce")),
+    "nonce": (Arm("syscall", "nonce", mechanism="syscall"), Arm("userspace", "nonce", mechanism="userspace")),
 }
 
 
@@ -202,7 +202,8 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
         arm = arms[arm_name]
         if arm.engine == "nonce":
             w = int(factors["workers"])
-            return nonce_benchmark(arm.name, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
+            source = arm.mechanism or arm.name  # the source, also under an A/A copy's name
+            return nonce_benchmark(source, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
         srv = servers[arm.server]
         e = srv.endpoint
         if arm.engine == "mongo":
