@@ -75,10 +75,10 @@ def _run(args: argparse.Namespace) -> int:
 
     reports = check_reports_root(args.reports)
     if args.resume:
-        from pathlib import Path
+        from .paths import user_path
 
-        study, values = resume_values(Path(args.resume))
-        jobs = [(prepare(study, values=values), Path(args.resume).expanduser().resolve())]
+        study, values = resume_values(args.resume)
+        jobs = [(prepare(study, values=values), user_path(args.resume))]
     else:
         studies = list(STUDIES) if args.all else [args.study]
         profile = args.profile if (args.profile or args.file) else "smoke"

@@ -16,6 +16,7 @@ import pandas as pd
 from .compare import compare_arms
 from .errors import ConfigError
 from .files import read_json
+from .paths import user_path
 from .results import ResultStore
 from .stats import holm
 from .studies import STUDIES
@@ -25,7 +26,10 @@ ROUND_OFFSET = 1_000_000  # B's rounds moved out of A's range: rounds of two rep
 
 def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
     """The study and each experiment's runs of one report directory."""
-    d = Path(run_dir).expanduser().resolve()
+    try:
+        d = user_path(run_dir)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     meta = read_json(d / "run.json")
     if not isinstance(meta, dict) or meta.get("study") not in STUDIES:
         raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .paths import file_problem
 from .secrets import holds_secret, secret_reference
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"  # names that become directory names: no '/', no leading '.'
@@ -254,8 +255,8 @@ MAX_FILE_BYTES = 1 << 20
 def read_file(path: str | os.PathLike) -> dict[str, Any]:
     """One parameters file: a mapping of name: value, read as YAML 1.2 with the safe loader."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"parameters file {p} does not exist or is not a file")
+    if problem := file_problem(p):
+        raise ConfigError(f"parameters file {_short(p)}: {problem}")
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -337,27 +338,33 @@ def secret_parameters(p: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _short(path: str | os.PathLike, limit: int = 120) -> str:
+    """A path as it goes into a one-line error: long ones cut in the middle."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:60]}…{text[-40:]} ({len(text)} characters)"
+
+
 def preflight(p: Any) -> None:
     """What can be checked without a kernel: named secrets exist, named files exist, and every external server
     the parameters name answers, accepts the credentials and (with a CA file) verifies."""
     for name, (kind, where) in secret_parameters(p).items():
         if kind == "env" and where not in os.environ:
             raise ConfigError(f"{name}: environment variable {where} is not set (it should hold the secret)")
-        if kind == "file" and not Path(where).expanduser().is_file():
-            raise ConfigError(f"{name}: secret file {where} does not exist")
+        if kind == "file" and (problem := file_problem(where)):
+            raise ConfigError(f"{name}: secret file {_short(where)}: {problem}")
     for f in dataclasses.fields(p):
         value = getattr(p, f.name)
         if not (f.name.endswith("_file") and isinstance(value, str) and value):
             continue
-        if not Path(value).expanduser().is_file():
-            raise ConfigError(f"{f.name}: file {value} does not exist")
+        if problem := file_problem(value):
+            raise ConfigError(f"{f.name}: file {_short(value)}: {problem}")
         if f.name.endswith("_ca_file"):
             import ssl
 
             try:
                 ssl.create_default_context(cafile=str(Path(value).expanduser()))
             except (ssl.SSLError, ValueError, OSError) as exc:
-                raise ConfigError(f"{f.name}: {value} holds no usable certificate ({exc})") from None
+                raise ConfigError(f"{f.name}: {_short(value)} holds no usable certificate ({exc})") from None
     for server in p.external_servers():
         with server:  # connects, logs in, reads facts; leaves nothing behind
             pass

@@ -17,6 +17,27 @@ PARAMS = ROOT / "papermill-params"
 PUBLISHED = ROOT / "data" / "published"
 
 
+def file_problem(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be used as an input file ("does not exist", "File name too long"), or None if it is one.
+
+    pathlib's is_file() raises on some errors (ENAMETOOLONG, EACCES on a parent) instead of saying False."""
+    try:
+        p = Path(path).expanduser()
+        if p.is_file():
+            return None
+        return "is not a file" if p.exists() else "does not exist"
+    except (OSError, ValueError, RuntimeError) as exc:  # ValueError: a NUL byte; RuntimeError: ~nosuchuser
+        return getattr(exc, "strerror", None) or str(exc)
+
+
+def user_path(value: str | os.PathLike) -> Path:
+    """A path the user typed, expanded and absolute; ValueError (one line) when it cannot be one."""
+    try:
+        return Path(value).expanduser().resolve()
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"{str(value)[:120]!r} is not a usable path ({exc})") from None
+
+
 def cache_dir() -> Path:
     """Cache for built tools, shared by every checkout (so fresh clones reuse the FerretDB build)."""
     env = os.environ.get("SECOVERHEAD_CACHE")

@@ -32,6 +32,7 @@ from .errors import ConfigError
 from .files import atomic_write_json, read_json, sanitize
 from .owners import alive
 from .params import build, layer, params_name, preflight, secret_parameters, specs
+from .paths import user_path
 from .secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from .studies import STUDIES, Study
 
@@ -115,13 +116,14 @@ def prepare(
 
 def check_reports_root(root: str | os.PathLike) -> Path:
     """The reports directory exists (or can be made) and is writable."""
-    path = Path(root).expanduser().resolve()
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--reports {path} is a file, not a directory")
     try:
+        path = user_path(root)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--reports {path} is a file, not a directory")
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--reports {path} cannot be created: {exc.strerror}") from None
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(f"--reports {str(root)[:120]} cannot be created: {why}") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(f"--reports {path} is not writable")
     return path
@@ -403,9 +405,12 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     return status, error
 
 
-def resume_values(run_dir: Path) -> tuple[str, dict[str, Any]]:
+def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     """The study and parameters an earlier run recorded, to continue it in place."""
-    run_dir = Path(run_dir).expanduser().resolve()
+    try:
+        run_dir = user_path(run_dir)
+    except ValueError as exc:
+        raise ConfigError(f"--resume {exc}") from None
     meta = read_json(run_dir / "run.json")
     if not isinstance(meta, dict) or "study" not in meta:
         raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")

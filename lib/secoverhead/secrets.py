@@ -12,6 +12,7 @@ import secrets as _stdlib_secrets
 from pathlib import Path
 
 from .errors import ConfigError
+from .paths import file_problem
 
 _KNOWN: set[str] = set()
 # Shorter values cannot be told apart from ordinary text ("x" is in every report); they are not tracked.
@@ -70,10 +71,13 @@ def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None
         if value is None:
             raise ConfigError(f"environment variable {env} is not set (it should hold the password)")
         return Secret(value.strip(), source=f"env:{env}")
+    if problem := file_problem(file):
+        raise ConfigError(f"secret file {str(file)[:120]}: {problem}")
     path = Path(file).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"secret file {path} does not exist")
-    lines = path.read_text().splitlines()
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"secret file {path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
     return Secret(lines[0].strip() if lines else "", source=f"file:{path}")
 
 

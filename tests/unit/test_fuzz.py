@@ -144,3 +144,42 @@ def test_a_reports_path_that_is_a_file_or_read_only_is_one_line(tmp_path, capsys
         assert "cannot be created" in capsys.readouterr().err or "not writable" in capsys.readouterr().err
     finally:
         ro.chmod(0o700)
+
+
+FILE_PARAMS = sorted({(sid, n) for sid, s in STUDIES.items() for n in specs(s.params_class()) if n.endswith("_file")})
+AWKWARD_PATHS = ["a" * 300, "/tmp/" + "b" * 5000, "x\x00y", "/", "/nonexistent/ca.pem", "~nosuchuser/x"]
+
+
+@pytest.mark.parametrize("study,name", FILE_PARAMS)
+@pytest.mark.parametrize("value", AWKWARD_PATHS, ids=["long-name", "long-path", "nul", "directory", "missing", "tilde"])
+def test_every_file_parameter_says_why_a_path_is_unusable_in_one_line(study, name, value, tmp_path, capsys):
+    # pathlib's is_file() raises ENAMETOOLONG instead of returning False (CI found it through the fuzzer)
+    reports = tmp_path / "reports"
+    code = cli.main(["run", study, "-p", name, value, "--reports", str(reports)])
+    err = capsys.readouterr().err
+    _check(code, err, reports)
+    assert code == 2 and name in err
+
+
+@pytest.mark.parametrize("value", AWKWARD_PATHS[:4])
+def test_a_parameters_file_with_an_unusable_path_is_one_line(value, tmp_path, capsys):
+    reports = tmp_path / "reports"
+    code = cli.main(["run", "tls", "-f", value, "--reports", str(reports)])
+    err = capsys.readouterr().err
+    _check(code, err, reports)
+    assert code == 2 and "parameters file" in err
+
+
+@pytest.mark.parametrize("value", [*AWKWARD_PATHS[:3], "~nosuchuser/r"], ids=["long-name", "long-path", "nul", "tilde"])
+@pytest.mark.parametrize("option", ["--reports", "--resume", "compare"])
+def test_an_unusable_directory_path_is_one_line(option, value, tmp_path, capsys):
+    if option == "compare":
+        args = ["compare", value, str(tmp_path)]
+    elif option == "--resume":
+        args = ["run", "--resume", value, "--reports", str(tmp_path / "reports")]
+    else:
+        args = ["run", "tls", "--reports", value]
+    code = cli.main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..paths import file_problem
 from .process import run_command
 
 KEY_TYPES = ("rsa", "ecdsa")
@@ -31,8 +32,8 @@ class CertificateSet:
             if name == "key_type" or path is None:
                 continue
             p = Path(path)
-            if not p.is_file():
-                raise ConfigError(f"certificate file {name}={p} does not exist")
+            if problem := file_problem(p):
+                raise ConfigError(f"certificate file {name}={str(p)[:120]}: {problem}")
             head = p.read_text(errors="replace")[:200]
             if "-----BEGIN" not in head:
                 raise ConfigError(f"certificate file {name}={p} is not PEM")

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import AuthenticationError, ConfigError, UnreachableServerError
+from ..paths import file_problem
 from ..secrets import Secret, secret_from
 from .base import Server
 from .endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
@@ -29,10 +30,9 @@ def _check_reachable(host: str, port: int, timeout: float) -> None:
 def _check_file(path: str | Path | None, what: str) -> Path | None:
     if path is None:
         return None
-    p = Path(path).expanduser().resolve()
-    if not p.is_file():
-        raise ConfigError(f"{what} {p} does not exist")
-    return p
+    if problem := file_problem(path):
+        raise ConfigError(f"{what} {str(path)[:120]}: {problem}")
+    return Path(path).expanduser().resolve()
 
 
 def _check_ca(path: str | Path | None) -> Path | None:
