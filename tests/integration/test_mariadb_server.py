@@ -181,6 +181,38 @@ def test_buffer_pool_and_extra_options_take_effect():
         assert facts["innodb_flush_log_at_trx_commit"] == "2"
 
 
+def test_a_small_buffer_pool_keeps_the_data_it_has_room_for():
+    # InnoDB's default free-page target (1,536 pages, half kept free) emptied pools of a few MiB: a table
+    # that fits was read from disk again on every scan
+    with MariaDBServer(extra_options={"innodb_buffer_pool_chunk_size": "1M"}) as db:
+        size = db.set_buffer_pool(8 << 20)
+        assert size == 8 << 20 and db.variables(["innodb_lru_scan_depth"])["innodb_lru_scan_depth"] == "100"
+        conn = db.admin()
+        try:
+            cur = conn.cursor()
+            cur.execute("CREATE DATABASE bp")
+            cur.execute("CREATE TABLE bp.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
+            cur.execute(
+                "INSERT INTO bp.t SELECT seq, REPEAT('x', 200) FROM bp.seq_1_to_12000"
+            )  # about 3 MiB: fits in 8 MiB
+            conn.commit()
+            db.flush_dirty_pages()
+
+            def disk_reads_of_a_scan() -> int:
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")
+                before = int(cur.fetchone()[1])
+                cur.execute("SELECT COUNT(*), SUM(LENGTH(pad)) FROM bp.t")
+                assert cur.fetchone()[0] == 12000
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")
+                return int(cur.fetchone()[1]) - before
+
+            disk_reads_of_a_scan()
+            time.sleep(2)  # give the page cleaner time to evict what it would
+            assert disk_reads_of_a_scan() <= 5
+        finally:
+            conn.close()
+
+
 def test_cpu_limit_by_cgroup_quota():
     with MariaDBServer(cpu_limit=0.5) as db:
         facts = db.describe()

@@ -49,3 +49,11 @@ def test_iops_limit_names_the_whole_disk(tmp_path):
         lim.remove()
     with pytest.raises(ConfigError):
         iops_limit(0, 10, tmp_path)
+
+
+def test_lru_scan_depth_scales_with_the_pool_within_innodbs_range():
+    from secoverhead.servers.mariadb import lru_scan_depth
+
+    assert lru_scan_depth(6 << 20) == 100  # 384 pages: InnoDB's minimum
+    assert lru_scan_depth(64 << 20) == 163  # 4,096 pages: about 4 %
+    assert lru_scan_depth(12 << 30) == 1536  # the original's pool: InnoDB's default

@@ -38,6 +38,12 @@ def _binary(name: str) -> str:
     return found
 
 
+def lru_scan_depth(pool_bytes: int) -> int:
+    """InnoDB's free-page target for a pool: about 4 % of its pages (so about 2 % kept free), within InnoDB's
+    range of 100 to the default 1,536 (a 12 GB pool's default keeps 0.1 % free)."""
+    return max(100, min(1536, pool_bytes // (16 << 10) // 25))
+
+
 class MariaDBServer(Server):
     """A throwaway MariaDB instance.
 
@@ -348,7 +354,12 @@ class MariaDBServer(Server):
             conn.close()
 
     def set_buffer_pool(self, size: int) -> int:
-        """Resize the buffer pool online; returns the size that took (InnoDB rounds to its chunk size)."""
+        """Resize the buffer pool online; returns the size that took (InnoDB rounds to its chunk size).
+
+        The page cleaner's free-page target (innodb_lru_scan_depth) is scaled with it: the default, 1,536
+        pages, is sized for pools of GBs and InnoDB keeps about half of it free, so a pool of a few MiB stayed
+        mostly empty (measured on a 13 MiB pool: 600-800 of 832 pages free, write-only TPS a quarter of
+        what it is with the target at 100, with multi-second stalls)."""
         import time
 
         conn = self.admin()
@@ -362,7 +373,9 @@ class MariaDBServer(Server):
                     break
                 time.sleep(0.1)
             cur.execute("SELECT @@innodb_buffer_pool_size")
-            return int(cur.fetchone()[0])
+            took = int(cur.fetchone()[0])
+            cur.execute("SET GLOBAL innodb_lru_scan_depth = %s", (lru_scan_depth(took),))
+            return took
         finally:
             conn.close()
 

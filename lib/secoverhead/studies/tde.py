@@ -205,6 +205,7 @@ def _size_buffer_pool(db: Any, profile: Profile) -> dict[str, Any]:
         "data_bytes": data,
         "buffer_pool_bytes": effective,
         "data_to_buffer_pool": round(data / effective, 2) if effective else None,
+        "lru_scan_depth": int(db.variables(["innodb_lru_scan_depth"]).get("innodb_lru_scan_depth", 0)),
     }
 
 
@@ -299,7 +300,8 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         facts[f"mysql {arm} (MariaDB, {name})"] = db.describe() | {"buffer_pool_sizing": sizing}
         notes.append(
             f"{arm}: {sizing['data_bytes'] / 2**20:.1f} MiB of data, buffer pool "
-            f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']})"
+            f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']}; free-page "
+            f"target innodb_lru_scan_depth {sizing['lru_scan_depth']}, scaled to the pool)"
         )
     limit = next(v for k, v in facts.items() if k.startswith("mysql"))
     reads, writes = _iops(p, profile)
