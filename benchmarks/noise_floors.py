@@ -34,7 +34,7 @@ CASES = {
         ["interleaved"],
     ),
     "tde": (
-        {"profiles": ["4c16g"], "threads": [1, 16]},
+        {"profiles": ["4c16g", "8c32g"], "threads": [1, 16]},
         ["tps", "server_cpu_us_per_op"],
         ["interleaved", "duet"],
     ),

@@ -1,7 +1,10 @@
 """Experiments: arms (named configurations) x factors (workload, threads, ...) x rounds.
 
-Runs are interleaved: in each round every arm runs once per factor combination, in an order shuffled per
-round from a recorded seed, so slow drifts of a noisy machine hit every arm alike and the round is a block.
+Runs are interleaved: in each round every arm runs once per factor combination, in a balanced order derived
+from a recorded seed (each arm takes each position once in every k rounds of k arms, the permutation redrawn
+every k rounds), so slow drifts of a noisy machine hit every arm alike, a position effect (the first run of
+a round after a warmer or colder machine) cancels instead of leaning on whichever arm drew more first
+places, and the round is a block.
 The first `warmup` rounds are marked warm-up and kept. The plan is generated round by round (its size is
 arithmetic, never a list in memory). Each run is stored the moment it ends; re-running an experiment with the
 same id resumes after the runs already completed.
@@ -89,8 +92,8 @@ def plan_rounds(
     *,
     design: str = "interleaved",
 ) -> Iterator[list[Unit]]:
-    """The deterministic run order, one round at a time: factor combinations in order, arms shuffled per
-    (round, combination) by a generator seeded from (seed, round), so any round can be re-derived alone.
+    """The deterministic run order, one round at a time: factor combinations in order, arms in a balanced
+    order per (round, combination) (see balanced_order), so any round can be re-derived alone.
 
     duet: the first arm is the baseline; each round runs it beside every other arm in turn, both at once, each
     pair a block of its own (Bulej et al., "Duet Benchmarking", ICPE 2020): both arms meet the same
@@ -107,13 +110,13 @@ def plan_rounds(
         raise ValueError(f"the plan has more than {MAX_PLANNED_RUNS} runs: lower repetitions or the factor levels")
     baseline = arms[0]
     for rnd in range(warmup + repetitions):
-        rng = random.Random(f"{seed}:{rnd}")
         warm = rnd < warmup
         rep = rnd if warm else rnd - warmup
         units: list[Unit] = []
         for combo in combos:
-            order = list(arms) if design == "interleaved" else list(arms[1:])
-            rng.shuffle(order)
+            arms_here = list(arms) if design == "interleaved" else list(arms[1:])
+            key = f"{seed}:{'warm' if warm else 'measured'}:{sorted((k, str(v)) for k, v in combo.items())}"
+            order = balanced_order(arms_here, key, rep)
             if design == "interleaved":
                 units += [(PlannedRun(rnd, rep, warm, arm, combo),) for arm in order]
                 continue
@@ -126,6 +129,18 @@ def plan_rounds(
                     )
                 )
         yield units
+
+
+def balanced_order(items: Sequence[str], key: str, index: int) -> list[str]:
+    """Rotation `index mod k` of a permutation of the k items drawn for cycle `index div k` (seeded by key):
+    over every k consecutive indices each item takes each position exactly once (a Latin square), and the
+    order still changes from cycle to cycle. A plain shuffle per round left it to chance: with two arms in 10
+    rounds one arm runs first 7 times or more in a third of the seeds."""
+    k = len(items)
+    cycle, pos = divmod(index, k)
+    perm = list(items)
+    random.Random(f"{key}:{cycle}").shuffle(perm)
+    return perm[pos:] + perm[:pos]
 
 
 class Experiment:

@@ -39,6 +39,24 @@ def test_plan_interleaves_arms_every_round_with_a_recorded_seed():
     assert {p.repetition for p in plan if not p.warmup} == {0, 1, 2, 3}
 
 
+@pytest.mark.parametrize("arms", [["a", "b"], ["a", "b", "c"], ["a", "b", "c", "d"]])
+def test_interleaved_order_is_balanced_every_k_rounds(arms):
+    k = len(arms)
+    for seed in range(20):
+        plan = plan_runs(arms, {"threads": [1, 8]}, repetitions=3 * k, warmup=1, seed=seed)
+        for threads in (1, 8):
+            for cycle in range(3):
+                rounds = range(1 + cycle * k, 1 + (cycle + 1) * k)  # measured rounds after the warm-up
+                orders = [[p.arm for p in plan if p.round == r and p.factors["threads"] == threads] for r in rounds]
+                for pos in range(k):
+                    assert sorted(o[pos] for o in orders) == sorted(arms)  # each arm in each position once
+    two = plan_runs(["a", "b"], {}, repetitions=10, warmup=0, seed=1)
+    firsts = Counter(two[i].arm for i in range(0, len(two), 2))
+    assert firsts == {"a": 5, "b": 5}
+    cycles = {tuple(p.arm for p in plan_runs(["a", "b", "c"], {}, repetitions=3, warmup=0, seed=s)) for s in range(10)}
+    assert len(cycles) > 1  # the permutation is drawn, not fixed
+
+
 def test_duet_plan_pairs_the_baseline_with_each_arm_in_blocks_of_their_own():
     rounds = list(plan_rounds(["base", "x", "y"], {"threads": [1, 8]}, repetitions=3, warmup=1, seed=5, design="duet"))
     assert len(rounds) == 4
