@@ -114,14 +114,14 @@ def plan_rounds(
         rep = rnd if warm else rnd - warmup
         units: list[Unit] = []
         for combo in combos:
+            label = sorted((k, str(v)) for k, v in combo.items())
             arms_here = list(arms) if design == "interleaved" else list(arms[1:])
-            key = f"{seed}:{'warm' if warm else 'measured'}:{sorted((k, str(v)) for k, v in combo.items())}"
-            order = balanced_order(arms_here, key, rep)
+            order = balanced_order(arms_here, f"{seed}:{'warm' if warm else 'measured'}:{label}", rep)
             if design == "interleaved":
                 units += [(PlannedRun(rnd, rep, warm, arm, combo),) for arm in order]
                 continue
             for cand in order:
-                block = f"{rnd}:{cand}:{sorted((k, str(v)) for k, v in combo.items())}"
+                block = f"{rnd}:{cand}:{label}"
                 units.append(
                     (
                         PlannedRun(rnd, rep, warm, baseline, combo, block=block, partner=cand),
