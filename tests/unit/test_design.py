@@ -145,3 +145,34 @@ def test_later_rounds_go_only_to_undecided_cells(tmp_path):
     per_cell = runs.groupby("c")["round"].nunique()
     assert per_cell["clear"] == 3 and per_cell["close"] == 12  # the budget went to the undecided cell
     assert store.metadata()["status"] == "complete" and len(store.metadata()["looks_done"]) == 4
+
+
+def test_aa_floor_from_fewer_rounds_than_planned_keeps_false_positives_near_alpha():
+    """Ten measured A/A rounds stand in for a plan of 20: plain resampling repeats rounds and made the looks'
+    false-positive rate look like 10-24 %; the smoothed resample keeps it near the 5 % spent."""
+    import numpy as np
+
+    from secoverhead.design import aa_floor, schedule, smoothed_resample
+
+    looks = schedule(4, 20, 3)
+    rates = [
+        aa_floor(np.random.default_rng(seed).normal(0.0, 0.1, 10), looks, trials=2000, seed=seed).false_positive_rate
+        for seed in range(12)
+    ]
+    assert 0.03 <= float(np.mean(rates)) <= 0.062  # plain resampling: 0.071
+    d = np.random.default_rng(1).normal(0.3, 0.2, 10)
+    x = smoothed_resample(d, (20000, 1), np.random.default_rng(2))
+    assert x.mean() == pytest.approx(d.mean(), abs=0.01)
+    assert x.std() == pytest.approx(d.std(ddof=1), rel=0.05)
+    assert len(np.unique(x)) > 19000  # no repeated rounds
+
+
+def test_aa_floor_counts_the_offset_in_the_floor_but_not_in_false_positives():
+    import numpy as np
+
+    from secoverhead.design import aa_floor, schedule
+
+    d = np.random.default_rng(3).normal(0.08, 0.02, 30)  # a systematic 8 % difference, little spread
+    f = aa_floor(d, schedule(4, 20, 3), trials=2000)
+    assert f.floor > 0.07 and f.offset == pytest.approx(np.expm1(d.mean()))
+    assert f.false_positive_rate <= 0.08
