@@ -3,7 +3,8 @@
 For each study an A/A experiment runs its baseline arm against an identical copy of itself (`aa`), with the
 quick profile's run settings but more rounds than the quick plan, interleaved and, where every arm has a
 server of its own (TDE, audit), as duets: the smaller floor decides the design a study uses. Experiments of
-the quick plan's size are then resampled from its rounds: the noise floor (95th percentile of |ratio - 1|
+the quick plan's size (its sized-up rounds, or what its budget affords at the A/A's pace) are then resampled
+from its rounds: the noise floor (95th percentile of |ratio - 1|
 such an experiment reports with no real difference), the false-positive rate of the sequential looks, and
 the minimum detectable effect (80 % power).
 
@@ -21,6 +22,7 @@ import time
 
 import pandas as pd
 
+from secoverhead.design import Looks, budget_rounds, schedule
 from secoverhead.params import build, read_file
 from secoverhead.studies import STUDIES
 from secoverhead.tables import aa_table
@@ -43,12 +45,25 @@ CASES = {
 }
 
 
+def quick_looks(planned, part, weights: dict[str, float]) -> Looks:
+    """The looks the quick plan reaches in its budget: its sized-up rounds, or fewer where the part's share of
+    max_minutes runs out first, at the A/A's own pace (two arms a round, as a baseline and one candidate)."""
+    runs = part.runs()
+    started = pd.to_datetime(runs["started"])
+    rounds = runs["round"].nunique()
+    per_round = (started.max() - started.min()).total_seconds() / max(rounds - 1, 1)
+    share = planned.max_minutes * 60 * weights.get(part.name, 1.0) / sum(weights.values())
+    n = budget_rounds(share, per_round, planned.min_rounds, planned.repetitions)
+    return schedule(planned.min_rounds, n, planned.looks)
+
+
 def floors(study: str, rounds: int, extra: dict | None = None, every_design: bool = True) -> pd.DataFrame:
     s = STUDIES[study]
     cls, module = s.params_class(), s.module()
     quick = read_file(s.params_dir / "quick.yaml")
     planned = build(cls, quick, study=study)
-    looks = planned.look_schedule()  # the plan whose noise floor we want
+    planned.check_plan()  # sized up from the priors, as `secoverhead run` does
+    weights = {n: planned.PART_WEIGHTS.get(n, 1.0) for n in planned.part_names()}
     overrides, metrics, designs = CASES[study]
     designs = designs if every_design else [planned.design]  # or only the design the study uses
     frames = []
@@ -61,6 +76,7 @@ def floors(study: str, rounds: int, extra: dict | None = None, every_design: boo
             p.output_dir = d
             t0 = time.monotonic()
             result = module.run(p)
+            looks = {name: quick_looks(planned, part, weights) for name, part in result.parts.items()}
             table = aa_table(result.parts, metrics, looks, by=("workload", "threads"))
             table.insert(0, "study", study)
             table["minutes"] = round((time.monotonic() - t0) / 60, 1)

@@ -137,6 +137,13 @@ class Feasibility:
         )
 
 
+def budget_rounds(budget_s: float, seconds_per_round: float, min_rounds: int, max_rounds: int) -> int:
+    """How many rounds a time budget affords at a measured pace, between min_rounds and max_rounds."""
+    if not seconds_per_round > 0:
+        return max_rounds
+    return int(max(min_rounds, min(max_rounds, budget_s // seconds_per_round)))
+
+
 def size_up(plans: list[ClaimPlan], looks: Looks, limit: int = 1000) -> int | None:
     """The fewest rounds at which every claim's expected interval reaches its precision (None: no plan of at
     most `limit` rounds can)."""

@@ -299,7 +299,9 @@ class Experiment:
                 completed_runs=len(self.store.completed_keys()),
                 retakes=retakes,
                 looks=looks.as_dict() if looks else None,
-                final_alpha=_final_alpha(looks, look_log, self._measured_rounds()),
+                final_alpha=_final_alpha(
+                    looks, look_log, self._measured_rounds(), budget_stop=status == "stopped at time budget"
+                ),
             )
         return self.store
 
@@ -372,11 +374,17 @@ class Experiment:
         return rec
 
 
-def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int) -> float:
-    """The alpha the report's intervals spend: that of the look the data ended at, or, when the budget ended
-    between looks, that of the next unspent look (it happens early)."""
+def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int, *, budget_stop: bool = False) -> float:
+    """The alpha the report's intervals spend. Stopped because every claim was decided: that look's alpha.
+    Stopped by the clock (which does not look at the data): what the looks before this final analysis left of
+    the error budget, so a plan sized for more rounds than the budget afforded does not end on an early
+    look's small alpha (the union bound over the looks done and this one still holds). Otherwise that of the
+    look the data ended at, or the next unspent one."""
     if looks is None:
         return 0.05
+    left = sum(looks.alphas) - sum(float(d["alpha"]) for d in done if d["rounds"] < rounds)
+    if budget_stop and left > 0:
+        return left
     if done and done[-1]["rounds"] == rounds:
         return float(done[-1]["alpha"])
     nxt = done[-1]["look"] + 1 if done else looks.index_for(rounds)

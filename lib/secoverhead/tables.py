@@ -161,8 +161,9 @@ def noise_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: Sequence[str] = ()) -> pd.DataFrame:
     """A/A runs (an arm against an identical copy): per metric and cell, the per-round spread, the systematic
-    offset between the copies, and what an experiment planned with `looks` would show: its noise floor
-    (95th percentile of |ratio - 1|), false-positive rate and minimum detectable effect."""
+    offset between the copies, and what an experiment planned with `looks` (one schedule, or one per part
+    name) would show: its noise floor (95th percentile of |ratio - 1|), false-positive rate and minimum
+    detectable effect."""
     from .compare import block_log_ratios
     from .design import aa_floor
 
@@ -178,7 +179,7 @@ def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: S
                 d = block_log_ratios(g, metric, part.arms[0], part.arms[1])
                 if len(d) < 3:
                     continue
-                f = aa_floor(d, looks, metric=metric, design=design)
+                f = aa_floor(d, looks[name] if isinstance(looks, Mapping) else looks, metric=metric, design=design)
                 rows.append(
                     {
                         "experiment": name,

@@ -176,3 +176,31 @@ def test_aa_floor_counts_the_offset_in_the_floor_but_not_in_false_positives():
     f = aa_floor(d, schedule(4, 20, 3), trials=2000)
     assert f.floor > 0.07 and f.offset == pytest.approx(np.expm1(d.mean()))
     assert f.false_positive_rate <= 0.08
+
+
+def test_budget_rounds_is_what_the_time_affords_within_the_plan():
+    from secoverhead.design import budget_rounds
+
+    assert budget_rounds(60, 2.0, 3, 77) == 30
+    assert budget_rounds(600, 2.0, 3, 77) == 77  # the plan ends first
+    assert budget_rounds(5, 2.0, 3, 77) == 3  # the first look is always reached
+    assert budget_rounds(60, 0.0, 3, 77) == 77
+
+
+def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tmp_path):
+    import time
+
+    looks = schedule(3, 40, 3)  # looks at 3, 22 and 40; the clock ends it long before 22
+    store = ResultStore(tmp_path, "budget")
+    exp = Experiment("budget", arms=["a", "b"], repetitions=40, warmup=0, store=store, max_seconds=0.6)
+
+    def measure(arm, factors):
+        time.sleep(0.02)
+        return Measurement({"x": 1.0 + 0.01 * (arm == "b")})
+
+    exp.run(measure, looks=looks, decide=lambda index, alpha: {cell_of(a, {}) for a in ("a", "b")})
+    meta = store.metadata()
+    assert meta["status"] == "stopped at time budget" and 3 < len(store.records()) // 2 < 40
+    assert meta["final_alpha"] == pytest.approx(0.05 - looks.alphas[0])  # not the next look's alone
+    decided = _experiment(tmp_path, "decided", {"x1": 2.0, "x2": 0.5})
+    assert decided.metadata()["final_alpha"] == pytest.approx(schedule(3, 12, 4).alphas[0])
