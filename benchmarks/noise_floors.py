@@ -63,7 +63,6 @@ def floors(study: str, rounds: int, extra: dict | None = None, every_design: boo
     quick = read_file(s.params_dir / "quick.yaml")
     planned = build(cls, quick, study=study)
     planned.check_plan()  # sized up from the priors, as `secoverhead run` does
-    weights = {n: planned.PART_WEIGHTS.get(n, 1.0) for n in planned.part_names()}
     overrides, metrics, designs = CASES[study]
     designs = designs if every_design else [planned.design]  # or only the design the study uses
     frames = []
@@ -76,6 +75,7 @@ def floors(study: str, rounds: int, extra: dict | None = None, every_design: boo
             p.output_dir = d
             t0 = time.monotonic()
             result = module.run(p)
+            weights = {name: planned.PART_WEIGHTS.get(name, 1.0) for name in result.parts}  # the quick run's parts
             looks = {name: quick_looks(planned, part, weights) for name, part in result.parts.items()}
             table = aa_table(result.parts, metrics, looks, by=("workload", "threads"))
             table.insert(0, "study", study)

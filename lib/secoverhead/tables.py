@@ -189,7 +189,8 @@ def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: S
                         "blocks measured": f.rounds_measured,
                         "per-round sd of log ratio": f.sd_log_ratio,
                         "A/A offset %": 100 * f.offset,
-                        f"noise floor % ({f.rounds} rounds)": 100 * f.floor,
+                        "rounds planned": f.rounds,
+                        "noise floor %": 100 * f.floor,
                         "false positives % (sequential)": 100 * f.false_positive_rate,
                         "min. detectable effect %": 100 * f.mde,
                     }
