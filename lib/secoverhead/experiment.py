@@ -400,7 +400,7 @@ class _Progress:
     it while papermill executes) and, when interactive, drawn as a bar."""
 
     def __init__(self, exp: Experiment, done: int) -> None:
-        self.exp, self.done, self.skipped = exp, done, 0
+        self.exp, self.done, self.skipped, self.extra = exp, done, 0, 0  # extra: profiling runs and retakes
         self.durations: list[float] = []
         self.path = exp.store.path / "progress.json"
         self.bar = _bar(exp.planned_runs, done, exp.experiment_id) if exp.progress else None
@@ -414,6 +414,10 @@ class _Progress:
     def finish(self, rec: RunRecord) -> None:
         self.done += 1
         self.durations.append(rec.duration_s)
+        if rec.profiling or "retake_of" in (rec.info or {}):  # not in the plan: the total grows with them
+            self.extra += 1
+            if self.bar is not None:
+                self.bar.total += 1
         if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix_str(self.current[:50])
@@ -425,10 +429,13 @@ class _Progress:
             self.bar.total = max(self.bar.n, self.bar.total - n)
             self.bar.refresh()
 
+    def planned(self) -> int:
+        return self.exp.planned_runs - self.skipped + self.extra
+
     def eta_s(self) -> float | None:
         if not self.durations:
             return None
-        left = max(0, self.exp.planned_runs - self.done - self.skipped)
+        left = max(0, self.planned() - self.done)
         mean = sum(self.durations[-20:]) / len(self.durations[-20:])
         return left * mean
 
@@ -439,7 +446,7 @@ class _Progress:
                 {
                     "experiment": self.exp.experiment_id,
                     "done": self.done,
-                    "planned": self.exp.planned_runs - self.skipped,
+                    "planned": self.planned(),
                     "eta_s": self.eta_s(),
                     "current": self.current,
                     "updated": time.time(),
