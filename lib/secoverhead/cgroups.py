@@ -101,21 +101,34 @@ class CpuAccount:
         group = create("cpuacct", label)
         return cls(group) if group is not None else None
 
+    def counters(self) -> tuple[int, int, int]:
+        """(exact total, sampled user, sampled system) nanoseconds since the group was made."""
+        return (
+            int(self.group.read("cpuacct.usage")),
+            int(self.group.read("cpuacct.usage_user")),
+            int(self.group.read("cpuacct.usage_sys")),
+        )
+
     def usage_ns(self) -> tuple[int, int]:
-        """(user, system) nanoseconds."""
-        total = int(self.group.read("cpuacct.usage"))
-        user = int(self.group.read("cpuacct.usage_user"))
-        system = int(self.group.read("cpuacct.usage_sys"))
-        if user + system == 0:
-            return total, 0
-        u = round(total * user / (user + system))
-        return u, total - u
+        """(user, system) nanoseconds since the group was made."""
+        return split((0, 0, 0), self.counters())
 
     def join(self, pid: int = 0) -> None:
         self.group.join(pid)
 
     def remove(self) -> None:
         self.group.remove()
+
+
+def split(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int]:
+    """(user, system) ns between two counters() readings: the exact total's change, split in the proportion of
+    the sampled user and system changes over the same interval (splitting each cumulative reading instead lets
+    a shift in the proportions show as negative system time in a short interval)."""
+    total, user, system = (y - x for x, y in zip(a, b, strict=True))
+    if user + system <= 0:
+        return total, 0
+    u = round(total * max(user, 0) / (max(user, 0) + max(system, 0)))
+    return u, total - u
 
 
 def blkio_device(path: str | os.PathLike) -> str:

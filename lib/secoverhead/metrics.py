@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .cgroups import CpuAccount
+from .cgroups import CpuAccount, split
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 CLIENT_BOUND_CORES = 0.8
@@ -70,11 +70,12 @@ class CgroupCpu:
     def __init__(self, account: CpuAccount) -> None:
         self.account = account
 
-    def take(self) -> tuple[int, int]:
-        return self.account.usage_ns()
+    def take(self) -> tuple[int, int, int]:
+        return self.account.counters()
 
-    def seconds(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[float, float]:
-        return (b[0] - a[0]) / 1e9, (b[1] - a[1]) / 1e9
+    def seconds(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[float, float]:
+        user, system = split(a, b)
+        return user / 1e9, system / 1e9
 
 
 def cpu_source(server: CpuSource | Sequence[int] | None) -> CpuSource | None:

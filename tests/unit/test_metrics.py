@@ -76,3 +76,18 @@ def test_bytes_in_files_and_directories(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "b").write_bytes(b"y" * 5)
     assert bytes_in([tmp_path / "a", tmp_path / "d", tmp_path / "missing"]) == 15
+
+
+def test_cgroup_user_and_system_split_the_interval_not_the_totals():
+    """cpuacct's user/sys are tick-sampled; splitting each cumulative reading let an idle interval show
+    -0.08 ms/s of system time. The interval's exact total is split by the interval's own sampled shares."""
+    from secoverhead.cgroups import split
+
+    a = (10_000_000_000, 5_500_000_000, 4_000_000_000)  # the samples need not add up to the exact total
+    b = (10_100_000_000, 5_600_000_000, 4_000_000_000)  # the last 100 ms: all user
+    assert split(a, b) == (100_000_000, 0)
+    old = [round(t * u / (u + s)) for t, u, s in (a, b)]  # each cumulative reading split on its own
+    assert (b[0] - a[0]) - (old[1] - old[0]) < 0  # negative system time
+    assert split(a, a) == (0, 0)
+    c = (10_200_000_000, 5_620_000_000, 4_020_000_000)  # 100 ms, half and half
+    assert split(b, c) == (50_000_000, 50_000_000)
