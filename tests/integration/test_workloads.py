@@ -57,7 +57,9 @@ def test_sysbench_runs_and_reports(mariadb, via, tls):
     assert (handshakes >= OPTS.threads) if tls else handshakes == 0  # TLS really used, or really not
     x = m.metrics
     assert x["tps"] > 0 and x["write_qps"] > 0 and x["read_qps"] > x["write_qps"]
-    assert x["latency_p95_ms"] > 0 and x["latency_max_ms"] >= x["latency_avg_ms"] and x["errors"] == 0
+    assert x["latency_p95_ms"] > 0 and x["latency_max_ms"] >= x["latency_avg_ms"]
+    # two threads of oltp_read_write on 1,000 rows deadlock now and then; sysbench retries them (ignored errors)
+    assert x["errors"] <= max(2, 0.01 * x["transactions"])
     assert x["server_cpu_total_s"] > 0 and x["server_cpu_us_per_op"] > 0
     assert len(m.intervals) >= 1
     assert mariadb.endpoint.password.reveal() not in m.info["command"]
