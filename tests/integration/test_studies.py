@@ -111,7 +111,7 @@ def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):
         profiles=["4c16g"],
         workloads=["oltp_write_only"],
         threads=[2],
-        repetitions=4,
+        repetitions=8,  # 4 rounds once gave +2 % (medians 790 vs 774 us) against +12 % in the quick runs
         warmup=1,
         tables=2,
         table_size=50000,
@@ -127,8 +127,9 @@ def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):
         ratio = f["buffer_pool_sizing"]["data_to_buffer_pool"]
         assert ratio == pytest.approx(tde.PROFILES["4c16g"].data_to_buffer_pool, rel=0.35)
     runs = part.runs()
-    cpu = runs.groupby("arm")["server_cpu_us_per_op"].median()
-    assert cpu[tde.ON] > 1.05 * cpu[tde.OFF]
+    per_round = runs.pivot_table(index="round", columns="arm", values="server_cpu_us_per_op")
+    ratio = (per_round[tde.ON] / per_round[tde.OFF]).median()  # paired within each round
+    assert ratio > 1.05, per_round
     on = runs[runs["arm"] == tde.ON]
     assert (on["pages_encrypted_per_txn"] + on["pages_decrypted_per_txn"] > 0).all()  # the mechanism, counted
     assert (runs.loc[runs["arm"] == tde.OFF, "pages_encrypted_per_txn"] == 0).all()
