@@ -4,9 +4,8 @@ For each study an A/A experiment runs its baseline arm against an identical copy
 quick profile's run settings but more rounds than the quick plan, interleaved and, where every arm has a
 server of its own (TDE, audit), as duets: the smaller floor decides the design a study uses. Experiments of
 the quick plan's size (its sized-up rounds, or what its budget affords at the A/A's pace) are then resampled
-from its rounds: the noise floor (95th percentile of |ratio - 1|
-such an experiment reports with no real difference), the false-positive rate of the sequential looks, and
-the minimum detectable effect (80 % power).
+from its rounds: the noise floor (95th percentile of |ratio - 1| such an experiment reports with no real
+difference), the false-positive rate of the sequential looks, and the minimum detectable effect (80 % power).
 
     python benchmarks/noise_floors.py                      # every study and design, 16 rounds each
     python benchmarks/noise_floors.py --used-design        # only the design each study uses (faster)

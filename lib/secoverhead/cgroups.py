@@ -109,10 +109,6 @@ class CpuAccount:
             int(self.group.read("cpuacct.usage_sys")),
         )
 
-    def usage_ns(self) -> tuple[int, int]:
-        """(user, system) nanoseconds since the group was made."""
-        return split((0, 0, 0), self.counters())
-
     def join(self, pid: int = 0) -> None:
         self.group.join(pid)
 

@@ -382,9 +382,10 @@ def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int, *
     look the data ended at, or the next unspent one."""
     if looks is None:
         return 0.05
-    left = sum(looks.alphas) - sum(float(d["alpha"]) for d in done if d["rounds"] < rounds)
-    if budget_stop and left > 0:
-        return left
+    if budget_stop:
+        left = sum(looks.alphas) - sum(float(d["alpha"]) for d in done if d["rounds"] < rounds)
+        if left > 0:
+            return left
     if done and done[-1]["rounds"] == rounds:
         return float(done[-1]["alpha"])
     nxt = done[-1]["look"] + 1 if done else looks.index_for(rounds)
@@ -414,11 +415,10 @@ class _Progress:
     def finish(self, rec: RunRecord) -> None:
         self.done += 1
         self.durations.append(rec.duration_s)
-        if rec.profiling or "retake_of" in (rec.info or {}):  # not in the plan: the total grows with them
-            self.extra += 1
-            if self.bar is not None:
-                self.bar.total += 1
+        unplanned = rec.profiling or "retake_of" in (rec.info or {})  # not in the plan: the total grows with them
+        self.extra += unplanned
         if self.bar is not None:
+            self.bar.total += unplanned
             self.bar.update(1)
             self.bar.set_postfix_str(self.current[:50])
         self._write()
