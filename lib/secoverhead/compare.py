@@ -191,6 +191,71 @@ def table(comparisons: dict[Key, Comparison], *, unit: str = "") -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def _interaction_logs(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    level: Any,
+    reference: Any,
+    by: Sequence[str],
+) -> list[tuple[dict, pd.Series, pd.Series]]:
+    """Per cell of `by`: the candidate/baseline ratio at `level` and at `reference`, each indexed by round (the
+    rounds holding both levels)."""
+    if runs is None or not len(runs) or metric not in runs or "round" not in runs:
+        return []
+    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+    out = []
+    for cell_key, g in groups:
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+        ratios = {lv: _ratios_by_round(g[g[factor] == lv], metric, baseline, candidate) for lv in (level, reference)}
+        common = ratios[level].index.intersection(ratios[reference].index)
+        if len(common):
+            out.append((cell, ratios[level][common], ratios[reference][common]))
+    return out
+
+
+def _interaction_comparison(
+    cell: dict,
+    at_level,
+    at_ref,
+    *,
+    metric: str,
+    baseline: str,
+    candidate: str,
+    level: Any,
+    reference: Any,
+    confidence: float,
+    family: int,
+    test: str = "paired t test on per-round log ratios of ratios",
+) -> Comparison:
+    est = paired_ratio(at_ref, at_level, confidence=confidence)
+    return Comparison(
+        metric=metric,
+        baseline=f"{candidate}/{baseline} at {reference}",
+        candidate=f"{candidate}/{baseline} at {level}",
+        cell=cell,
+        baseline_median=float(np.median(at_ref)),
+        candidate_median=float(np.median(at_level)),
+        ratio=est.ratio,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        confidence=est.confidence,
+        p_value=est.p_value,
+        change=change(est.ratio, est.ci_low, est.ci_high),
+        n_baseline=len(at_ref),
+        n_candidate=len(at_level),
+        n_pairs=est.n,
+        design=PAIRED,
+        test=test,
+        ci_method=est.ci_method,
+        family=family,
+    )
+
+
 def interaction(
     runs: pd.DataFrame,
     metric: str,
@@ -207,56 +272,74 @@ def interaction(
     """Does the candidate's effect differ between two levels of a factor? Per round, log(candidate/baseline)
     at `level` minus the same at `reference` (a ratio of ratios), paired by round, per cell of `by`.
     ratio < 1: the candidate loses more at `level` than at `reference` (for a higher-is-better metric)."""
-    if runs is None or not len(runs) or metric not in runs or "round" not in runs:
-        return {}
-    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
-    planned = []
-    for cell_key, g in groups:
-        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
-        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
-        logs = {}
-        for lv in (level, reference):
-            sub = g[g[factor] == lv]
-            b = _latest_per_round(sub[sub["arm"] == baseline], metric)
-            c = _latest_per_round(sub[sub["arm"] == candidate], metric)
-            common = b.index.intersection(c.index)
-            ratio = (c[common] / b[common]).where(lambda s: s > 0)
-            key = _block_column(sub)
-            if key == "block":  # ratios are taken within a block; the two levels then pair by round
-                rounds = sub.groupby("block")["round"].first()
-                ratio.index = rounds.reindex(ratio.index).to_numpy()
-                ratio = ratio.groupby(level=0).last()
-            logs[lv] = ratio
-        common = logs[level].dropna().index.intersection(logs[reference].dropna().index)
-        if len(common):
-            planned.append((cell, logs[level][common].to_numpy(), logs[reference][common].to_numpy()))
+    planned = _interaction_logs(
+        runs, metric, baseline=baseline, candidate=candidate, factor=factor, level=level, reference=reference, by=by
+    )
     m = family or len(planned) or 1
     out: dict[Key, Comparison] = {}
     for cell, at_level, at_ref in planned:
-        est = paired_ratio(at_ref, at_level, confidence=1.0 - (1.0 - confidence) / m)
         key = (f"{level} vs {reference}", *cell.values()) if by else f"{level} vs {reference}"
-        out[key] = Comparison(
+        out[key] = _interaction_comparison(
+            {**cell, factor: f"{level} vs {reference}"},
+            at_level.to_numpy(),
+            at_ref.to_numpy(),
             metric=metric,
-            baseline=f"{candidate}/{baseline} at {reference}",
-            candidate=f"{candidate}/{baseline} at {level}",
-            cell={**cell, factor: f"{level} vs {reference}"},
-            baseline_median=float(np.median(at_ref)),
-            candidate_median=float(np.median(at_level)),
-            ratio=est.ratio,
-            ci_low=est.ci_low,
-            ci_high=est.ci_high,
-            confidence=est.confidence,
-            p_value=est.p_value,
-            change=change(est.ratio, est.ci_low, est.ci_high),
-            n_baseline=len(at_ref),
-            n_candidate=len(at_level),
-            n_pairs=est.n,
-            design=PAIRED,
-            test="paired t test on per-round log ratios of ratios",
-            ci_method=est.ci_method,
+            baseline=baseline,
+            candidate=candidate,
+            level=level,
+            reference=reference,
+            confidence=1.0 - (1.0 - confidence) / m,
             family=m,
         )
     return out
+
+
+def pooled_interaction(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    pairs: Sequence[tuple[Any, Any]],
+    over: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
+) -> Comparison | None:
+    """One comparison for "the candidate's effect is larger at these levels than at those": per round, the mean
+    over every (level, reference) pair and every cell of `over` of the log ratio of ratios, then a paired t
+    test over rounds (rounds missing any of them are left out). One family member instead of one per cell:
+    a claim about the levels, not about each cell, gets the precision of all of them."""
+    series = []
+    for level, reference in pairs:
+        for _, at_level, at_ref in _interaction_logs(
+            runs,
+            metric,
+            baseline=baseline,
+            candidate=candidate,
+            factor=factor,
+            level=level,
+            reference=reference,
+            by=over,
+        ):
+            series.append(np.log(at_level) - np.log(at_ref))
+    if not series:
+        return None
+    d = pd.concat(series, axis=1).dropna().mean(axis=1)
+    levels = " / ".join(dict.fromkeys(str(lv) for lv, _ in pairs))
+    refs = " / ".join(dict.fromkeys(str(r) for _, r in pairs))
+    return _interaction_comparison(
+        {factor: f"{levels} vs {refs}", **({o: "pooled" for o in over})},
+        np.exp(d.to_numpy()),
+        np.ones(len(d)),
+        metric=metric,
+        baseline=baseline,
+        candidate=candidate,
+        level=levels,
+        reference=refs,
+        confidence=confidence,
+        family=1,
+        test=f"paired t test on per-round log ratios of ratios, averaged over {', '.join(over) or 'pairs'}",
+    )
 
 
 def _ratios_by_round(runs: pd.DataFrame, metric: str, baseline: str, arm: str) -> pd.Series:

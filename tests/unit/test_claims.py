@@ -232,6 +232,25 @@ def test_tde_write_heavy_not_reproduced_when_reads_lose_more():
     assert verdicts(vs, "write-heavy") == N
 
 
+def test_tde_write_heavy_pooled_over_threads():
+    """Claim 3 rests on one interval averaged over thread counts: a write-heavy capacity loss 4 points larger
+    at both thread counts is reproduced; equal losses are refuted (within +-2 %); a read-only workload shown to
+    lose more at one thread count refutes even when the average favours the claim; too few noisy rounds say
+    nothing."""
+    tps = {(W, 1): 0.0, (RO, 1): 0.0, (W, 16): 0.0, (RO, 16): 0.0}
+    more = {(W, 1): 0.16, (RO, 1): 0.12, (W, 16): 0.14, (RO, 16): 0.10}
+    vs = tde.part_claims("4c16g", _tde_runs(tps, noise=0.01, capacity=more, rounds=8))
+    assert verdicts(vs, "write-heavy") == R
+    (v,) = [v for v in vs if "write-heavy" in v.claim]
+    assert "averaged over threads" in v.evidence and "x16" in v.evidence and "n=8 rounds" in v.evidence
+    same = {k: 0.12 for k in more}
+    assert verdicts(tde.part_claims("4c16g", _tde_runs(tps, noise=0.005, capacity=same)), "write-heavy") == N
+    mixed = {(W, 1): 0.30, (RO, 1): 0.10, (W, 16): 0.10, (RO, 16): 0.14}
+    assert verdicts(tde.part_claims("4c16g", _tde_runs(tps, noise=0.005, capacity=mixed)), "write-heavy") == N
+    noisy = tde.part_claims("4c16g", _tde_runs(tps, noise=0.08, capacity=more, rounds=3))
+    assert verdicts(noisy, "write-heavy") == U
+
+
 def test_tde_claims_need_two_arms():
     assert tde.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde.OFF")) == []
 

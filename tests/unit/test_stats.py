@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from secoverhead.compare import compare_arms, interaction, per_round
+from secoverhead.compare import compare_arms, interaction, per_round, pooled_interaction
 from secoverhead.stats import (
     PAIRED,
     UNPAIRED,
@@ -180,6 +180,36 @@ def test_interaction_is_a_ratio_of_ratios_per_round():
     )
     assert c.ratio == pytest.approx(0.8, rel=0.02) and c.ci_high < 1
     assert len(per_round(runs[runs["workload"] == "write"], "tps", ["off", "on"])) == 6
+
+
+def test_pooled_interaction_is_the_per_round_mean_over_cells():
+    """One comparison for a claim about levels: per round the mean over thread counts of the log ratio of
+    ratios; its geometric mean equals the mean of the per-cell ones, and it is one family member."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for rnd in range(8):
+        for threads, loss in ((1, 0.90), (16, 0.96)):
+            drift = rng.lognormal(0, 0.2)
+            for wl, f in (("write", loss), ("read", 1.0)):
+                rows += [
+                    {"arm": "off", "round": rnd, "workload": wl, "threads": threads, "x": 100 * drift},
+                    {
+                        "arm": "on",
+                        "round": rnd,
+                        "workload": wl,
+                        "threads": threads,
+                        "x": 100 * drift * f * rng.lognormal(0, 0.03),
+                    },
+                ]
+    runs = pd.DataFrame(rows).assign(run_id=range(len(rows)))
+    kw = dict(baseline="off", candidate="on", factor="workload")
+    per = interaction(runs, "x", level="write", reference="read", by=["threads"], **kw)
+    pooled = pooled_interaction(runs, "x", pairs=[("write", "read")], over=["threads"], **kw)
+    assert pooled.ratio == pytest.approx(np.exp(np.mean([np.log(c.ratio) for c in per.values()])), rel=1e-9)
+    assert pooled.family == 1 and pooled.n_pairs == 8 and "averaged over threads" in pooled.test
+    widths = [np.log(c.ci_high / c.ci_low) for c in per.values()]
+    assert np.log(pooled.ci_high / pooled.ci_low) < min(widths)  # the mean of two cells is the tighter
+    assert pooled_interaction(runs.iloc[0:0], "x", pairs=[("write", "read")], over=["threads"], **kw) is None
 
 
 def test_tukey_outliers_are_counted():
