@@ -251,6 +251,43 @@ def test_tde_write_heavy_pooled_over_threads():
     assert verdicts(noisy, "write-heavy") == U
 
 
+def _exact_tde_runs(loss_log: dict, sd: float, rounds: int = 8) -> pd.DataFrame:
+    """TPS runs whose per-round log ratios (on/off) have exactly mean -loss_log[cell] and sd `sd`: intervals at
+    a known place, for the rules that read them."""
+    z = np.linspace(-1, 1, rounds)
+    z = (z - z.mean()) / z.std(ddof=1)
+    rows = []
+    for rnd in range(rounds):
+        for (w, t), lost in loss_log.items():
+            rows.append({"arm": tde.OFF, "workload": w, "threads": t, "round": rnd, "tps": 1000.0})
+            on = 1000.0 * np.exp(-lost + sd * z[(rnd + t) % rounds])
+            rows.append({"arm": tde.ON, "workload": w, "threads": t, "round": rnd, "tps": on})
+    return pd.DataFrame(rows).assign(run_id=lambda d: range(len(d)))
+
+
+def test_tde_every_cell_inside_is_an_intersection_union_test():
+    """'Under 5 % for every workload' is reproduced when each workload's own interval (at alpha) lies under 5 %:
+    no multiplicity correction is owed for a conjunction. Here the Bonferroni-widened upper bounds would cross
+    5 %, each one alone does not. Refuting reads the widened intervals: a lower bound over 5 % only without the
+    correction stays undecided."""
+    from scipy import stats as st
+
+    n, t_each, t_fam = 8, st.t.ppf(1 - 0.025, 7), st.t.ppf(1 - 0.0125, 7)
+    sd = 0.038 / t_each * np.sqrt(n)  # each upper bound at 1 % + 3.8 % = 4.8 %
+    assert 0.01 + t_fam * sd / np.sqrt(n) > 0.05  # the widened one would be 5.6 %
+    runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): 0.01, (RO, 16): 0.01}, sd)
+    vs = tde.part_claims("4c16g", runs)
+    assert verdicts(vs, "many concurrent") == R
+    (v,) = [v for v in vs if "many concurrent" in v.claim]
+    assert "intersection-union" in v.measure and "for refuting" in v.evidence
+    # a loss whose lower bound clears 5 % at alpha but not after the correction: not refuted
+    lo = 0.05 + (t_each + t_fam) / 2 * sd / np.sqrt(n)
+    runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): lo, (RO, 16): 0.01}, sd)
+    assert verdicts(tde.part_claims("4c16g", runs), "many concurrent") == U
+    runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): 0.12, (RO, 16): 0.01}, sd)
+    assert verdicts(tde.part_claims("4c16g", runs), "many concurrent") == N
+
+
 def test_tde_claims_need_two_arms():
     assert tde.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde.OFF")) == []
 
