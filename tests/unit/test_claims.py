@@ -331,6 +331,12 @@ def test_https_claims(full, recovered, noise, rounds, expected):
             (N, N, N, R, R),
         ),  # server_audit ties general_log
         (
+            {"general_log": 0.84, "server_audit": 0.82, "init_connect + binlog": 0.97, "binlog only": 0.98},
+            TIGHT,
+            8,
+            (N, N, N, R, R),
+        ),  # general_log at half the published loss (this machine): not "about 30 %"
+        (
             {"general_log": 0.75, "server_audit": 0.85, "init_connect + binlog": 0.9, "binlog only": 0.9},
             LOOSE,
             3,
