@@ -51,8 +51,8 @@ def test_a_plan_that_cannot_decide_is_flagged_with_the_rounds_it_needs():
 
 
 def test_a_study_plan_is_checked_and_sized_up_before_it_starts():
-    """The audit quick plan decides; TDE's write-heavy claim (a 2 % band on a 6 % spread) cannot within 7 rounds:
-    warn says so, size-up raises repetitions to what it needs, refuse stops before anything starts."""
+    """The audit and TDE quick plans decide; cut to 7 rounds, TDE's write-heavy claim (+-4 % on its prior spread)
+    cannot: warn says so, size-up raises repetitions to what it needs, refuse stops before anything starts."""
     from secoverhead.errors import ConfigError
     from secoverhead.params import build, read_file
     from secoverhead.paths import PARAMS
@@ -60,6 +60,8 @@ def test_a_study_plan_is_checked_and_sized_up_before_it_starts():
 
     assert build(audit.Params, read_file(PARAMS / "audit" / "quick.yaml"), study="audit").check_plan() == []
     values = read_file(PARAMS / "tde" / "quick.yaml")
+    assert build(tde.Params, values, study="tde").check_plan() == []
+    values = values | {"repetitions": 7}
     warned = build(tde.Params, values | {"plan_check": "warn"}, study="tde")
     lines = warned.check_plan()
     assert any("write-heavy" in line and "cannot reach" in line for line in lines) and warned.repetitions == 7
