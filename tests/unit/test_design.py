@@ -169,6 +169,19 @@ def test_aa_floor_from_fewer_rounds_than_planned_keeps_false_positives_near_alph
     assert len(np.unique(x)) > 19000  # no repeated rounds
 
 
+def test_aa_floor_is_an_experiments_spread_even_when_more_rounds_were_measured_than_planned():
+    """16 measured rounds of sd 0.1 for a 12-round plan: the floor is what 12 independent rounds give (about
+    1.96 x 0.1 / sqrt 12 = 5.8 %), not the ~3 % that subsets of the 16 gave (their means hardly differ)."""
+    import numpy as np
+
+    from secoverhead.design import aa_floor, schedule
+
+    z = np.linspace(-1.7, 1.7, 16)
+    d = (z - z.mean()) / z.std(ddof=1) * 0.1  # exactly mean 0, sd 0.1
+    f = aa_floor(d, schedule(3, 12, 2), trials=4000)
+    assert f.floor == pytest.approx(np.expm1(1.96 * 0.1 / np.sqrt(12)), rel=0.15)
+
+
 def test_aa_floor_counts_the_offset_in_the_floor_but_not_in_false_positives():
     import numpy as np
 
