@@ -2,10 +2,11 @@
 
 For each study an A/A experiment runs its baseline arm against an identical copy of itself (`aa`), with the
 quick profile's run settings but more rounds than the quick plan, interleaved and, where every arm has a
-server of its own (TDE, audit), as duets: the smaller floor decides the design a study uses. Experiments of
-the quick plan's size (its sized-up rounds, or what its budget affords at the A/A's pace) are then resampled
-from its rounds: the noise floor (95th percentile of |ratio - 1| such an experiment reports with no real
-difference), the false-positive rate of the sequential looks, and the minimum detectable effect (80 % power).
+server of its own (TDE, audit, auth's MongoDB and MySQL parts), as duets: the smaller floor decides the design
+a study uses. Experiments of the quick plan's size (its sized-up rounds, or what its budget affords at the
+A/A's pace) are then resampled from its rounds: the noise floor (95th percentile of |ratio - 1| such an
+experiment reports with no real difference), the false-positive rate of the sequential looks, and the
+minimum detectable effect (80 % power).
 
     python benchmarks/noise_floors.py                      # every study and design, 16 rounds each
     python benchmarks/noise_floors.py --used-design        # only the design each study uses (faster)
@@ -30,9 +31,9 @@ from secoverhead.tables import aa_table
 CASES = {
     "tls": ({}, ["total_ms_median", "query_ms_median", "connection_server_cpu_us_per_op"], ["interleaved"]),
     "auth": (
-        {"concurrency": [8], "nonce_workers": [8]},
+        {"concurrency": [2], "nonce_workers": [8]},
         ["server_cpu_us_per_op", "system_ns_per_nonce"],
-        ["interleaved"],
+        ["interleaved", "duet"],  # duet: MongoDB and MySQL (a server per arm); nonces have no server
     ),
     "tde": (
         {"profiles": ["4c16g", "8c32g"], "threads": [1, 16]},

@@ -11,7 +11,9 @@ same id resumes after the runs already completed.
 
 Sequential: with `looks`, the runner asks `decide(look, alpha)` after the planned rounds; it answers which
 (arm, factors) cells its undecided claims still need. Later rounds run only those, and the experiment stops
-when nothing is undecided or the time budget ends (see design.py for why the error rate stays honest).
+when nothing is undecided or the time budget ends (see design.py for why the error rate stays honest). The
+budget never stops an experiment before its first look: later parts of a study sharing one budget still
+reach a point where their claims can be decided.
 A run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again. An optional
 profiling round runs after the warm-up, marked, and never enters the statistics.
 """
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import environment
+from . import environment, outliers
 from .design import Looks
 from .files import atomic_write_json
 from .measurement import Measurement
@@ -164,6 +166,7 @@ class Experiment:
         progress: bool = False,
         max_retakes: int = 0,
         design: str = "interleaved",
+        outlier: tuple[str, float] | None = None,
     ) -> None:
         self.experiment_id = experiment_id
         self.design = design
@@ -175,6 +178,7 @@ class Experiment:
         self.planned_runs = per_round * len(self.combos) * (self.repetitions + self.warmup)
         next(self.rounds())  # validates
         self.max_retakes = max_retakes or 0  # noisy runs taken again: at most this many per experiment
+        self.outlier = outlier  # duets: (metric, least log deviation) that marks a duet as an outlier (see _stray)
         self._lock = threading.Lock()
         self._signature = {
             "arms": self.arms,
@@ -236,6 +240,39 @@ class Experiment:
         status, stop_reason, needed = "complete", "", None
         look_log: list[dict[str, Any]] = list(self.store.metadata().get("looks_done", []))
         retakes, profiled = 0, profile is None
+        strays: list[dict[str, Any]] = list(self.store.metadata().get("outlier_duets", []))
+        ran: dict[str, tuple[Unit, list[RunRecord]]] = {}  # measured duets of this session: their latest runs
+        flagged = {d["block"] for d in strays}  # blocks recorded as outliers
+        retaken: set[str] = set()  # blocks taken again (once at most)
+
+        def retake(unit: Unit, records: list[RunRecord], stray: dict[str, Any], noisy: bool) -> None:
+            """Take a noisy run, or an outlier duet, again once, within the retake and time budgets."""
+            nonlocal retakes
+            block = unit[-1].block
+            if stray:
+                flagged.add(block)
+                strays.append(stray)
+            in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
+            if (noisy or stray) and block not in retaken and retakes < self.max_retakes and in_budget:
+                retakes += 1
+                if block:
+                    retaken.add(block)
+                if stray:
+                    stray["taken_again"] = True
+                again = self._run_unit(unit, measure, retake_of=records[-1].run_id)
+                if block in ran:
+                    ran[block] = (unit, again)
+                later = {} if stray else self._stray(again)  # a noisy run's retake may itself be a one-off:
+                if later:  # recorded, not taken again
+                    flagged.add(block)
+                    strays.append(stray := later)
+            if stray:
+                self.store.update_metadata(outlier_duets=strays)
+
+        # The first look is the plan's least: the clock bounds the rounds after it, so an experiment that
+        # starts late in a shared budget still reaches it (warm-up and profiling included) rather than ending
+        # with rounds that can decide nothing.
+        guaranteed = looks.rounds[0] if looks is not None and decide is not None else 0
         try:
             for rnd in self.rounds():
                 first = rnd[0][0]
@@ -249,20 +286,21 @@ class Experiment:
                     if needed is not None and measured_round and unit[-1].cell not in needed:
                         self._progress.skip(len(unit))
                         continue
-                    if self.max_seconds is not None and time.monotonic() - start > self.max_seconds:
+                    over = self.max_seconds is not None and time.monotonic() - start > self.max_seconds
+                    if over and not (first.warmup or first.repetition < guaranteed):
                         raise _Budget
                     records = self._run_unit(unit, measure)
                     done.update(p.key for p in unit)
-                    in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
-                    if (
-                        any(r.metrics.get("noise_flagged") for r in records)
-                        and retakes < self.max_retakes
-                        and in_budget
-                    ):
-                        retakes += 1
-                        self._run_unit(unit, measure, retake_of=records[-1].run_id)
+                    if len(unit) == 2 and not first.warmup:
+                        ran[unit[-1].block] = (unit, records)
+                    noisy = any(r.metrics.get("noise_flagged") for r in records)
+                    retake(unit, records, self._stray(records), noisy)
                 n_done = first.repetition + 1
                 if looks is not None and decide is not None and measured_round and n_done in looks.rounds:
+                    # every duet against all the others of its cell so far (the first ones had too few)
+                    for block, (unit, records) in list(ran.items()):
+                        if block not in flagged:
+                            retake(unit, records, self._stray(records), False)
                     index = looks.rounds.index(n_done)
                     needed = decide(index, looks.alpha_at(index))
                     look_log.append(
@@ -298,12 +336,25 @@ class Experiment:
                 finished=environment.utc_now(),
                 completed_runs=len(self.store.completed_keys()),
                 retakes=retakes,
+                outlier_duets=strays,
                 looks=looks.as_dict() if looks else None,
                 final_alpha=_final_alpha(
                     looks, look_log, self._measured_rounds(), budget_stop=status == "stopped at time budget"
                 ),
             )
         return self.store
+
+    def _stray(self, records: list[RunRecord]) -> dict[str, Any]:
+        """A measured duet far from its cell's other duets on the outlier metric (see outliers.py), or {}."""
+        if self.outlier is None or len(records) != 2 or records[0].warmup or records[0].profiling:
+            return {}
+        metric, limit = self.outlier
+        base, cand = records
+        x = outliers.log_ratio(base.metrics.get(metric), cand.metrics.get(metric))
+        others = outliers.cell_ratios(self.store.records(), metric, cand, exclude_block=cand.block)
+        if x is None or not outliers.is_outlier(x, others, limit):
+            return {}
+        return outliers.describe(base, cand, metric, others)
 
     def _measured_rounds(self) -> int:
         return len({r.round for r in self.store.records() if r.status == "ok" and not r.warmup and not r.profiling})

@@ -134,6 +134,17 @@ def design(result: StudyResult) -> None:
                 "noisy (kept, and taken again where the budget allowed):"
             )
             show(flagged)
+        strays = tables.outlier_table(part.metadata())
+        if len(strays):
+            fell = strays["arm whose metric fell"].value_counts()
+            say(
+                f"**{part.name}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
+                "as a two-second stall) and were taken again once; the retake counts in the statistics, the "
+                "original stays in the results. The arm whose metric fell: "
+                + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
+                + " (falling mostly on one arm would be that arm's cost, not noise)."
+            )
+            show(strays)
     if rows:
         show(
             pd.DataFrame(rows),

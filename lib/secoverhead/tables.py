@@ -142,9 +142,26 @@ def design_table(parts: Mapping[str, Any]) -> pd.DataFrame:
                 "looks taken": ", ".join(f"{d['rounds']} ({d['undecided_cells']} undecided cells)" for d in done)
                 or "-",
                 "alpha of the final intervals": meta.get("final_alpha"),
-                "noisy runs retaken": meta.get("retakes", 0),
+                "runs retaken (noisy, or one-off duets)": meta.get("retakes", 0),
             }
         )
+    return pd.DataFrame(rows)
+
+
+def outlier_table(meta: Mapping[str, Any]) -> pd.DataFrame:
+    """Duets whose ratio strayed far from their cell's other duets (outliers.py): where, how far, which arm's
+    metric fell, whether they were taken again (empty when none did)."""
+    rows = [
+        {
+            "duet (round:arm:cell)": d.get("block"),
+            "metric": d.get("metric"),
+            "ratio in it": d.get("ratio"),
+            "the cell's other duets (median)": d.get("cell_median_ratio"),
+            "arm whose metric fell": d.get("low_arm"),
+            "taken again": d.get("taken_again"),
+        }
+        for d in meta.get("outlier_duets") or []
+    ]
     return pd.DataFrame(rows)
 
 

@@ -138,10 +138,13 @@ class RatioClaim:
     unit: str = ""
     higher_is_better: bool = False
     at: str | None = None
+    through: str | None = None  # duets: when the two arms never ran together, compare them through this arm
 
     def check(self, runs: Any, alpha: float = 0.05, level: Any = None) -> ClaimVerdict | None:
         """The verdict on these runs (None when they lack either arm)."""
-        from .compare import compare_arms
+        import dataclasses
+
+        from .compare import compare_arms, relative
 
         if self.at is not None and level is not None and self.at in runs:
             runs = runs[runs[self.at] == level]
@@ -156,9 +159,23 @@ class RatioClaim:
         )
         if not c:
             return None
+        comparison = next(iter(c.values()))
+        if self.through and not comparison.n_pairs and self.through in set(runs["arm"]):
+            # each ran beside `through` (a duet baseline), never beside the other: (cand/through)/(base/through)
+            r = relative(
+                runs,
+                self.metric,
+                baseline=self.through,
+                candidates=[self.candidate],
+                reference=self.baseline,
+                higher_is_better=self.higher_is_better,
+                confidence=1 - alpha,
+            )
+            if r:
+                comparison = dataclasses.replace(next(iter(r.values())), cell=comparison.cell)
         return judge_ratio(
             self.claim.format(level=level),
-            next(iter(c.values())),
+            comparison,
             expect=self.expect,
             min_ratio=self.min_ratio,
             max_ratio=self.max_ratio,

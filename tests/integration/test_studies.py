@@ -75,6 +75,30 @@ def test_auth_pooling_and_nonce_mechanism(tmp_path):
     assert "MySQL" in vs
 
 
+def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
+    p = auth.Params(
+        output_dir=str(tmp_path),
+        mysql_enabled=False,
+        nonce_enabled=False,
+        design="duet",
+        concurrency=[1],
+        ops_per_worker=3,
+        repetitions=2,
+        min_rounds=2,
+        warmup=0,
+        progress="off",
+    )
+    result = auth.run(p)
+    part = result["MongoDB"]
+    assert part.metadata()["plan"]["design"] == "duet"
+    assert len(part.servers) == 3  # auth off, auth on, and a second auth-off server for auth off + TLS
+    runs = part.runs()
+    assert (runs.groupby("block")["arm"].nunique() == 2).all()  # each duet: auth off beside one other arm
+    assert set(runs[runs["arm"] != "auth off"]["partner"]) == {"auth off"}
+    pooling = next(v for v in auth.claims(result) if "pooling" in v.claim)
+    assert "through auth off" in pooling.evidence  # the two arms never ran together
+
+
 def test_https_handshake_resumption_and_keepalive(tmp_path):
     arms = ["HTTP", "TLS 1.2 full, RSA", "TLS 1.2 resumed, session cache", "HTTPS keep-alive"]
     p = https.Params(output_dir=str(tmp_path), arms=arms, repetitions=2, warmup=0, run_seconds=1, progress="off")

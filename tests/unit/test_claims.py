@@ -116,6 +116,33 @@ def test_auth_mongodb_claims(server_auth, client_auth, pooled, noise, rounds, ex
     assert (verdicts(vs, "raises server CPU"), verdicts(vs, "client pays"), verdicts(vs, "pooling")) == expected
 
 
+def _auth_duet_runs(server_auth: float, pooled: float, rounds: int = 8, seed: int = 0) -> pd.DataFrame:
+    """Duets: auth off beside each other arm, both hit by the same slow moment (a large shared factor)."""
+    rng = np.random.default_rng(seed)
+    level = {"SCRAM-SHA-256": server_auth, "pooled SCRAM-SHA-256": server_auth * pooled}
+    rows = []
+    for rnd in range(rounds):
+        for arm, x in level.items():
+            shared, block = rng.lognormal(0, 0.3), f"{rnd}:{arm}:[('concurrency', '8')]"
+            for name, value in (("auth off", 1.0), (arm, x)):
+                cpu = 1000 * value * shared * rng.lognormal(0, 0.02)
+                rows.append(
+                    {"run_id": len(rows), "arm": name, "round": rnd, "block": block, "partner": "",
+                     "concurrency": 8, "server_cpu_us_per_op": cpu, "client_cpu_us_per_op": cpu}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("pooled, expected", [(0.3, R), (0.7, N)])
+def test_auth_pooling_in_duets_is_compared_through_auth_off(pooled, expected):
+    vs = auth.part_claims("MongoDB", _auth_duet_runs(1.3, pooled), top=8)
+    (v,) = [v for v in vs if "pooling" in v.claim]
+    assert v.verdict == expected and "through auth off" in v.evidence, v.evidence
+    assert v.needs and all(n["concurrency"] == 8 for n in v.needs)  # later rounds still find its cells
+    raises = next(v for v in vs if "raises server CPU" in v.claim)
+    assert raises.verdict == R and "duet" in raises.evidence
+
+
 @pytest.mark.parametrize("pooled, noise, expected", [(0.1, TIGHT, R), (0.8, TIGHT, N), (0.5, LOOSE, U)])
 def test_auth_mysql_and_nonce_claims(pooled, noise, expected):
     mysql = make_runs(

@@ -219,3 +219,25 @@ def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tm
     assert meta["final_alpha"] == pytest.approx(0.05 - looks.alphas[0])  # not the next look's alone
     decided = _experiment(tmp_path, "decided", {"x1": 2.0, "x2": 0.5})
     assert decided.metadata()["final_alpha"] == pytest.approx(schedule(3, 12, 4).alphas[0])
+
+
+def test_the_budget_never_stops_an_experiment_before_its_first_look(tmp_path):
+    import time
+
+    looks = schedule(4, 40, 2)
+    store = ResultStore(tmp_path, "late")
+    exp = Experiment("late", arms=["a", "b"], repetitions=40, warmup=1, store=store, max_seconds=0.01)
+
+    def measure(arm, factors):
+        time.sleep(0.01)
+        return Measurement({"x": 1.0 + 0.01 * (arm == "b")})
+
+    exp.run(measure, looks=looks, decide=lambda index, alpha: {cell_of(a, {}) for a in ("a", "b")})
+    meta = store.metadata()
+    measured = {r.round for r in store.records() if not r.warmup}
+    assert meta["status"] == "stopped at time budget" and len(measured) == 4  # warm-up and 4 rounds, then stop
+    assert [d["rounds"] for d in meta["looks_done"]] == [4]
+    # without looks there is no first look to reach: the clock alone
+    plain = ResultStore(tmp_path, "plain")
+    Experiment("plain", arms=["a", "b"], repetitions=40, warmup=1, store=plain, max_seconds=0.01).run(measure)
+    assert len(plain.records()) < 4

@@ -19,7 +19,7 @@ from .base import Server
 from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
 from .endpoints import MongoEndpoint
 from .limits import check_cpu_limit, cpu_limit
-from .process import ServerProcess, pick_port
+from .process import ServerProcess, free_ports, pick_port
 
 MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
 USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
@@ -70,14 +70,15 @@ class FerretDBServer(Server):
         d = self.run_dir
         for sub in ("data", "state"):
             (d / sub).mkdir()
-        port = pick_port(self.requested_ports[0])
+        spare = iter(free_ports(3))  # listener, debug and TLS ports, distinct
+        port = pick_port(self.requested_ports[0]) if self.requested_ports[0] else next(spare)
         argv = [
             str(self.binary),
             "--handler=sqlite",
             f"--sqlite-url=file:{d / 'data'}/",
             f"--state-dir={d / 'state'}",
             f"--listen-addr=127.0.0.1:{port}",
-            f"--debug-addr=127.0.0.1:{pick_port(None)}",
+            f"--debug-addr=127.0.0.1:{next(spare)}",
             "--telemetry=disable",
             "--log-level=warn",
         ]
@@ -85,7 +86,7 @@ class FerretDBServer(Server):
         if self.tls:
             if self.certificates is None:
                 self.certificates = make_certificates(d / "certs", self.cert_type)
-            tls_port = pick_port(self.requested_ports[1])
+            tls_port = pick_port(self.requested_ports[1]) if self.requested_ports[1] else next(spare)
             # No --listen-tls-ca-file: that would make client certificates mandatory.
             argv += [
                 f"--listen-tls=127.0.0.1:{tls_port}",

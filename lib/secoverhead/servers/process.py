@@ -39,6 +39,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """n distinct free ports: each probe socket stays bound until all are picked (one at a time, the kernel
+    may hand a just-closed port out again, and a server's two listeners then collide)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
+        for s in socks:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
+
+
 def ensure_port_free(port: int, host: str = "127.0.0.1") -> int:
     """Return port if nothing listens on it, else raise ConfigError naming it."""
     if not 0 < int(port) < 65536:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..calibration import CryptoBound
 from ..design import ClaimPlan
+from ..errors import ConfigError
 from ..params import param
 from ..verdicts import ClaimVerdict, RatioClaim
 from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, aa_copy, run_parts
@@ -92,8 +93,13 @@ ARMS: dict[str, tuple[Arm, ...]] = {
 
 @dataclass
 class Params(BothEngines, StudyParams):
-    # measured at quick settings: a MongoDB round (SCRAM per connection, 7 arms) takes about 3x a MySQL or nonce one
-    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 3.0}
+    # Shares of the time budget, by the noise of each part's metric rather than by its rounds' length: MongoDB's
+    # claims (SCRAM x1.7) decide at the first look and its duets are steady (A/A per-round sd 0.09); MariaDB's
+    # CPU per connection is the noisiest (0.11-0.17 in duets), then the nonces' (0.06-0.11).
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 1.5, "MySQL": 2.0, "nonce": 1.5}
+    # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
+    # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved
+    DUET_ABLE = True
     experiment_id: str = param(
         "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
     )
@@ -123,6 +129,22 @@ class Params(BothEngines, StudyParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines("nonce_enabled")
+        if self.design == "duet" and (
+            (self.mongo_enabled and self.mongo_uri) or (self.mysql_enabled and self.mysql_host)
+        ):
+            raise ConfigError("design duet needs a server per arm: with mongo_uri or mysql_host use interleaved")
+
+    def part_design(self, part: str) -> str:
+        return self.design if part != "nonce" else "interleaved"
+
+    def server_keys(self, part: str) -> dict[str, str]:
+        """arm -> the server it runs on. A duet runs the baseline beside each other arm at once, so an arm
+        that would share the baseline's server gets an identical one of its own (off2, on2)."""
+        arms = self.arms(part)
+        keys = {a.name: a.server for a in arms}
+        if self.part_design(part) == "duet":
+            keys |= {a.name: f"{a.server}2" for a in arms[1:] if a.server == arms[0].server}
+        return keys
 
     def mongo_mechanisms_used(self) -> tuple[str, ...]:
         return tuple(self.mongo_mechanisms)
@@ -148,7 +170,8 @@ class Params(BothEngines, StudyParams):
 
     def planned_runs(self) -> int:
         rounds = self.repetitions + self.warmup + 1
-        n = sum(len(self.arms(e)) * len(self.concurrency) for e in ("MongoDB", "MySQL") if e in self.parts())
+        per_round = {e: len(self.arms(e)) * (2 if self.part_design(e) == "duet" else 1) for e in self.parts()}
+        n = sum(per_round[e] * len(self.concurrency) for e in ("MongoDB", "MySQL") if e in per_round)
         return (n + (2 * len(self.nonce_workers) if self.nonce_enabled else 0)) * rounds
 
 
@@ -168,18 +191,20 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
                 "auth, so they are skipped; server CPU is not measured"
             ]
             return {"on": ext}, {"mongodb": ext.describe()}, notes
-        off = stack.enter_context(FerretDBServer(tls=True, auth=False))
-        on = stack.enter_context(FerretDBServer(tls=True, auth=True))
+        keys = sorted(set(p.server_keys(part).values()))
+        servers = {k: stack.enter_context(FerretDBServer(tls=True, auth=k.startswith("on"))) for k in keys}
         notes = [
-            "auth on/off needs two FerretDB processes (FerretDB's --test-enable-new-auth); they are identical "
-            "otherwise and both run throughout",
+            "auth on/off needs FerretDB processes of their own (FerretDB's --test-enable-new-auth); they are "
+            "identical otherwise and all run throughout",
             "FerretDB stores SCRAM keys and does no PBKDF2 per login; the client (pymongo) does, per new client",
         ]
-        return (
-            {"off": off, "on": on},
-            {"mongodb auth off (FerretDB)": off.describe(), "mongodb auth on (FerretDB)": on.describe()},
-            notes,
-        )
+        if p.part_design(part) == "duet":
+            notes.append(
+                "duet: each arm ran at the same time as auth off, each server with its own client, so both met the "
+                "same interference; arms that never ran together (pooling) are compared through auth off"
+            )
+        facts = {f"mongodb auth {_SERVER_NAMES[k]} (FerretDB)": srv.describe() for k, srv in servers.items()}
+        return servers, facts, notes
     notes = [
         "password auth is mysql_native_password (MariaDB's default); MariaDB's ed25519 plugin is not an arm "
         "because mysql-connector-python cannot speak it"
@@ -187,8 +212,21 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
     if p.mysql_host:
         ext = stack.enter_context(p.external_mysql(tls=True))
         return {"db": ext}, {"mysql": ext.describe()}, notes
-    db = stack.enter_context(MariaDBServer(tls="on"))
-    return {"db": db}, {"mysql (MariaDB)": db.describe()}, notes
+    keys = sorted(set(p.server_keys(part).values()))
+    dbs = {k: stack.enter_context(MariaDBServer(tls="on")) for k in keys}
+    if p.part_design(part) == "duet":
+        notes.append(
+            "duet: each arm ran at the same time as password (no TLS, no pooling) on a MariaDB of its own, each "
+            "server with its own client"
+        )
+    return (
+        dbs,
+        {f"mysql (MariaDB{', a second' if k.endswith('2') else ''})": d.describe() for k, d in dbs.items()},
+        notes,
+    )
+
+
+_SERVER_NAMES = {"off": "off", "on": "on", "off2": "off (a second)", "on2": "on (a second)"}
 
 
 def _measure(p: Params, part: str, servers: dict[str, Any]):
@@ -197,6 +235,7 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
     from ..workloads.short_connections import ConnectSpec, run_short_connections
 
     arms = {a.name: a for a in p.arms(part)}
+    keys = p.server_keys(part) if part != "nonce" else {}
 
     def measure(arm_name: str, factors: dict) -> Measurement:
         arm = arms[arm_name]
@@ -204,7 +243,7 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
             w = int(factors["workers"])
             source = arm.mechanism or arm.name  # the source, also under an A/A copy's name
             return nonce_benchmark(source, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
-        srv = servers[arm.server]
+        srv = servers[keys[arm_name]]
         e = srv.endpoint
         if arm.engine == "mongo":
             args = (
@@ -238,7 +277,7 @@ def run(p: Params) -> StudyResult:
 
     def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
         servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
-        arms = p.arms(name)
+        arms, keys = p.arms(name), p.server_keys(name) if name != "nonce" else {}
         refused = getattr(servers.get("on"), "tls_error", "") if name == "MongoDB" else ""
         if refused:  # a user's server without TLS (or one we cannot verify): its TLS arms cannot run
             arms = tuple(a for a in arms if not a.tls)
@@ -249,7 +288,7 @@ def run(p: Params) -> StudyResult:
             facts=facts,
             notes=notes,
             factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
-            servers={a.name: servers[a.server] for a in arms} if servers else {},
+            servers={a.name: servers[keys[a.name]] for a in arms} if servers else {},
             judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
             profile_factors=[{"concurrency": top}],
         )
@@ -294,6 +333,7 @@ CLAIMS: dict[str, tuple[RatioClaim, ...]] = {
             max_ratio=POOLING_MAX_RATIO,
             measure="server CPU us per request, per run",
             engine_note="FerretDB, not mongod",
+            through="auth off",
             unit="us",
             at="concurrency",
         ),

@@ -159,6 +159,10 @@ class StudyParams:
             return self.progress == "on"
         return os.environ.get("SECOVERHEAD_HEADLESS") != "1" and "PYTEST_CURRENT_TEST" not in os.environ
 
+    def part_design(self, part: str) -> str:
+        """The design one part runs in (a study whose parts differ in servers may keep some interleaved)."""
+        return self.design
+
     def budget(self) -> Budget:
         return Budget(self.max_minutes * 60)
 
@@ -396,6 +400,8 @@ def run_experiment(
     profile_measure: Callable[[str, dict], Measurement] | None = None,
     calibration: Mapping[str, Any] | None = None,
     max_seconds: float | None = None,
+    design: str | None = None,
+    outlier: tuple[str, float] | None = None,
 ) -> ResultStore:
     """Run (or resume) one interleaved experiment under p's results directory and return its store.
 
@@ -421,7 +427,8 @@ def run_experiment(
         calibration=calibration,
         progress=p.show_progress(),
         max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
-        design=p.design,
+        design=design or p.design,
+        outlier=outlier,
     )
     looks = p.look_schedule()
 
@@ -466,6 +473,7 @@ class PartPlan:
     profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
+    outlier: tuple[str, float] | None = None  # duets: (metric, log deviation) marking a one-off duet (Experiment)
 
 
 def run_parts(
@@ -498,6 +506,8 @@ def run_parts(
                 profile_measure=pp.profile_measure,
                 calibration=cal,
                 max_seconds=budget.share(weights[i], sum(weights[i:])),
+                design=p.part_design(name),
+                outlier=pp.outlier,
             )
             extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
             store.update_metadata(
