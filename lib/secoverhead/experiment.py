@@ -14,7 +14,8 @@ Sequential: with `looks`, the runner asks `decide(look, alpha)` after the planne
 when nothing is undecided or the time budget ends (see design.py for why the error rate stays honest). The
 budget never stops an experiment before its first look: later parts of a study sharing one budget still
 reach a point where their claims can be decided.
-A run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again. An optional
+A run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again (a duet only
+when it strays from its cell's other duets: outliers.py). An optional
 profiling round runs after the warm-up, marked, and never enters the statistics.
 """
 
@@ -293,7 +294,10 @@ class Experiment:
                     done.update(p.key for p in unit)
                     if len(unit) == 2 and not first.warmup:
                         ran[unit[-1].block] = (unit, records)
-                    noisy = any(r.metrics.get("noise_flagged") for r in records)
+                    # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what
+                    # hit both (taking duets again when the host's steal rose to 8-20 % cost TDE a fifth of its
+                    # rounds); a one-off in one arm (outliers.py) is what a duet cannot cancel.
+                    noisy = len(unit) == 1 and any(r.metrics.get("noise_flagged") for r in records)
                     retake(unit, records, self._stray(records), noisy)
                 n_done = first.repetition + 1
                 if looks is not None and decide is not None and measured_round and n_done in looks.rounds:

@@ -131,7 +131,8 @@ def design(result: StudyResult) -> None:
         if len(flagged):
             say(
                 f"**{part.name}**: {len(flagged)} run(s) flagged as "
-                "noisy (kept, and taken again where the budget allowed):"
+                "noisy (kept; a single run is taken again where the budget allows, a duet is not: its ratio "
+                "cancels what hit both of its runs):"
             )
             show(flagged)
         strays = tables.outlier_table(part.metadata())

@@ -133,6 +133,7 @@ def design_table(parts: Mapping[str, Any]) -> pd.DataFrame:
         rows.append(
             {
                 "experiment": name,
+                "design": (meta.get("plan") or {}).get("design", "interleaved"),
                 "status": meta.get("status"),
                 "why it stopped": meta.get("stop_reason")
                 or ("all planned rounds ran" if meta.get("status") == "complete" else ""),

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..calibration import CryptoBound
 from ..design import ClaimPlan
-from ..errors import ConfigError
 from ..params import param
 from ..verdicts import ClaimVerdict, RatioClaim
 from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, aa_copy, run_parts
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
 STUDY = "auth"
 PRIMARY_METRICS = ("ops_per_s", "server_cpu_us_per_op", "client_cpu_us_per_op")
 POOLED_FACTOR = 20  # a pooled arm runs this many queries per worker for each short connection of the others
+DUET_COUNT_FACTOR = 10  # duets are time-bound; their counts are bounded at this many times ops_per_worker
 POOLING_MAX_RATIO = 0.5  # "removes most"
 # What the claims need. Noise priors: per-round sd of the claims' log ratios in the quick run of 2026-11-22
 # (0.01-0.21 for CPU per connection, 0.1-0.4 for system CPU per nonce, whose effect is 8x or more).
@@ -93,10 +93,10 @@ ARMS: dict[str, tuple[Arm, ...]] = {
 
 @dataclass
 class Params(BothEngines, StudyParams):
-    # Shares of the time budget, by the noise of each part's metric rather than by its rounds' length: MongoDB's
-    # claims (SCRAM x1.7) decide at the first look and its duets are steady (A/A per-round sd 0.09); MariaDB's
-    # CPU per connection is the noisiest (0.11-0.17 in duets), then the nonces' (0.06-0.11).
-    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 1.5, "MySQL": 2.0, "nonce": 1.5}
+    # Shares of the time budget. A MongoDB round (7 arms, 12 duets) takes several times a MySQL or nonce one, and
+    # its server-CPU claim needs about 6 rounds (duet sd ~0.1 against a +-25 % precision); after the first look
+    # only the undecided claim's duets run. (Shares by noise, 1.5 / 2 / 1.5, left it 3 rounds: inconclusive.)
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 3.0}
     # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
     # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved
     DUET_ABLE = True
@@ -111,6 +111,13 @@ class Params(BothEngines, StudyParams):
     )
     mysql_ops_per_worker: int = param(60, "MySQL short connections per worker per run", min=1, max=1_000_000)
     max_seconds_per_run: float = param(60.0, "a run stops after this, whatever its count", min=1, max=3600)
+    duet_seconds: float = param(
+        1.0,
+        "duet design: each run lasts this long, so both arms of a duet end together (counts up to 10x the "
+        "ops_per_worker settings bound it as well)",
+        min=0.5,
+        max=3600,
+    )
     mongo_enabled: bool = param(True, "measure MongoDB (two FerretDB, auth off and on; or mongo_uri)")
     mongo_mechanisms: list[str] = param(
         ["SCRAM-SHA-256"],
@@ -129,13 +136,12 @@ class Params(BothEngines, StudyParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines("nonce_enabled")
-        if self.design == "duet" and (
-            (self.mongo_enabled and self.mongo_uri) or (self.mysql_enabled and self.mysql_host)
-        ):
-            raise ConfigError("design duet needs a server per arm: with mongo_uri or mysql_host use interleaved")
 
     def part_design(self, part: str) -> str:
-        return self.design if part != "nonce" else "interleaved"
+        """Duets need a server per arm: the nonce part has none, and a user's server is one, so those parts run
+        interleaved whatever the design (the report's design table says which ran how)."""
+        external = (part == "MongoDB" and self.mongo_uri) or (part == "MySQL" and self.mysql_host)
+        return "interleaved" if part == "nonce" or external else self.design
 
     def server_keys(self, part: str) -> dict[str, str]:
         """arm -> the server it runs on. A duet runs the baseline beside each other arm at once, so an arm
@@ -236,6 +242,7 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
 
     arms = {a.name: a for a in p.arms(part)}
     keys = p.server_keys(part) if part != "nonce" else {}
+    duet = p.part_design(part) == "duet"
 
     def measure(arm_name: str, factors: dict) -> Measurement:
         arm = arms[arm_name]
@@ -254,11 +261,14 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
             spec, ops = ConnectSpec("mongo", args), p.ops_per_worker
         else:
             spec, ops = ConnectSpec("mysql", e.connect_args(tls=arm.tls)), p.mysql_ops_per_worker
+        seconds = p.max_seconds_per_run
+        if duet:  # time-bound: a count-bound auth-off run ended in half the time of its SCRAM partner, which then
+            ops, seconds = ops * DUET_COUNT_FACTOR, min(seconds, p.duet_seconds)  # ran alone (duet sd 0.23)
         return run_short_connections(
             spec,
             concurrency=int(factors["concurrency"]),
             ops_per_worker=ops * (POOLED_FACTOR if arm.pooled else 1),
-            max_seconds=p.max_seconds_per_run,
+            max_seconds=seconds,
             pooled=arm.pooled,
             server_cpu=srv.cpu,
         )
