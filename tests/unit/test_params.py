@@ -296,10 +296,10 @@ def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left(
     b = Budget(100.0)
     b._start, b._time = 0.0, lambda: clock[0]
     weights = [AuthParams.PART_WEIGHTS.get(n, 1.0) for n in ("MongoDB", "MySQL", "nonce")]
-    assert weights == [3.0, 1.0, 1.0]
-    assert b.share(weights[0], sum(weights)) == pytest.approx(60.0)
-    clock[0] = 30.0  # MongoDB decided its claims early: the other parts split the remaining 70 s
-    assert b.share(weights[1], sum(weights[1:])) == pytest.approx(35.0)
+    assert weights == [2.0, 1.5, 1.0]
+    assert b.share(weights[0], sum(weights)) == pytest.approx(100 * 2.0 / 4.5)
+    clock[0] = 30.0  # MongoDB decided its claims early: the other parts split the remaining 70 s by weight
+    assert b.share(weights[1], sum(weights[1:])) == pytest.approx(70 * 1.5 / 2.5)
     clock[0] = 120.0
     assert b.share(1.0, 1.0) == 0.0 and b.left() == 0.0
 
