@@ -242,31 +242,21 @@ class Experiment:
         look_log: list[dict[str, Any]] = list(self.store.metadata().get("looks_done", []))
         retakes, profiled = 0, profile is None
         strays: list[dict[str, Any]] = list(self.store.metadata().get("outlier_duets", []))
-        ran: dict[str, tuple[Unit, list[RunRecord]]] = {}  # measured duets of this session: their latest runs
-        flagged = {d["block"] for d in strays}  # blocks recorded as outliers
-        retaken: set[str] = set()  # blocks taken again (once at most)
+        ran: dict[str, tuple[Unit, list[RunRecord]]] = {}  # measured duets of this session, by block
+        flagged = {d["block"] for d in strays}  # blocks recorded as outliers (never judged again)
 
         def retake(unit: Unit, records: list[RunRecord], stray: dict[str, Any], noisy: bool) -> None:
-            """Take a noisy run, or an outlier duet, again once, within the retake and time budgets."""
+            """Take a noisy single run, or an outlier duet, again once, within the retake and time budgets."""
             nonlocal retakes
-            block = unit[-1].block
             if stray:
-                flagged.add(block)
+                flagged.add(stray["block"])
                 strays.append(stray)
             in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
-            if (noisy or stray) and block not in retaken and retakes < self.max_retakes and in_budget:
+            if (noisy or stray) and retakes < self.max_retakes and in_budget:
                 retakes += 1
-                if block:
-                    retaken.add(block)
                 if stray:
                     stray["taken_again"] = True
-                again = self._run_unit(unit, measure, retake_of=records[-1].run_id)
-                if block in ran:
-                    ran[block] = (unit, again)
-                later = {} if stray else self._stray(again)  # a noisy run's retake may itself be a one-off:
-                if later:  # recorded, not taken again
-                    flagged.add(block)
-                    strays.append(stray := later)
+                self._run_unit(unit, measure, retake_of=records[-1].run_id)
             if stray:
                 self.store.update_metadata(outlier_duets=strays)
 

@@ -202,18 +202,26 @@ def test_budget_rounds_is_what_the_time_affords_within_the_plan():
     assert budget_rounds(60, 0.0, 3, 77) == 77
 
 
-def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tmp_path):
+def _slow_measure(seconds: float):
+    """Two arms 1 % apart, each run taking `seconds`: the clock, not the data, ends such an experiment."""
     import time
 
+    def measure(arm, factors):
+        time.sleep(seconds)
+        return Measurement({"x": 1.0 + 0.01 * (arm == "b")})
+
+    return measure
+
+
+def _never_decided(index, alpha):
+    return {cell_of(a, {}) for a in ("a", "b")}
+
+
+def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tmp_path):
     looks = schedule(3, 40, 3)  # looks at 3, 22 and 40; the clock ends it long before 22
     store = ResultStore(tmp_path, "budget")
     exp = Experiment("budget", arms=["a", "b"], repetitions=40, warmup=0, store=store, max_seconds=0.6)
-
-    def measure(arm, factors):
-        time.sleep(0.02)
-        return Measurement({"x": 1.0 + 0.01 * (arm == "b")})
-
-    exp.run(measure, looks=looks, decide=lambda index, alpha: {cell_of(a, {}) for a in ("a", "b")})
+    exp.run(_slow_measure(0.02), looks=looks, decide=_never_decided)
     meta = store.metadata()
     assert meta["status"] == "stopped at time budget" and 3 < len(store.records()) // 2 < 40
     assert meta["final_alpha"] == pytest.approx(0.05 - looks.alphas[0])  # not the next look's alone
@@ -222,17 +230,11 @@ def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tm
 
 
 def test_the_budget_never_stops_an_experiment_before_its_first_look(tmp_path):
-    import time
-
     looks = schedule(4, 40, 2)
     store = ResultStore(tmp_path, "late")
     exp = Experiment("late", arms=["a", "b"], repetitions=40, warmup=1, store=store, max_seconds=0.01)
-
-    def measure(arm, factors):
-        time.sleep(0.01)
-        return Measurement({"x": 1.0 + 0.01 * (arm == "b")})
-
-    exp.run(measure, looks=looks, decide=lambda index, alpha: {cell_of(a, {}) for a in ("a", "b")})
+    measure = _slow_measure(0.01)
+    exp.run(measure, looks=looks, decide=_never_decided)
     meta = store.metadata()
     measured = {r.round for r in store.records() if not r.warmup}
     assert meta["status"] == "stopped at time budget" and len(measured) == 4  # warm-up and 4 rounds, then stop
