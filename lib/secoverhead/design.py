@@ -6,9 +6,10 @@ the error budget alpha (alpha_1 + ... + alpha_K = alpha): the intervals read at 
 1 - alpha_k (widened further over the comparisons a claim rests on). By the union bound the chance that any
 interval at any look misses the truth stays below alpha, whatever the looks' correlation, so stopping as soon
 as the intervals decide keeps the false-positive rate <= alpha (simulated in the tests). The spending is
-alpha_k = alpha * ((k/K)^2 - ((k-1)/K)^2), little early and most at the end (between Pocock's flat and
-O'Brien-Fleming's steep shapes): a large effect still stops at the first look, a small one gets the
-precision of the last.
+alpha_k = alpha * ((k/K)^s - ((k-1)/K)^s), little early and most at the end; s = 2 by default (between
+Pocock's flat and O'Brien-Fleming's steep shapes): a large effect still stops at the first look, a small one
+gets the precision of the last. A study whose effects sit near their thresholds, and whose first looks never
+decide, keeps more for the last look with a steeper s (TDE: 4).
 
 Feasibility. Before running, each claim's needed precision (how close to its threshold an interval must
 get) is compared with the minimum detectable ratio of the plan at the final look, given the noise prior of
@@ -53,10 +54,15 @@ def t_quantile(df: float, q: float) -> float:
     return tq(df, q)
 
 
-def schedule(min_rounds: int, max_rounds: int, looks: int = 3, *, alpha: float = ALPHA) -> Looks:
-    """Looks evenly spread from min_rounds to max_rounds (at most `looks` of them, distinct)."""
+def schedule(
+    min_rounds: int, max_rounds: int, looks: int = 3, *, alpha: float = ALPHA, power: float = SPENDING_POWER
+) -> Looks:
+    """Looks evenly spread from min_rounds to max_rounds (at most `looks` of them, distinct); look k of K has
+    spent alpha * (k/K)^power by its end."""
     if not 2 <= min_rounds <= max_rounds:
         raise ValueError("need 2 <= min_rounds <= max_rounds")
+    if not power > 0:
+        raise ValueError("need power > 0")
     k = max(1, min(looks, max_rounds - min_rounds + 1))
     if k == 1:
         rounds = (max_rounds,)
@@ -64,7 +70,7 @@ def schedule(min_rounds: int, max_rounds: int, looks: int = 3, *, alpha: float =
         step = (max_rounds - min_rounds) / (k - 1)
         rounds = tuple(sorted({round(min_rounds + i * step) for i in range(k)}))
         k = len(rounds)
-    fractions = [((i + 1) / k) ** SPENDING_POWER for i in range(k)]
+    fractions = [((i + 1) / k) ** power for i in range(k)]
     alphas = tuple(alpha * (f - (fractions[i - 1] if i else 0.0)) for i, f in enumerate(fractions))
     return Looks(rounds, alphas)
 

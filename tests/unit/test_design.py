@@ -28,6 +28,16 @@ def test_schedule_spends_alpha_little_early_most_late():
         schedule(1, 5)
 
 
+def test_a_steeper_spending_keeps_more_alpha_for_the_last_look():
+    flat, steep = schedule(5, 14, 2), schedule(5, 14, 2, power=4)
+    assert flat.alphas == pytest.approx((0.0125, 0.0375))
+    assert steep.alphas == pytest.approx((0.05 / 16, 0.05 * 15 / 16))
+    assert sum(steep.alphas) == pytest.approx(0.05)  # the union bound still holds
+    assert schedule(5, 14, 2, power=1).alphas == pytest.approx((0.025, 0.025))
+    with pytest.raises(ValueError):
+        schedule(5, 14, 2, power=0)
+
+
 def test_precision_grows_with_rounds_and_shrinks_with_noise():
     assert half_width(20, 0.05, 0.05) < half_width(5, 0.05, 0.05) < half_width(5, 0.20, 0.05)
     assert half_width(5, 0.05, 0.05, comparisons=4) > half_width(5, 0.05, 0.05)

@@ -54,6 +54,13 @@ class StudyParams:
     repetitions: int = param(3, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
     min_rounds: int = param(3, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
     looks: int = param(3, "planned looks at the claims; rounds stop when all are decided", min=1, max=10)
+    spending: float = param(
+        2.0,
+        "alpha spending over the looks: look k of K has spent alpha * (k/K)^spending; higher keeps more of it for "
+        "the last look (narrower final intervals, early looks that decide only large effects)",
+        min=0.5,
+        max=8.0,
+    )
     warmup: int = param(1, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
     max_minutes: float = param(10.0, "time budget: no run starts after it", min=0.05, max=MAX_MINUTES)
     profile: bool = param(
@@ -171,7 +178,7 @@ class StudyParams:
 
         if self.repetitions < 2:
             return fixed(self.repetitions)
-        return schedule(self.min_rounds, self.repetitions, self.looks)
+        return schedule(self.min_rounds, self.repetitions, self.looks, power=self.spending)
 
 
 def _check_host(name: str, host: str) -> None:
