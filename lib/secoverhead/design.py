@@ -9,7 +9,8 @@ as the intervals decide keeps the false-positive rate <= alpha (simulated in the
 alpha_k = alpha * ((k/K)^s - ((k-1)/K)^s), little early and most at the end; s = 2 by default (between
 Pocock's flat and O'Brien-Fleming's steep shapes): a large effect still stops at the first look, a small one
 gets the precision of the last. A study whose effects sit near their thresholds, and whose first looks never
-decide, keeps more for the last look with a steeper s (TDE: 4).
+decide, keeps more for the last look with a steeper s (the `spending` parameter; TDE's and audit's quick
+plans use 4).
 
 Feasibility. Before running, each claim's needed precision (how close to its threshold an interval must
 get) is compared with the minimum detectable ratio of the plan at the final look, given the noise prior of

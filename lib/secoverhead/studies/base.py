@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import paths
+from ..design import SPENDING_POWER
 from ..errors import ConfigError
 from ..params import ID_PATTERN, build, param
 from ..servers import ExternalMongo, ExternalMySQL, Server
@@ -55,7 +56,7 @@ class StudyParams:
     min_rounds: int = param(3, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
     looks: int = param(3, "planned looks at the claims; rounds stop when all are decided", min=1, max=10)
     spending: float = param(
-        2.0,
+        SPENDING_POWER,
         "alpha spending over the looks: look k of K has spent alpha * (k/K)^spending; higher keeps more of it for "
         "the last look (narrower final intervals, early looks that decide only large effects)",
         min=0.5,
