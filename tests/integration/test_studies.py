@@ -150,6 +150,8 @@ def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):
         assert f["cpu_limit_cores"] == pytest.approx(0.6) and f["cpu_limit_method"] in ("cgroup-v1-quota", "affinity")
         ratio = f["buffer_pool_sizing"]["data_to_buffer_pool"]
         assert ratio == pytest.approx(tde.PROFILES["4c16g"].data_to_buffer_pool, rel=0.35)
+    # the arms differ only in encryption: one buffer pool size for both, whatever their data sizes read
+    assert len({f["buffer_pool_sizing"]["buffer_pool_bytes"] for f in facts}) == 1
     runs = part.runs()
     per_round = runs.pivot_table(index="round", columns="arm", values="server_cpu_us_per_op")
     ratio = (per_round[tde.ON] / per_round[tde.OFF]).median()  # paired within each round

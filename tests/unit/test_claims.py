@@ -331,6 +331,18 @@ def test_tde_every_cell_inside_is_an_intersection_union_test():
     assert verdicts(tde.part_claims("4c16g", runs), "many concurrent") == N
 
 
+def test_tde_buffer_pool_is_one_size_for_every_arm():
+    """Arms whose data sizes read differently (information_schema: up to 1.5 % between identical loads) get one
+    buffer pool, at the original's ratio to their mean data size; the in-memory profile holds twice the data
+    plus 16 MiB; nothing goes under InnoDB's 6 MiB floor."""
+    mib = 1 << 20
+    p4 = tde.PROFILES["4c16g"]
+    assert tde.buffer_pool_target([204 * mib, 206 * mib], p4) == int(205 * mib / p4.data_to_buffer_pool)
+    assert tde.buffer_pool_target([205 * mib], p4) == tde.buffer_pool_target([204 * mib, 206 * mib], p4)
+    assert tde.buffer_pool_target([100 * mib, 100 * mib], tde.PROFILES["in-memory"]) == 216 * mib
+    assert tde.buffer_pool_target([1 * mib, 1 * mib], p4) == 6 * mib
+
+
 def test_tde_claims_need_two_arms():
     assert tde.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde.OFF")) == []
 
