@@ -207,8 +207,8 @@ def buffer_pool_target(data_bytes: list[int], profile: Profile) -> int:
     """One buffer pool size for every arm of a profile, from the mean of their data sizes: the original's
     data-to-buffer-pool ratio (or twice the data for the in-memory profile), at least InnoDB's 6 MiB floor.
     One size, because the arms must differ only in encryption: sized from each server's own data (whose
-    information_schema size differs by up to 1.5 % between identical loads), the encrypted server's pool was
-    1-2 MiB smaller in two of 11 quick runs and it read 1-4 % more pages per transaction at 8c32g."""
+    information_schema size differs by up to 1.5 % between identical loads), the 8c32g pools differed by 1-2 MiB
+    in 6 of 11 quick runs, and the server with the smaller pool read 0.6-3.9 % more pages per transaction."""
     data = sum(data_bytes) / len(data_bytes)
     target = 2 * data + (16 << 20) if profile.data_to_buffer_pool is None else data / profile.data_to_buffer_pool
     return max(int(target), 6 << 20)
