@@ -48,6 +48,12 @@ def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
     return g.groupby(key)[metric].last()
 
 
+def _common_blocks(base: pd.DataFrame, cand: pd.DataFrame, metric: str) -> tuple[pd.Series, pd.Series, pd.Index]:
+    """Each arm's summary per block, and the blocks that hold both (what a paired comparison reads)."""
+    b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
+    return b, c, b.index.intersection(c.index)
+
+
 def estimate(
     base: pd.DataFrame, cand: pd.DataFrame, metric: str, *, confidence: float, paired: bool | None, scale: str = "ratio"
 ) -> tuple[RatioEstimate, list[str]]:
@@ -55,8 +61,7 @@ def estimate(
     paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
     warnings: list[str] = []
     if paired is not False and _block_column(base) and _block_column(cand):
-        b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
-        common = b.index.intersection(c.index)
+        b, c, common = _common_blocks(base, cand, metric)
         if len(common) >= 2:
             left = len(b) + len(c) - 2 * len(common)
             if left:
@@ -127,6 +132,13 @@ def compare_arms(
     for key, cell, base, cand, arm in planned:
         est, warnings = estimate(base, cand, metric, confidence=level, paired=paired, scale=scale)
         bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
+        # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
+        # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
+        # paired ratio of 0.984, the baseline's taken over duets with four other arms).
+        mb, mc = bv, cv
+        if est.design in (PAIRED, DUET):
+            b, c, common = _common_blocks(base, cand, metric)
+            mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
         if est.n < 2:
             warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
         out[key] = Comparison(
@@ -134,8 +146,8 @@ def compare_arms(
             baseline=baseline,
             candidate=arm,
             cell=cell,
-            baseline_median=float(np.nanmedian(bv)) if len(bv) else float("nan"),
-            candidate_median=float(np.nanmedian(cv)) if len(cv) else float("nan"),
+            baseline_median=float(np.nanmedian(mb)) if len(mb) else float("nan"),
+            candidate_median=float(np.nanmedian(mc)) if len(mc) else float("nan"),
             ratio=est.ratio,
             ci_low=est.ci_low,
             ci_high=est.ci_high,

@@ -251,3 +251,24 @@ def test_paired_rounds_are_more_precise_than_unpaired_runs_under_drift():
             c = compare_arms(runs, "x", baseline="a", candidates=["b"], paired=paired)["b"]
             widths[name].append(c.ci_high / c.ci_low)
     assert np.median(widths["paired"]) < np.median(widths["unpaired"]) ** 0.5  # much narrower
+
+
+def test_paired_medians_are_of_the_blocks_compared():
+    """In duets the baseline runs once per candidate: a comparison's medians are those of its own duets, not of
+    every baseline run (here the other candidate's duets ran at half the speed)."""
+    rows = []
+    for rnd in range(6):
+        for arm, (base, cand) in {"fast": (100.0, 98.0), "slow": (50.0, 40.0)}.items():
+            block = f"{rnd}:{arm}:[]"
+            rows += [
+                {"arm": "a", "round": rnd, "block": block, "x": base + rnd % 2},
+                {"arm": arm, "round": rnd, "block": block, "x": cand + rnd % 2},
+            ]
+    runs = pd.DataFrame(rows).assign(run_id=lambda d: range(len(d)))
+    c = compare_arms(runs, "x", baseline="a", candidates=["fast"])["fast"]
+    assert c.design.startswith("paired by duet") and c.n_pairs == 6
+    assert c.baseline_median == pytest.approx(100.5) and c.candidate_median == pytest.approx(98.5)
+    assert c.n_baseline == 12  # every baseline run still counted as taken
+    # unpaired (no blocks): the medians of every run, as before
+    c = compare_arms(runs.drop(columns=["block", "round"]), "x", baseline="a", candidates=["fast"])["fast"]
+    assert c.baseline_median == pytest.approx(75.5)
