@@ -48,36 +48,31 @@ def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
     return g.groupby(key)[metric].last()
 
 
-def _median(values: Any) -> float:
-    v = np.asarray(values, dtype=float)
-    return float(np.nanmedian(v)) if len(v) else float("nan")
+def _common_blocks(base: pd.DataFrame, cand: pd.DataFrame, metric: str) -> tuple[pd.Series, pd.Series, pd.Index]:
+    """Each arm's summary per block, and the blocks that hold both (what a paired comparison reads)."""
+    b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
+    return b, c, b.index.intersection(c.index)
 
 
 def estimate(
     base: pd.DataFrame, cand: pd.DataFrame, metric: str, *, confidence: float, paired: bool | None, scale: str = "ratio"
-) -> tuple[RatioEstimate, list[str], tuple[float, float]]:
-    """Paired by round when possible (and not refused), else Welch; warnings say what was left out; and the two
-    arms' medians over what was compared. Paired, those are the blocks that hold both: a baseline run of another
-    candidate's duet, or of a round this arm no longer ran in, is not this comparison's (audit showed medians
-    714 -> 633 beside a paired ratio of 0.984 when they were taken over every run)."""
+) -> tuple[RatioEstimate, list[str]]:
+    """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
     paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
     warnings: list[str] = []
     if paired is not False and _block_column(base) and _block_column(cand):
-        b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
-        common = b.index.intersection(c.index)
+        b, c, common = _common_blocks(base, cand, metric)
         if len(common) >= 2:
             left = len(b) + len(c) - 2 * len(common)
             if left:
                 warnings.append(f"{left} run(s) without a partner in their round left out of the pairing")
-            bb, cc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
-            est = paired_fn(bb, cc, confidence=confidence)
+            est = paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence)
             if any(":" in str(k) for k in common):  # duet blocks: "round:candidate:cell"
                 est.design = DUET
-            return est, warnings, (_median(bb), _median(cc))
+            return est, warnings
         if paired:
             warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
-    est = unpaired_fn(base[metric], cand[metric], confidence=confidence)
-    return est, warnings, (_median(base[metric]), _median(cand[metric]))
+    return unpaired_fn(base[metric], cand[metric], confidence=confidence), warnings
 
 
 def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFrame:
@@ -135,10 +130,15 @@ def compare_arms(
     level = 1.0 - (1.0 - confidence) / m
     out: dict[Key, Comparison] = {}
     for key, cell, base, cand, arm in planned:
-        est, warnings, (base_median, cand_median) = estimate(
-            base, cand, metric, confidence=level, paired=paired, scale=scale
-        )
+        est, warnings = estimate(base, cand, metric, confidence=level, paired=paired, scale=scale)
         bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
+        # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
+        # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
+        # paired ratio of 0.984, the baseline's taken over duets with four other arms).
+        mb, mc = bv, cv
+        if est.design in (PAIRED, DUET):
+            b, c, common = _common_blocks(base, cand, metric)
+            mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
         if est.n < 2:
             warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
         out[key] = Comparison(
@@ -146,8 +146,8 @@ def compare_arms(
             baseline=baseline,
             candidate=arm,
             cell=cell,
-            baseline_median=base_median,
-            candidate_median=cand_median,
+            baseline_median=float(np.nanmedian(mb)) if len(mb) else float("nan"),
+            candidate_median=float(np.nanmedian(mc)) if len(mc) else float("nan"),
             ratio=est.ratio,
             ci_low=est.ci_low,
             ci_high=est.ci_high,

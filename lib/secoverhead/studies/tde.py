@@ -433,6 +433,7 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
 
 
 def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
+
     from ..measurement import Measurement
     from ..workloads import server_status
 
@@ -790,7 +791,7 @@ def loss_table(part: Part) -> pd.DataFrame:
                 "workload": b.cell["workload"],
                 "threads": b.cell["threads"],
                 "TPS loss %": (1 - b.tps.ratio) * 100,
-                "TPS loss CI %": f"{b.lo:+.1f} to {b.hi:+.1f}",
+                "TPS loss CI %": f"{b.lo:+.1f} to {(1 - b.tps.ci_low) * 100:+.1f}",
             }
             if b.capacity is not None:
                 c = b.capacity
