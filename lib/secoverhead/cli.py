@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 
-from . import __version__
+from . import __version__, signals
 from .errors import SecoverheadError
 
 
@@ -74,10 +73,13 @@ def _run(args: argparse.Namespace) -> int:
     from .pipeline import check_reports_root, get_study, prepare, resume_values
 
     reports = check_reports_root(args.reports)
+    lock = None
     if args.resume:
         from .paths import user_path
+        from .runlock import RunLock
 
         study, values = resume_values(args.resume)
+        lock = RunLock(user_path(args.resume)).acquire()  # one writer per run, before any server or kernel
         jobs = [(prepare(study, values=values), user_path(args.resume))]
     else:
         studies = list(STUDIES) if args.all else [args.study]
@@ -94,13 +96,16 @@ def _run(args: argparse.Namespace) -> int:
             print(f"plan: {line}", file=sys.stderr)
     failed = []
     for prepared, resume in jobs:
-        outcome = run_study(prepared, reports_root=reports, resume=resume)
+        outcome = run_study(prepared, reports_root=reports, resume=resume, lock=lock)
         print(
             f"{outcome.study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else "")
         )
         if not outcome.ok:
             failed.append(outcome.study)
-    print(f"index: {build_index(reports)}")
+    try:
+        print(f"index: {build_index(reports)}")
+    except OSError as exc:
+        print(f"index: not written ({exc.strerror or exc})", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -114,12 +119,6 @@ def _compare(args: argparse.Namespace) -> int:
         for v in verdicts:
             print(f"  {v.verdict}: {v.claim}\n      {v.evidence}")
     return 0
-
-
-def _terminate(signum: int, frame: object) -> None:
-    from .pipeline import Terminated
-
-    raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # usage errors (one line, exit 2), --help and --version end here, as a return code
         return e.code if isinstance(e.code, int) else 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    old = signal.signal(signal.SIGTERM, _terminate)
+    old = signals.install()
     try:
         if args.command == "list":
             return _list()
@@ -171,12 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from .pipeline import Terminated
-
-        print("terminated" if isinstance(exc, Terminated) else "interrupted", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        sig = signals.as_terminated(exc)
+        print(f"interrupted by {sig.name}", file=sys.stderr)
+        return sig.exit_code
     finally:
-        signal.signal(signal.SIGTERM, old)
+        signals.restore(old)
 
 
 if __name__ == "__main__":

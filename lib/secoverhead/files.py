@@ -4,9 +4,11 @@ Standard library only."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -74,9 +76,63 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(sanitize(obj), indent=1, sort_keys=True).encode())
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file, or None when it is missing, unreadable or corrupt (callers say what they skipped)."""
+MAX_JSON_BYTES = 64 << 20  # run.json, verdicts.json, metadata: a few MB at the most
+
+
+class Unreadable(OSError):
+    """A file that is not read: not a regular file, or larger than the caller's bound."""
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, checked before reading: a FIFO (which would block), a device (/dev/zero would
+    never end) or a file over `limit` bytes raises Unreadable; the file is opened without blocking and read
+    to at most limit bytes, so a file that grows meanwhile cannot exhaust memory either."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(f"{Path(path).name} is not a regular file")
+        if st.st_size > limit:
+            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file, or None when it is missing, unreadable, not a regular file, too large or corrupt (callers
+    say what they skipped)."""
+    try:
+        return json.loads(read_bounded(Path(path), limit))
+    except (OSError, ValueError, RecursionError):
         return None
+
+
+def within(path: Path, root: Path) -> bool:
+    """Whether path, links followed, stays inside root: a report tree copied in from elsewhere may hold links to
+    /dev/zero or to files of another user's, which are not read."""
+    try:
+        return Path(path).resolve().is_relative_to(Path(root).resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    """Overwrite an existing file's bytes without a new file: on a full disk (or in a directory that no longer
+    takes new files) a file whose blocks are already allocated can still be rewritten up to its size."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        if len(data) > os.fstat(fd).st_size:
+            raise OSError(errno.ENOSPC, "the record is larger than the space reserved for it")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

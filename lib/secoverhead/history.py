@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from .files import read_json
+from .files import read_json, within
 from .verdicts import read_verdicts
 
 
@@ -23,6 +23,8 @@ def collect(root: Path, study: str) -> pd.DataFrame:
     """One row per (run, claim), oldest first."""
     rows = []
     for run in sorted(p for p in (root / study).glob("*") if p.is_dir() and not p.is_symlink()):
+        if not all(within(run / f, root) for f in ("run.json", "verdicts.json", "results/verdicts.json")):
+            continue  # the index names it
         meta = read_json(run / "run.json")
         verdicts = read_verdicts(run)
         if not isinstance(meta, dict) or not verdicts:

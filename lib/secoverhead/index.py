@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import history
-from .files import atomic_write_text, read_json
+from .files import atomic_write_text, read_json, within
 from .owners import alive
 from .studies import STUDIES
 from .verdicts import read_verdicts
@@ -49,6 +49,10 @@ def build_index(reports_root: str | Path = "reports") -> Path:
             continue
         parts.append("<table><tr><th>run</th><th>status</th><th>duration</th><th>parameters</th><th>verdicts</th></tr>")
         for run in runs:
+            outside = [f for f in ("run.json", "verdicts.json", "results/verdicts.json") if not within(run / f, root)]
+            if outside:  # a link out of the reports tree is never read
+                skipped += [f"{study.id}/{run.name}/{f} (a link out of the reports folder)" for f in outside]
+                continue
             meta = read_json(run / "run.json")
             if not isinstance(meta, dict):
                 skipped.append(f"{study.id}/{run.name}/run.json")
@@ -87,7 +91,11 @@ def build_index(reports_root: str | Path = "reports") -> Path:
         except Exception as exc:  # history is a view; a corrupt old run must not cost the index
             parts.append(f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>")
     if skipped:
-        parts.append("<p><small>skipped (unreadable): " + html.escape(", ".join(skipped)) + "</small></p>")
+        parts.append(
+            "<p><small>skipped (unreadable, not a regular file, too large, or a link out): "
+            + html.escape(", ".join(skipped))
+            + "</small></p>"
+        )
     parts.append("</body></html>")
     out = root / "index.html"
     atomic_write_text(out, "\n".join(parts))

@@ -40,6 +40,7 @@ def main(argv: list[str]) -> None:
     if os.getppid() == 1:  # the parent died before the line above: nobody will read this kernel
         sys.exit(1)
     signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGHUP, _on_term)  # a closed terminal reaches the kernel too: stop as for SIGTERM
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance(argv=argv)

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import re
+import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .files import Unreadable, read_bounded
 from .paths import file_problem
 from .secrets import holds_secret, secret_reference
 
@@ -137,31 +139,48 @@ def specs(cls: type) -> dict[str, Spec]:
 
 
 # -- checking and coercing --------------------------------------------------------------------------------
+_SHOW = reprlib.Repr()
+_SHOW.maxstring, _SHOW.maxother, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxlevel = 60, 60, 6, 6, 3
+
+
+def show(value: Any) -> str:
+    """A value as it goes into a one-line error: bounded in length and depth, whatever the value (a YAML alias
+    bomb expands to gigabytes under repr())."""
+    text = _SHOW.repr(value).replace("\n", "\\n")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _given(spec: Spec, value: Any) -> str:
+    """What the user gave, for an error: never for a parameter that names where a secret lives (a password
+    typed in its place must not be echoed)."""
+    return "a value that is not repeated here" if secret_reference(spec.name) else show(value)
+
+
 def _scalar(spec: Spec, kind: str, value: Any, where: str) -> Any:
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false, got {value!r}")
+            raise ConfigError(f"{where} must be true or false, got {_given(spec, value)}")
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where} must be an integer, got {value!r}")
+            raise ConfigError(f"{where} must be an integer, got {_given(spec, value)}")
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ConfigError(f"{where} must be a finite number, got {value!r}")
+            raise ConfigError(f"{where} must be a finite number, got {_given(spec, value)}")
         value = float(value)
     elif kind == "str":
         if not isinstance(value, str):
-            raise ConfigError(f"{where} must be a string, got {value!r}")
+            raise ConfigError(f"{where} must be a string, got {_given(spec, value)}")
         if len(value) > MAX_STR or "\0" in value:
             raise ConfigError(f"{where} is longer than {MAX_STR} characters or holds a NUL byte")
         if spec.pattern and value and not re.fullmatch(spec.pattern, value):
-            raise ConfigError(f"{where} must match {spec.pattern}, got {value!r}")
+            raise ConfigError(f"{where} must match {spec.pattern}, got {_given(spec, value)}")
     if spec.choices is not None and value not in spec.choices:
-        raise ConfigError(f"{where} must be one of {', '.join(map(str, spec.choices))}; got {value!r}")
+        raise ConfigError(f"{where} must be one of {', '.join(map(str, spec.choices))}; got {_given(spec, value)}")
     if kind in ("int", "float") and (
         (spec.min is not None and value < spec.min) or (spec.max is not None and value > spec.max)
     ):
-        raise ConfigError(f"{where} must be between {_fmt(spec.min)} and {_fmt(spec.max)}, got {value!r}")
+        raise ConfigError(f"{where} must be between {_fmt(spec.min)} and {_fmt(spec.max)}, got {_given(spec, value)}")
     return value
 
 
@@ -173,16 +192,16 @@ def check(spec: Spec, value: Any) -> Any:
     item = spec.item_kind
     if item is not None:
         if not isinstance(value, list | tuple):
-            raise ConfigError(f"{where} must be a list of {item}, got {value!r}")
+            raise ConfigError(f"{where} must be a list of {item}, got {_given(spec, value)}")
         if not spec.min_items <= len(value) <= spec.max_items:
             raise ConfigError(f"{where} must have {spec.min_items} to {spec.max_items} items, got {len(value)}")
-        out = [_scalar(spec, item, v, f"{where} item {v!r}") for v in value]
+        out = [_scalar(spec, item, v, f"{where} item {_given(spec, v)}") for v in value]
         if len(set(map(repr, out))) != len(out):
-            raise ConfigError(f"{where} lists an item twice: {value!r}")
+            raise ConfigError(f"{where} lists an item twice: {_given(spec, value)}")
         return out
     if spec.kind == "dict":
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise ConfigError(f"{where} must be a mapping with string keys, got {value!r}")
+            raise ConfigError(f"{where} must be a mapping with string keys, got {_given(spec, value)}")
         if len(value) > spec.max_items:
             raise ConfigError(f"{where} has more than {spec.max_items} entries")
         return value
@@ -198,14 +217,16 @@ def coerce(spec: Spec, text: str) -> Any:
     if spec.kind == "bool":
         word = text.strip().lower()
         if word not in BOOL_WORDS:
-            raise ConfigError(f"{where} must be true or false, got {text!r}")
+            raise ConfigError(f"{where} must be true or false, got {_given(spec, text)}")
         return BOOL_WORDS[word]
     if spec.kind in ("int", "float"):
         try:
             return int(text) if spec.kind == "int" else float(text)
         except ValueError:
             what = "an integer" if spec.kind == "int" else "a number"
-            raise ConfigError(f"{where} must be {what}, got {text!r}") from None
+            raise ConfigError(f"{where} must be {what}, got {_given(spec, text)}") from None
+    if len(text) > MAX_VALUE_TEXT:
+        raise ConfigError(f"{where}: the value is longer than {MAX_VALUE_TEXT} characters")
     stripped = text.strip()
     if spec.item_kind is not None and not stripped.startswith("["):  # 1,8,16 as well as [1, 8, 16]
         return [coerce(Spec(spec.name, kind, None), t.strip()) for t in stripped.split(",") if t.strip()]
@@ -226,8 +247,36 @@ def accept(spec: Spec, value: Any) -> Any:
 
 
 # -- YAML, read safely ------------------------------------------------------------------------------------
+MAX_DEPTH = 16  # parameters nest two or three levels; deeper is a mistake or an attack (RecursionError)
+MAX_NODES = 100_000  # far above any parameters file; an alias bomb expands past it when its value is used
+MAX_VALUE_TEXT = 64 << 10  # one -p value
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans: only true/false. YAML 1.1 would read `on`, `off`, `yes`, `no` as booleans."""
+    """YAML 1.2 booleans: only true/false (YAML 1.1 would read `on`, `off`, `yes`, `no` as booleans). No
+    aliases (`*a` would let 364 bytes expand to gigabytes when a value is formatted or copied: a parameters
+    file has no use for them), at most MAX_DEPTH levels and MAX_NODES nodes."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted in parameters: write the value out", event.start_mark
+            )
+        self._depth += 1
+        self._nodes += 1
+        try:
+            if self._depth > MAX_DEPTH or self._nodes > MAX_NODES:
+                event = self.peek_event()
+                what = f"nested deeper than {MAX_DEPTH} levels" if self._depth > MAX_DEPTH else "too many values"
+                raise yaml.composer.ComposerError(None, None, what, event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -242,6 +291,8 @@ _Loader.add_implicit_resolver(
 def _yaml_load(text: str, what: str) -> Any:
     try:
         return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise ConfigError(f"{what} is nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -258,20 +309,20 @@ def read_file(path: str | os.PathLike) -> dict[str, Any]:
     if problem := file_problem(p):
         raise ConfigError(f"parameters file {_short(p)}: {problem}")
     try:
-        raw = p.read_bytes()
+        raw = read_bounded(p.expanduser(), MAX_FILE_BYTES)  # size and kind checked before reading
+    except Unreadable as exc:
+        raise ConfigError(f"parameters file {_short(p)}: {exc}") from None
     except OSError as exc:
-        raise ConfigError(f"parameters file {p} cannot be read: {exc.strerror}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"parameters file {p} is larger than {MAX_FILE_BYTES} bytes")
+        raise ConfigError(f"parameters file {_short(p)} cannot be read: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"parameters file {p} is not UTF-8 text (byte {exc.start})") from None
-    loaded = _yaml_load(text, f"parameters file {p}")
+        raise ConfigError(f"parameters file {_short(p)} is not UTF-8 text (byte {exc.start})") from None
+    loaded = _yaml_load(text, f"parameters file {_short(p)}")
     if loaded is None:
         return {}
     if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
-        raise ConfigError(f"parameters file {p} must hold a mapping of name: value")
+        raise ConfigError(f"parameters file {_short(p)} must hold a mapping of name: value")
     return loaded
 
 
@@ -287,10 +338,10 @@ def build(cls: type, values: Mapping[str, Any], *, study: str) -> Any:
                 refs = [f"{name}{s}" for s in ("_env", "_file") if f"{name}{s}" in schema]
                 where = " or ".join(f"{r}=..." for r in refs) or "an environment variable or a file"
                 raise ConfigError(
-                    f"parameter {name!r} would put a secret in a parameter: name where it lives ({where})"
+                    f"parameter {show(name)} would put a secret in a parameter: name where it lives ({where})"
                 )
             raise ConfigError(
-                f"unknown parameter {name!r} for study {study!r}; `secoverhead params {study}` lists them"
+                f"unknown parameter {show(name)} for study {study!r}; `secoverhead params {study}` lists them"
             )
         if spec.internal:
             raise ConfigError(f"parameter {name!r} is set by the pipeline, not by you")
@@ -349,9 +400,9 @@ def preflight(p: Any) -> None:
     the parameters name answers, accepts the credentials and (with a CA file) verifies."""
     for name, (kind, where) in secret_parameters(p).items():
         if kind == "env" and where not in os.environ:
-            raise ConfigError(f"{name}: environment variable {where} is not set (it should hold the secret)")
+            raise ConfigError(f"{name}: the environment variable it names is not set (name not repeated here)")
         if kind == "file" and (problem := file_problem(where)):
-            raise ConfigError(f"{name}: secret file {_short(where)}: {problem}")
+            raise ConfigError(f"{name}: the file it names: {problem} (name not repeated here)")
     for f in dataclasses.fields(p):
         value = getattr(p, f.name)
         if not (f.name.endswith("_file") and isinstance(value, str) and value):
@@ -368,6 +419,8 @@ def preflight(p: Any) -> None:
     for server in p.external_servers():
         with server:  # connects, logs in, reads facts; leaves nothing behind
             pass
+    if p.external_servers():
+        p.check_clients()  # and every client tool the run uses logs in with the same credentials
 
 
 def describe(cls: type) -> list[dict[str, str]]:

@@ -27,21 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import calibration, environment
+from . import calibration, environment, leaks, signals
 from .errors import ConfigError
-from .files import atomic_write_json, read_json, sanitize
+from .files import atomic_write_bytes, read_json, sanitize, write_in_place
 from .owners import alive
 from .params import build, layer, params_name, preflight, secret_parameters, specs
 from .paths import user_path
+from .runlock import RunLock
 from .secrets import EMBEDDED_PASSWORD_ENV, secret_from
+from .signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from .studies import STUDIES, Study
 
 KERNEL = "secoverhead"
 MAX_PLANNED_RUNS = 100_000
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (what a scheduler sends): finalised like Ctrl-C."""
+RUN_JSON_RESERVE = 256 << 10  # run.json is written padded to this size first, so a full disk can still record
 
 
 @dataclass
@@ -99,6 +100,7 @@ def prepare(
     cls = study.params_class()
     merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
     p = build(cls, merged, study=study.id)
+    _check_secrets_scannable(study, p, merged)
     notes = p.check_plan() if values is None else []  # a resumed run keeps its plan
     if "repetitions" in merged or notes:
         merged["repetitions"] = p.repetitions
@@ -114,6 +116,26 @@ def prepare(
     return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
 
 
+def _check_secrets_scannable(study: Study, p: Any, values: dict[str, Any]) -> None:
+    """Every artefact is scanned for the user's secrets: one too short or too common to tell from what a report
+    always holds would fail every run (or be 'found' everywhere), so it is refused here, saying why."""
+    try:
+        notebook = study.notebook_path.read_text(errors="replace")
+    except OSError:
+        notebook = ""
+    ordinary = [notebook, *(str(v) for v in values.values()), study.id, study.title]
+    for name, (kind, where) in secret_parameters(p).items():
+        try:
+            value = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
+        except ConfigError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+        if why := leaks.scan_problem(value, ordinary):
+            raise ConfigError(
+                f"{name}: the password cannot be scanned for safely: {why}; every report is checked for it, so "
+                "give the benchmark account a longer, unusual password"
+            )
+
+
 def check_reports_root(root: str | os.PathLike) -> Path:
     """The reports directory exists (or can be made) and is writable."""
     try:
@@ -121,6 +143,9 @@ def check_reports_root(root: str | os.PathLike) -> Path:
         if path.exists() and not path.is_dir():
             raise ConfigError(f"--reports {path} is a file, not a directory")
         path.mkdir(parents=True, exist_ok=True)
+        for child in path.iterdir():  # reports/<study> must be folders: a file there would fail the run midway
+            if child.name in STUDIES and not child.is_dir():
+                raise ConfigError(f"--reports {path}: {child.name} is a file, not a study's folder; move it away")
     except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
         why = getattr(exc, "strerror", None) or str(exc)
         raise ConfigError(f"--reports {str(root)[:120]} cannot be created: {why}") from None
@@ -142,8 +167,11 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:24] or "host"
 
 
-def _new_run_dir(root: Path, study: str, name: str) -> Path:
+def _new_run_dir(root: Path, study: str, name: str, secret_values: list[str]) -> Path:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    for v in secret_values:  # a file or parameter named like a password must not put it in a folder name
+        if v and v in name:
+            name = name.replace(v, "redacted")
     base = root / study / f"{stamp}-{_host()}-{name}"
     path, n = base, 1
     while True:
@@ -163,29 +191,12 @@ def _secret_values(p: Any) -> list[str]:
     return out
 
 
-def scan_for_secrets(run_dir: Path, values: list[str]) -> list[str]:
-    """Files under run_dir that contain any of the values (binary-safe)."""
-    needles = [v.encode() for v in values if len(v) >= 4]
-    leaks = []
-    for path in run_dir.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            with contextlib.suppress(OSError):
-                if any(n in path.read_bytes() for n in needles):
-                    leaks.append(str(path.relative_to(run_dir)))
-    return leaks
-
-
-def _scrub(run_dir: Path, files: list[str], values: list[str]) -> None:
-    for rel in files:
-        p = run_dir / rel
-        data = p.read_bytes()
-        for v in values:
-            data = data.replace(v.encode(), b"<redacted>")
-        p.write_bytes(data)
-
-
 def _point_latest(run_dir: Path) -> None:
+    """reports/<study>/latest -> the newest run; a `latest` that is not a link (a folder someone made) is left
+    alone and said."""
     latest = run_dir.parent / "latest"
+    if latest.exists() and not latest.is_symlink():
+        raise OSError(f"{latest} is not a link; left as it is")
     tmp = run_dir.parent / f".latest-{os.getpid()}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
@@ -239,7 +250,8 @@ class _Progress(threading.Thread):
 
     def stop(self) -> None:
         self.stop_event.set()
-        self.join(3)
+        if self.ident is not None:  # a signal during calibration stops the run before this thread started
+            self.join(3)
 
 
 _CALIBRATION: Path | None = None
@@ -266,9 +278,11 @@ def run_study(
     kernel: str = KERNEL,
     log: logging.Logger | None = None,
     resume: Path | None = None,
+    lock: RunLock | None = None,
 ) -> RunOutcome:
-    """Execute, render, scan, record. Raises only before a run directory exists; after, every outcome is
-    recorded and returned (KeyboardInterrupt / Terminated are re-raised once recorded)."""
+    """Execute, render, scan, record. Raises only before a run directory exists (or, resuming, when another
+    process holds its lock); after, every outcome is recorded and returned (KeyboardInterrupt / Terminated are
+    re-raised once recorded). One process writes a run directory at a time: `lock`, or one taken here."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -279,12 +293,17 @@ def run_study(
     root = check_reports_root(reports_root)
     check_kernel(kernel)
     secret_values = _secret_values(p)
-    run_dir = resume if resume is not None else _new_run_dir(root, study.id, prepared.name)
+    if resume is not None and lock is None:
+        lock = RunLock(resume).acquire()
+    run_dir = resume if resume is not None else _new_run_dir(root, study.id, prepared.name, secret_values)
+    if lock is None:
+        lock = RunLock(run_dir).acquire()  # a new directory: nobody else can hold it yet
     results_dir = run_dir / "results"
     embedded_pw = _stdlib_secrets.token_urlsafe(18)  # so the scan knows embedded servers' password too
     secret_values.append(embedded_pw)
     started, t0 = environment.utc_now(), time.monotonic()
     previous = read_json(run_dir / "run.json") if resume is not None else None
+    previous = previous if isinstance(previous, dict) else None
     record: dict[str, Any] = {
         "study": study.id,
         "title": study.title,
@@ -304,7 +323,7 @@ def run_study(
     env_before = {k: os.environ.get(k) for k in (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")}
     progress = _Progress(results_dir, study.id)
     try:
-        atomic_write_json(run_dir / "run.json", record)
+        _write_record(run_dir, record, reserve=True)
         others = _concurrent(root, run_dir)
         if others:
             record["concurrent_runs"] = others
@@ -333,29 +352,50 @@ def run_study(
             log_output=True,
         )
     except PapermillExecutionError as exc:
-        status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}"
-    except Terminated:
-        status, error = "interrupted", "terminated (SIGTERM)"
-        raise
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted (Ctrl-C)"
-        raise
-    except Exception as exc:  # kernel died, outputs unwritable, ...
-        status, error = "failed", "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1]
+        status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0][:300] if exc.evalue else ''}"
+    except KeyboardInterrupt as exc:
+        sig = signals.as_terminated(exc)
+        status, error = "interrupted", f"interrupted by {sig.name}" + (" (Ctrl-C)" if sig.name == "SIGINT" else "")
+        raise sig from None
+    except Exception as exc:  # kernel died, outputs unwritable, disk full, ...
+        status, error = "failed", _one_line(exc)
     finally:
-        progress.stop()
-        for k, v in env_before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        if handler is not None:
-            pm_log.removeHandler(handler)
-            pm_log.propagate = True
-            handler.close()
-        status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
+        with signals.deferred():  # a second Ctrl-C must not leave the record half-done
+            progress.stop()
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if handler is not None:
+                pm_log.removeHandler(handler)
+                pm_log.propagate = True
+                with contextlib.suppress(OSError):
+                    handler.close()
+            status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
+            lock.release()
     log.info("%s: %s (%s)", study.id, status, error or "no error")
     return RunOutcome(study.id, run_dir, status, error)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one bounded line (no traceback)."""
+    text = "".join(traceback.format_exception_only(exc)).strip().splitlines()
+    return (text[-1] if text else type(exc).__name__)[:300]
+
+
+def _write_record(run_dir: Path, record: dict[str, Any], *, reserve: bool = False) -> None:
+    """run.json, atomically. The first write is padded with trailing white space (valid JSON) so the file holds
+    blocks the final record can be written into in place when the disk is full or the folder stops taking new
+    files; a record that cannot be written either way raises OSError."""
+    data = json.dumps(sanitize(record), indent=1, sort_keys=True).encode()
+    path = run_dir / "run.json"
+    try:
+        atomic_write_bytes(path, data + b" " * max(0, RUN_JSON_RESERVE - len(data)) if reserve else data)
+    except OSError:
+        if reserve or not path.is_file():
+            raise
+        write_in_place(path, data)
 
 
 def _finalise(run_dir, study, record, status, error, secret_values, t0, render_html) -> tuple[str, str | None]:
@@ -374,34 +414,38 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
                 run_dir / "report.ipynb", run_dir / "report.html", title=f"{study.title} ({record['params_name']})"
             )
         except Exception as exc:
-            add(f"HTML rendering failed: {str(exc).splitlines()[0][:200]}")
+            add(f"HTML rendering failed: {_one_line(exc)[:200]}")
     try:
-        leaks = scan_for_secrets(run_dir, secret_values)
-        if leaks:
-            _scrub(run_dir, leaks, secret_values)
-            add(f"a secret appeared in {', '.join(leaks)} (scrubbed)")
+        found = leaks.scan(run_dir, secret_values)
+        if found:
+            add(leaks.describe(found))
     except OSError as exc:
         add(f"secret scan failed: {exc.strerror}")
+    try:
+        outputs = sorted(
+            str(p.relative_to(run_dir))
+            for p in run_dir.rglob("*")
+            if p.is_file() and p.suffix in (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
+        )
+    except OSError:
+        outputs = []
     record.update(
         status=status,
         error=error,
         finished=environment.utc_now(),
         duration_s=round(time.monotonic() - t0, 1),
         environment=environment.collect(),
-        outputs=sorted(
-            str(p.relative_to(run_dir))
-            for p in run_dir.rglob("*")
-            if p.is_file() and p.suffix in (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
-        )
-        if run_dir.exists()
-        else [],
+        outputs=outputs,
     )
     try:
-        atomic_write_json(run_dir / "run.json", sanitize(record))
+        _write_record(run_dir, record)
+    except OSError as exc:
+        print(f"error: could not record the run in {run_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return "failed", error
+    try:  # every run, whatever its status: latest is the newest
         _point_latest(run_dir)
     except OSError as exc:
-        print(f"error: could not record the run in {run_dir}: {exc.strerror}", file=sys.stderr)
-        status = "failed"
+        print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import nbformat
 
+from .files import atomic_write_text
+
 _CDN_SCRIPT = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>", re.IGNORECASE)
 _CDN_LINK = re.compile(r"<link[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", re.IGNORECASE)
 _MATHJAX_BLOCK = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
@@ -39,7 +41,7 @@ def render_html(notebook: Path, html: Path, *, title: str | None = None) -> Path
     body = _MERMAID_MODULE.sub("", body)
     body = _CDN_SCRIPT.sub("", body)
     body = _CDN_LINK.sub("", body)
-    html.write_text(body)
+    atomic_write_text(html, body)  # a full disk leaves no half page behind
     return html
 
 

@@ -59,26 +59,51 @@ def generate_password(nbytes: int = 18) -> Secret:
     return Secret(_stdlib_secrets.token_urlsafe(nbytes), source="generated")
 
 
-def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None) -> Secret:
-    """Read a secret from an environment variable or a file (first line, stripped).
+MAX_SECRET_FILE_BYTES = 64 << 10  # a password file is a line; a larger one is a wrong path, not read
 
-    Exactly one source must be named; a missing variable or file is a ConfigError.
-    """
+
+def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None) -> Secret:
+    """Read a secret from an environment variable (as it is) or a file (its first line, without the line's end).
+
+    Byte for byte: no spaces are stripped, since a password may begin or end with one. Exactly one source must be
+    named; a missing variable or file is a ConfigError whose message never repeats what was named (a password
+    typed where its variable or file name belongs must not be echoed)."""
     if (env is None) == (file is None):
         raise ConfigError("name exactly one of env= or file= for a secret")
     if env is not None:
         value = os.environ.get(env)
         if value is None:
-            raise ConfigError(f"environment variable {env} is not set (it should hold the password)")
-        return Secret(value.strip(), source=f"env:{env}")
-    if problem := file_problem(file):
-        raise ConfigError(f"secret file {str(file)[:120]}: {problem}")
-    path = Path(file).expanduser()
+            raise ConfigError("the environment variable named for the password is not set (name not repeated here)")
+        return Secret(value, source=f"env:{env}")
+    raw = _read_small(file)
     try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"secret file {path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
-    return Secret(lines[0].strip() if lines else "", source=f"file:{path}")
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("the secret file named for the password is not UTF-8 text") from None
+    first = text.split("\n", 1)[0]
+    return Secret(first[:-1] if first.endswith("\r") else first, source=f"file:{Path(file).name}")
+
+
+def _read_small(file: str | os.PathLike) -> bytes:
+    """A regular file's bytes, refused before reading when it is large or not a regular file (a FIFO would
+    block, /dev/zero would never end)."""
+    import stat
+
+    if problem := file_problem(file):
+        raise ConfigError(f"the secret file named for the password: {problem} (name not repeated here)")
+    try:
+        fd = os.open(Path(file).expanduser(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"the secret file named for the password cannot be read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError("the secret file named for the password is not a regular file")
+        if st.st_size > MAX_SECRET_FILE_BYTES:
+            raise ConfigError(f"the secret file named for the password is larger than {MAX_SECRET_FILE_BYTES} bytes")
+        return os.read(fd, MAX_SECRET_FILE_BYTES + 1)[:MAX_SECRET_FILE_BYTES]
+    finally:
+        os.close(fd)
 
 
 # The one rule for "this name is about a secret", used by parameter checks, result files and the pipeline.

@@ -47,3 +47,34 @@ def test_empty_secret_is_rejected():
 def test_very_short_secrets_are_not_tracked_so_text_survives():
     Secret("x")
     assert redact("latency_max") == "latency_max"
+
+
+@pytest.mark.parametrize("value", [" lead and trail ", "tab\there", "quote'\"#=$\\ç", "two\nlines"])
+def test_secrets_are_taken_byte_for_byte(value, monkeypatch, tmp_path):
+    monkeypatch.setenv("SECOVERHEAD_TEST_PW", value)
+    assert secret_from(env="SECOVERHEAD_TEST_PW").reveal() == value
+    f = tmp_path / "pw"
+    first = value.split("\n")[0]
+    for ending in ("\n", "\r\n", ""):
+        f.write_bytes((first + ending + ("second line\n" if ending else "")).encode())
+        assert secret_from(file=f).reveal() == first
+
+
+def test_special_or_huge_secret_files_are_refused_unread(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo")  # reading would block for ever
+    (tmp_path / "zero").symlink_to("/dev/zero")  # reading would never end
+    big = tmp_path / "big"
+    with big.open("wb") as f:
+        f.truncate(5 << 30)  # sparse: 5 GB that costs no disk
+    for name, why in (("fifo", "not a file"), ("zero", "not a file"), ("big", "larger than")):
+        with pytest.raises(ConfigError, match=why) as err:
+            secret_from(file=tmp_path / name)
+        assert name not in str(err.value)  # what was named is not repeated
+
+
+def test_a_password_typed_where_its_name_belongs_is_not_echoed():
+    with pytest.raises(ConfigError) as err:
+        secret_from(env="Hunter2Secret")
+    assert "Hunter2Secret" not in str(err.value)

@@ -7,13 +7,15 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import AuthenticationError, ConfigError, UnreachableServerError
 from ..paths import file_problem
-from ..secrets import Secret, secret_from
+from ..secrets import Secret, redact, secret_from
+from . import ownership
 from .base import Server
 from .endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
@@ -53,7 +55,9 @@ def _password(env: str | None, file: str | Path | None) -> Secret:
 
 
 class ExternalMySQL(Server):
-    """A MySQL-protocol server the user names. tls: whether the checking connection uses TLS."""
+    """A MySQL-protocol server the user names. tls: whether the load (and the checking connection) uses TLS;
+    plain_too: the run also needs plain TCP (a TLS-off arm); tables: the tables the run will create, fill or
+    drop in the database, refused at entry when one exists that the project did not create."""
 
     kind = "external-mysql"
     embedded = False
@@ -71,9 +75,12 @@ class ExternalMySQL(Server):
         tls: bool = False,
         connect_timeout: float = 5.0,
         instance_class: str | None = None,
+        plain_too: bool = False,
+        tables: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.host, self.port, self.user, self.database = host, int(port), user, database
+        self.plain_too, self.tables = plain_too, tuple(tables)
         self.ca_file = _check_ca(ca_file)
         self._password_source = (password_env, password_file)
         self.tls, self.connect_timeout, self.instance_class = tls, connect_timeout, instance_class
@@ -96,16 +103,8 @@ class ExternalMySQL(Server):
 
     def _query_facts(self) -> dict[str, Any]:
         import mysql.connector
-        from mysql.connector import errorcode
 
-        try:
-            conn = self.endpoint.connect(tls=self.tls, connection_timeout=int(self.connect_timeout))
-        except mysql.connector.Error as exc:
-            if exc.errno in (errorcode.ER_ACCESS_DENIED_ERROR, errorcode.ER_DBACCESS_DENIED_ERROR):
-                raise AuthenticationError(f"{self.host}:{self.port} rejected user {self.user!r}: {exc.msg}") from None
-            if "certificate" in str(exc).lower() or "ssl" in str(exc).lower():
-                raise ConfigError(f"TLS to {self.host}:{self.port} failed (check ca_file): {exc}") from None
-            raise UnreachableServerError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
+        conn = self._connect(self.tls)
         facts: dict[str, Any] = {}
         try:
             cur = conn.cursor()
@@ -114,9 +113,50 @@ class ExternalMySQL(Server):
                     cur.execute(f"SELECT @@{name}")
                     facts[name] = cur.fetchone()[0]
             facts.update({f"check_connection_{k}": v for k, v in session_tls(conn).items()})
+            if self.tables:
+                ownership.check(conn, self.database or "sbtest", self.tables)
         finally:
             conn.close()
+        if self.tls and self.plain_too:
+            self._connect(False).close()
         return facts
+
+    def _connect(self, tls: bool):
+        """A checking connection; a refusal says whether TLS, the password or the network is the cause."""
+        import mysql.connector
+        from mysql.connector import errorcode
+
+        try:
+            return self.endpoint.connect(tls=tls, connection_timeout=int(self.connect_timeout))
+        except mysql.connector.Error as exc:
+            msg = redact(str(getattr(exc, "msg", "") or exc).splitlines()[0][:200])
+            denied = exc.errno in (errorcode.ER_ACCESS_DENIED_ERROR, errorcode.ER_DBACCESS_DENIED_ERROR, 3159)
+            if denied and not tls and self._tls_works():
+                raise ConfigError(
+                    f"{self.host}:{self.port} refuses plain TCP for user {self.user!r} and accepts TLS (it requires "
+                    + (
+                        "secure transport), and this study also runs a plain arm: run it against a server that "
+                        "accepts both"
+                        if self.tls
+                        else "secure transport): set -p mysql_tls true"
+                    )
+                ) from None
+            if denied:
+                raise AuthenticationError(f"{self.host}:{self.port} rejected user {self.user!r}: {msg}") from None
+            if "certificate" in msg.lower() or "ssl" in msg.lower() or "tls" in msg.lower():
+                raise ConfigError(f"TLS to {self.host}:{self.port} failed (check mysql_ca_file): {msg}") from None
+            raise UnreachableServerError(f"cannot connect to {self.host}:{self.port}: {msg}") from None
+
+    def _tls_works(self) -> bool:
+        import mysql.connector
+
+        try:
+            args = self.endpoint.connect_args(tls=False, connection_timeout=int(self.connect_timeout))
+            args.update(ssl_disabled=False, ssl_verify_cert=False)
+            mysql.connector.connect(**args).close()
+            return True
+        except mysql.connector.Error:
+            return False
 
     def target_spec(self) -> dict[str, Any]:
         """How to reach this server again later (a journal's undo): never the password, only where it lives."""

@@ -136,10 +136,21 @@ class Params(StudyParams, ExternalMySQLParams):
     def external_servers(self) -> list:
         if not self.mysql_host:
             return []
-        out = [self.external_mysql()]
+        out = [self.user_mysql()]
         if self.external_arms:
             out.append(self.admin())
         return out
+
+    def check_clients(self) -> None:
+        from ..workloads.sysbench import Sysbench  # deferred, as in user_mysql
+
+        with self.user_mysql() as ext:
+            Sysbench(ext.endpoint, tls=self.mysql_tls).check_login()
+
+    def user_mysql(self):
+        from ..workloads.sysbench import table_names  # deferred: pandas, which `secoverhead params` never needs
+
+        return self.external_mysql(tables=table_names(self.tables))
 
     def admin(self):
         return self.external_mysql(
@@ -235,10 +246,10 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
     targets: dict[str, Target] = {}
     facts, verification = {}, {}
     if p.mysql_host:
-        ext = stack.enter_context(p.external_mysql())
+        ext = stack.enter_context(p.user_mysql())
         admin = stack.enter_context(p.admin()) if p.external_arms else None
         journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
-        sb = Sysbench(ext.endpoint)
+        sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
         sb.prepare(opts)
         targets[BASELINE] = Target(sb, None, [], None)
         for name, spec in p.external_arms.items():

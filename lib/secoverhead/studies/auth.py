@@ -217,7 +217,7 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
         "because mysql-connector-python cannot speak it"
     ]
     if p.mysql_host:
-        ext = stack.enter_context(p.external_mysql(tls=True))
+        ext = stack.enter_context(p.both_ways_mysql())
         return {"db": ext}, {"mysql": ext.describe()}, notes
     keys = sorted(set(p.server_keys(part).values()))
     dbs = {k: stack.enter_context(MariaDBServer(tls="on")) for k in keys}

@@ -108,6 +108,10 @@ class StudyParams:
         """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
         return []
 
+    def check_clients(self) -> None:
+        """After the external servers answered: log in with every client tool the run uses besides the Python
+        drivers (sysbench), so credentials a tool cannot use fail before any load."""
+
     # part -> its share of the time budget, relative to the others (default 1): parts whose runs are slow get more
     PART_WEIGHTS: ClassVar[dict[str, float]] = {}
 
@@ -206,6 +210,9 @@ class ExternalMySQLParams:
     mysql_ca_file: str = param(
         "", "CA certificate to verify TLS with (without one, TLS is not verified: said in the report)"
     )
+    mysql_tls: bool = param(
+        False, "TDE and audit: run the load on your server over TLS (the tls and auth studies run both ways)"
+    )
 
     def check_mysql(self) -> None:
         _check_host("mysql_host", self.mysql_host)
@@ -219,12 +226,16 @@ class ExternalMySQLParams:
     def external_mysql(
         self,
         *,
-        tls: bool = False,
+        tls: bool | None = None,
+        plain_too: bool = False,
+        tables: Sequence[str] = (),
         instance_class: str = "",
         user: str = "",
         password_env: str = "",
         password_file: str = "",
     ) -> ExternalMySQL:
+        """The user's server, unstarted. tls: None for mysql_tls; tables: what the run creates there (entering
+        refuses when one of them exists and is not the project's)."""
         return ExternalMySQL(
             host=self.mysql_host,
             port=self.mysql_port,
@@ -233,7 +244,9 @@ class ExternalMySQLParams:
             password_file=(password_file or self.mysql_password_file) or None,
             database=self.mysql_database or None,
             ca_file=self.mysql_ca_file or None,
-            tls=tls,
+            tls=self.mysql_tls if tls is None else tls,
+            plain_too=plain_too,
+            tables=tables,
             instance_class=instance_class or None,
         )
 
@@ -315,10 +328,17 @@ class BothEngines(ExternalMySQLParams, ExternalMongoParams):
     def mongo_mechanisms_used(self) -> tuple[str, ...]:
         raise NotImplementedError
 
+    # tables the study creates in the user's MySQL database
+    MYSQL_TABLES: ClassVar[tuple[str, ...]] = ()
+
+    def both_ways_mysql(self) -> ExternalMySQL:
+        """The user's MySQL for a study with plain and TLS arms: both must get through."""
+        return self.external_mysql(tls=True, plain_too=True, tables=self.MYSQL_TABLES)
+
     def external_servers(self) -> list:
         out = []
         if self.mysql_enabled and self.mysql_host:
-            out.append(self.external_mysql(tls=True))
+            out.append(self.both_ways_mysql())
         if self.mongo_enabled and self.mongo_uri:
             out.append(self.external_mongo(self.mongo_mechanisms_used()))
         return out
@@ -328,6 +348,8 @@ class BothEngines(ExternalMySQLParams, ExternalMongoParams):
         if not any(getattr(self, f) for f in flags):
             raise ConfigError(f"enable at least one of {', '.join(flags)}")
         self.check_mysql()
+        if self.mysql_tls:
+            raise ConfigError("mysql_tls is for TDE and audit: this study runs its own plain and TLS arms")
         self.check_mongo()
 
 

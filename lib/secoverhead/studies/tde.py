@@ -168,7 +168,18 @@ class Params(StudyParams, ExternalMySQLParams):
             raise ConfigError("with mysql_host, set mysql_encryption to on or off (what that server has)")
 
     def external_servers(self) -> list:
-        return [self.external_mysql(instance_class=self.mysql_instance_class)] if self.mysql_host else []
+        return [self.user_mysql()] if self.mysql_host else []
+
+    def check_clients(self) -> None:
+        from ..workloads.sysbench import Sysbench  # deferred, as in user_mysql
+
+        with self.user_mysql() as ext:
+            Sysbench(ext.endpoint, tls=self.mysql_tls).check_login()
+
+    def user_mysql(self):
+        from ..workloads.sysbench import table_names  # deferred: pandas, which `secoverhead params` never needs
+
+        return self.external_mysql(instance_class=self.mysql_instance_class, tables=table_names(self.tables))
 
     DUET_ABLE = True
 
@@ -248,8 +259,8 @@ def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, T
     """The user's server as one arm (its encryption state), with the sysbench tables prepared if absent."""
     from ..workloads.sysbench import Sysbench
 
-    ext = stack.enter_context(p.external_mysql(instance_class=p.mysql_instance_class))
-    sb = Sysbench(ext.endpoint)
+    ext = stack.enter_context(p.user_mysql())
+    sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
     created = sb.prepare(opts[p.workloads[0]][p.threads[0]])
     arm = f"encryption {p.mysql_encryption}"
     profile = Profile("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
@@ -258,7 +269,7 @@ def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, T
         f"{p.mysql_database}. To compare, run again against the server in the other state and use "
         "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
     ]
-    target = Target(sb, None, lambda: ext.endpoint.connect(tls=False))
+    target = Target(sb, None, lambda: ext.endpoint.connect(tls=p.mysql_tls))
     return {arm: target}, {"mysql": ext.describe()}, notes, profile
 
 

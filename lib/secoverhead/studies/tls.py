@@ -103,6 +103,7 @@ PLANS = (
 
 @dataclass
 class Params(BothEngines, StudyParams):
+    MYSQL_TABLES = ("sbtest1",)  # the probe's table, created in the user's database when absent
     experiment_id: str = param("tls", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
     extra_arms: bool = param(True, "also TLS with an ECDSA certificate, and (MySQL) TLS 1.2")
     mongo_enabled: bool = param(True, "measure MongoDB (FerretDB, or mongo_uri)")
@@ -153,7 +154,7 @@ def _servers(p: Params, engine: str, stack: contextlib.ExitStack) -> tuple[dict[
         )
         return {"rsa": ext}, {"mongodb": ext.describe()}, notes
     if engine == "MySQL" and p.mysql_host:
-        ext = stack.enter_context(p.external_mysql(tls=True))
+        ext = stack.enter_context(p.both_ways_mysql())
         notes.append(
             "external MySQL: certificate type is the server's own; server CPU is not measured; the probe reads "
             "sbtest1 in the named database (created with 1000 rows if absent)"

@@ -1,0 +1,83 @@
+"""Bounded reading: parameters files and -p values that would exhaust memory or hang are refused in one line,
+before they are read whole; errors never format an unbounded value."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+
+import pytest
+
+from secoverhead import cli
+from secoverhead.errors import ConfigError
+from secoverhead.files import Unreadable, read_bounded, read_json
+from secoverhead.params import read_file, show
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.fixture
+def specials(tmp_path):
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    with (tmp_path / "big.yaml").open("wb") as f:
+        f.truncate(5 << 30)  # sparse
+    (tmp_path / "bomb.yaml").write_text(BOMB + "workloads: *i\n")
+    (tmp_path / "deep.yaml").write_text("workloads: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("fifo.yaml", "not a file"),
+        ("zero.yaml", "not a file"),
+        ("big.yaml", "larger than"),
+        ("bomb.yaml", "aliases"),
+        ("deep.yaml", "nested deeper"),
+    ],
+)
+def test_hostile_parameter_files_are_refused_without_being_read(specials, name, why):
+    with pytest.raises(ConfigError, match=why):
+        read_file(specials / name)
+
+
+@pytest.mark.parametrize("name", ["fifo.yaml", "zero.yaml", "big.yaml", "bomb.yaml", "deep.yaml"])
+def test_the_cli_answers_hostile_files_in_one_line_within_a_second_and_small_memory(specials, name, capsys):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    signal.alarm(5)  # a hang fails the test rather than the suite
+    try:
+        code = cli.main(["run", "tde", "-f", str(specials / name), "--reports", str(specials / "r")])
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and len(err) < 400
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+
+
+def test_a_deep_or_long_p_value_is_one_line(capsys, tmp_path):
+    for value in ("[" * 30_000 + "]" * 30_000, "x," * 40_000):
+        code = cli.main(["run", "tde", "-p", "workloads", value, "--reports", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and len(err) < 400
+
+
+def test_errors_show_a_bounded_value():
+    value = [[["x" * 10_000] * 1000] * 1000] * 1000  # shared references: a billion cells under repr()
+    assert len(show(value)) < 200
+    assert len(show("y" * 1_000_000)) < 100
+
+
+def test_reading_from_a_reports_tree_is_bounded(tmp_path):
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "ok.json").write_text('{"a": 1}' + " " * 1000)
+    for name in ("fifo.json", "zero.json"):
+        with pytest.raises(Unreadable):
+            read_bounded(tmp_path / name, 1 << 20)
+        assert read_json(tmp_path / name) is None
+    assert read_json(tmp_path / "ok.json") == {"a": 1}  # trailing white space (run.json's reserve) is JSON
+    assert read_json(tmp_path / "ok.json", limit=100) is None
