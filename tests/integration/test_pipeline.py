@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead.cli import main
 from secoverhead import leaks
+from secoverhead.cli import main
 from secoverhead.pipeline import prepare, run_study
 from secoverhead.render import external_references
 from secoverhead.secrets import EMBEDDED_PASSWORD_ENV
