@@ -122,6 +122,20 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every ending signal (SIGINT, SIGTERM, SIGHUP) is handled from the first line: whatever moment it comes,
+    the run is finalised and one line says so."""
+    old = signals.install()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:
+        sig = signals.as_terminated(exc)
+        print(f"{sig.outcome or 'interrupted'} (by {sig.name})", file=sys.stderr)
+        return sig.exit_code
+    finally:
+        signals.restore(old)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _Parser(prog="secoverhead", description="Measure what database security features cost.")
     parser.add_argument("--version", action="version", version=f"secoverhead {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -151,7 +165,6 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # usage errors (one line, exit 2), --help and --version end here, as a return code
         return e.code if isinstance(e.code, int) else 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    old = signals.install()
     try:
         if args.command == "list":
             return _list()
@@ -169,12 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     except SecoverheadError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
-        sig = signals.as_terminated(exc)
-        print(f"interrupted by {sig.name}", file=sys.stderr)
-        return sig.exit_code
-    finally:
-        signals.restore(old)
 
 
 if __name__ == "__main__":

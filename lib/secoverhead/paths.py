@@ -17,13 +17,19 @@ PARAMS = ROOT / "papermill-params"
 PUBLISHED = ROOT / "data" / "published"
 
 
-def file_problem(path: str | os.PathLike) -> str | None:
-    """Why `path` cannot be used as an input file ("does not exist", "File name too long"), or None if it is one.
+MAX_INPUT_BYTES = 1 << 20  # certificates, keys, parameters: kilobytes; a larger input file is a wrong path
+
+
+def file_problem(path: str | os.PathLike, max_bytes: int | None = MAX_INPUT_BYTES) -> str | None:
+    """Why `path` cannot be used as an input file ("does not exist", "is not a file" for a FIFO or a device,
+    "is larger than ..."), or None if it is one. Checked without reading it.
 
     pathlib's is_file() raises on some errors (ENAMETOOLONG, EACCES on a parent) instead of saying False."""
     try:
         p = Path(path).expanduser()
         if p.is_file():
+            if max_bytes is not None and p.stat().st_size > max_bytes:
+                return f"is larger than {max_bytes} bytes"
             return None
         return "is not a file" if p.exists() else "does not exist"
     except (OSError, ValueError, RuntimeError) as exc:  # ValueError: a NUL byte; RuntimeError: ~nosuchuser

@@ -356,6 +356,7 @@ def run_study(
     except KeyboardInterrupt as exc:
         sig = signals.as_terminated(exc)
         status, error = "interrupted", f"interrupted by {sig.name}" + (" (Ctrl-C)" if sig.name == "SIGINT" else "")
+        sig.outcome = f"{study.id}: interrupted  {run_dir}"
         raise sig from None
     except Exception as exc:  # kernel died, outputs unwritable, disk full, ...
         status, error = "failed", _one_line(exc)

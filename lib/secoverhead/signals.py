@@ -18,6 +18,7 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        self.outcome = ""  # what the interrupted run recorded, and where, for the one line the CLI prints
 
     @property
     def name(self) -> str:

@@ -221,3 +221,23 @@ def test_a_killed_run_against_an_external_server_leaves_nothing_and_keeps_its_ru
     run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGKILL, seed=11, env=env)
     _after(tmp_path, run_dir, seen, started, env)
     assert db.endpoint.connect(tls=False).is_connected()  # the user's server is untouched and still serves
+
+
+def test_two_resumes_of_one_run_at_once_one_runs_and_the_other_is_refused(tmp_path):
+    args = ["run", "tls", "-p", "mongo_enabled", "false", "-p", "repetitions", "3", "-p", "min_rounds", "3"]
+    run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGKILL, seed=5)
+    _after(tmp_path, run_dir, seen, started)
+    env = _env(tmp_path)
+    resume = ["run", "--resume", str(run_dir), "--reports", str(tmp_path / "reports")]
+    first, second = _cli(resume, env), _cli(resume, env)
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in (first, second)]
+    codes = sorted(r[2] for r in results)
+    assert codes == [0, 2], [r[1][-1500:] for r in results]
+    (refused,) = [r for r in results if r[2] == 2]
+    assert refused[1].count("\n") == 1 and "pid" in refused[1], refused[1]  # one line naming who holds it
+    store = ResultStore(run_dir / "results", "tls-mysql")
+    ok = [r for r in store.records() if r.status == "ok"]
+    keys = Counter(r.key for r in ok if "retake_of" not in (r.info or {}))
+    plan = store.metadata()["plan"]
+    assert max(keys.values()) == 1 and len(keys) == len(plan["arms"]) * (plan["repetitions"] + plan["warmup"])
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "ok"

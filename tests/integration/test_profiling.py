@@ -34,8 +34,10 @@ def test_nginx_full_handshake_cost_is_libcrypto_and_keepalive_has_none(tmp_path)
     svgs = list((part.store.path / "profiles").glob("*.svg"))
     assert len(svgs) == 3 and all(b"<svg" in f.read_bytes()[:2000] for f in svgs)
     assert not list((part.store.path / "profiles").glob("*.perf.data"))  # raw data not kept
-    assert part.runs().shape[0] == 6  # the profiling round is not among the runs the statistics see
-    assert len(part.runs(include_profiling=True)) == 9
+    # the profiling round (one run per arm) is not among the runs the statistics see; a noise retake on a busy
+    # machine may add a run to those, so the count is at least the plan's, never exactly it
+    assert part.runs().shape[0] >= 6
+    assert len(part.runs(include_profiling=True)) - part.runs().shape[0] == 3
 
 
 def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(tmp_path):

@@ -81,3 +81,39 @@ def test_reading_from_a_reports_tree_is_bounded(tmp_path):
         assert read_json(tmp_path / name) is None
     assert read_json(tmp_path / "ok.json") == {"a": 1}  # trailing white space (run.json's reserve) is JSON
     assert read_json(tmp_path / "ok.json", limit=100) is None
+
+
+@pytest.mark.parametrize("special", ["fifo.yaml", "zero.yaml", "big.yaml"])
+@pytest.mark.parametrize("param", ["mysql_password_file", "mysql_ca_file"])
+def test_special_files_given_as_file_parameters_are_one_line(specials, special, param, capsys, monkeypatch):
+    monkeypatch.setenv("SECOVERHEAD_FUZZ_PW", "Long-Unusual-Pw-123")
+    source = ["-p", "mysql_password_env", "SECOVERHEAD_FUZZ_PW"] if param != "mysql_password_file" else []
+    args = ["run", "tls", "-p", "mongo_enabled", "false", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_user", "u"]
+    args += [*source, "-p", param, str(specials / special), "--reports", str(specials / "r")]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    signal.alarm(5)
+    try:
+        code = cli.main(args)
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert param in err or ("CA certificate" in err and param == "mysql_ca_file"), err
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000
+
+
+def test_a_copied_in_run_with_special_files_is_skipped_or_refused_in_one_line(tmp_path, capsys):
+    run = tmp_path / "reports" / "tls" / "20260101T000000Z-h-x"
+    (run / "results").mkdir(parents=True)
+    os.mkfifo(run / "run.json")
+    (run / "results" / "verdicts.json").symlink_to("/dev/zero")
+    signal.alarm(10)
+    try:
+        assert cli.main(["index", "--reports", str(tmp_path / "reports")]) == 0
+        assert "skipped" in (tmp_path / "reports" / "index.html").read_text()
+        capsys.readouterr()
+        assert cli.main(["run", "--resume", str(run), "--reports", str(tmp_path / "reports")]) == 2
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "run.json" in err, err

@@ -36,6 +36,8 @@ class MySQLEndpoint:
     client_key: Path | None = None
     tls_available: bool = False
     tls_required: bool = False
+    # a user's server may require one (REQUIRE X509); an embedded server's TLS arms are measured without
+    send_client_cert: bool = False
 
     def connect_args(self, *, tls: bool, verify: bool = True, **extra: Any) -> dict[str, Any]:
         """Keyword arguments for mysql.connector.connect over TCP, TLS on or off explicitly: the connector
@@ -58,6 +60,8 @@ class MySQLEndpoint:
                 args["ssl_verify_cert"] = verify
             else:
                 args["ssl_verify_cert"] = False
+            if self.send_client_cert and self.client_cert and self.client_key:
+                args["ssl_cert"], args["ssl_key"] = str(self.client_cert), str(self.client_key)
             args["ssl_disabled"] = False
         else:
             args["ssl_disabled"] = True

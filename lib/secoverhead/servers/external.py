@@ -72,6 +72,8 @@ class ExternalMySQL(Server):
         password_file: str | Path | None = None,
         database: str | None = None,
         ca_file: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
         tls: bool = False,
         connect_timeout: float = 5.0,
         instance_class: str | None = None,
@@ -82,6 +84,8 @@ class ExternalMySQL(Server):
         self.host, self.port, self.user, self.database = host, int(port), user, database
         self.plain_too, self.tables = plain_too, tuple(tables)
         self.ca_file = _check_ca(ca_file)
+        self.client_cert = _check_file(client_cert, "client certificate file")
+        self.client_key = _check_file(client_key, "client key file")
         self._password_source = (password_env, password_file)
         self.tls, self.connect_timeout, self.instance_class = tls, connect_timeout, instance_class
         self.endpoint: MySQLEndpoint | None = None
@@ -96,6 +100,9 @@ class ExternalMySQL(Server):
             password=password,
             database=self.database,
             ca_file=self.ca_file,
+            client_cert=self.client_cert,
+            client_key=self.client_key,
+            send_client_cert=self.client_cert is not None,
             tls_available=self.tls,
             tls_required=False,
         )

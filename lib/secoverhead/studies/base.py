@@ -213,9 +213,18 @@ class ExternalMySQLParams:
     mysql_tls: bool = param(
         False, "TDE and audit: run the load on your server over TLS (the tls and auth studies run both ways)"
     )
+    mysql_client_cert_file: str = param(
+        "", "with mysql_tls: a client certificate your server's CA signed (sysbench 1.0 connects over TLS only so)"
+    )
+    mysql_client_key_file: str = param("", "with mysql_tls: that certificate's key")
 
     def check_mysql(self) -> None:
         _check_host("mysql_host", self.mysql_host)
+        if self.mysql_tls and not (self.mysql_ca_file and self.mysql_client_cert_file and self.mysql_client_key_file):
+            raise ConfigError(
+                "mysql_tls: sysbench 1.0 connects over TLS only with your server's CA and a client certificate and "
+                "key that CA signed: set mysql_ca_file, mysql_client_cert_file and mysql_client_key_file"
+            )
         if self.mysql_host and not self.mysql_user:
             raise ConfigError("with mysql_host, set mysql_user (and mysql_password_env or mysql_password_file)")
         if self.mysql_host and not (self.mysql_password_env or self.mysql_password_file):
@@ -244,6 +253,8 @@ class ExternalMySQLParams:
             password_file=(password_file or self.mysql_password_file) or None,
             database=self.mysql_database or None,
             ca_file=self.mysql_ca_file or None,
+            client_cert=self.mysql_client_cert_file or None,
+            client_key=self.mysql_client_key_file or None,
             tls=self.mysql_tls if tls is None else tls,
             plain_too=plain_too,
             tables=tables,
@@ -347,9 +358,9 @@ class BothEngines(ExternalMySQLParams, ExternalMongoParams):
         flags = ["mongo_enabled", "mysql_enabled", *others]
         if not any(getattr(self, f) for f in flags):
             raise ConfigError(f"enable at least one of {', '.join(flags)}")
-        self.check_mysql()
         if self.mysql_tls:
             raise ConfigError("mysql_tls is for TDE and audit: this study runs its own plain and TLS arms")
+        self.check_mysql()
         self.check_mongo()
 
 
