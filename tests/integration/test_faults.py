@@ -230,7 +230,7 @@ def test_two_resumes_of_one_run_at_once_one_runs_and_the_other_is_refused(tmp_pa
     env = _env(tmp_path)
     resume = ["run", "--resume", str(run_dir), "--reports", str(tmp_path / "reports")]
     first, second = _cli(resume, env), _cli(resume, env)
-    results = [p.communicate(timeout=300) + (p.returncode,) for p in (first, second)]
+    results = [(*p.communicate(timeout=300), p.returncode) for p in (first, second)]
     codes = sorted(r[2] for r in results)
     assert codes == [0, 2], [r[1][-1500:] for r in results]
     (refused,) = [r for r in results if r[2] == 2]

@@ -53,9 +53,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize(
-    "study, sig, delay", CASES, ids=[f"{s}-{signal.Signals(g).name}-{d}s" for s, g, d in CASES]
-)
+@pytest.mark.parametrize("study, sig, delay", CASES, ids=[f"{s}-{signal.Signals(g).name}-{d}s" for s, g, d in CASES])
 def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, tmp_path):
     base = tmp_path / "base"
     env = os.environ | {"SECOVERHEAD_RUN_BASE": str(base), "SECOVERHEAD_STATE": str(tmp_path / "state")}
