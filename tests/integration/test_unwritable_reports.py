@@ -65,19 +65,14 @@ def small_fs(tmp_path):
 def test_a_full_disk_mid_run_fails_the_run_cleanly(small_fs, tmp_path):
     proc = _start(small_fs, tmp_path)
     run_dir = _first_record(small_fs, proc)
-    with open(small_fs / "filler", "wb") as f:  # the rest of the file system, to the last block
+    fd = os.open(small_fs / "filler", os.O_WRONLY | os.O_CREAT)  # the rest of the file system, to the last block
+    for size in (1 << 20, 4096, 1):
         try:
             while True:
-                f.write(b"\0" * (1 << 20))
-                f.flush()
+                os.write(fd, b"\0" * size)
         except OSError:
             pass
-        try:
-            while True:
-                f.write(b"\0" * 512)
-                f.flush()
-        except OSError:
-            pass
+    os.close(fd)
     _check_failed_cleanly(proc, run_dir, "No space left on device")
 
 
