@@ -168,7 +168,7 @@ def _general_log(db) -> str:
     return value
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=["KILL", "TERM", "HUP"])
 def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
     db = users_server
     env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal(), "FAULT_DBA_PW": SENTINEL}
@@ -198,8 +198,9 @@ def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
     proc.send_signal(sig)
     proc.wait(90)
     (run_dir,) = [p for p in (reports / "audit").glob("*") if p.is_dir() and not p.is_symlink()]
-    if sig == signal.SIGTERM:
-        assert _general_log(db) == "0"  # undone on the way out
+    if sig != signal.SIGKILL:
+        assert proc.returncode == 128 + sig
+        assert _general_log(db) == "0"  # undone on the way out (a closed terminal's SIGHUP included)
     _after(tmp_path, run_dir, 0, started, env)
     assert _general_log(db) == "0"  # a SIGKILLed owner's journal is undone at the next start
     assert not list((tmp_path / "state" / "journal").glob("*.json"))

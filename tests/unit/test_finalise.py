@@ -1,0 +1,72 @@
+"""Finalising a run never turns one outcome into two: a `latest` that is a folder is left alone and said, a
+reports folder whose study entry is a file is refused before anything starts, a run.json that cannot be replaced
+is rewritten in the room reserved for it, and signals during finalisation wait for it to end."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from secoverhead import pipeline, signals
+from secoverhead.errors import ConfigError
+from secoverhead.files import write_in_place
+
+
+def _finalise(run_dir, status="ok"):
+    study = SimpleNamespace(title="t")
+    record = {"study": "tls", "params_name": "x", "status": "running"}
+    pipeline._write_record(run_dir, record, reserve=True)
+    return pipeline._finalise(run_dir, study, record, status, None, [], time.monotonic(), None)
+
+
+def test_a_latest_that_is_a_folder_is_left_alone_and_the_run_keeps_its_status(tmp_path, capsys):
+    (tmp_path / "tls" / "latest").mkdir(parents=True)
+    run_dir = tmp_path / "tls" / "run1"
+    run_dir.mkdir()
+    assert _finalise(run_dir) == ("ok", None)
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "ok"
+    assert (tmp_path / "tls" / "latest").is_dir() and "latest not updated" in capsys.readouterr().err
+
+
+def test_latest_points_at_the_newest_run(tmp_path):
+    for name in ("run1", "run2"):
+        (tmp_path / "tls" / name).mkdir(parents=True)
+        _finalise(tmp_path / "tls" / name, status="failed")
+    assert (tmp_path / "tls" / "latest").resolve() == (tmp_path / "tls" / "run2").resolve()
+
+
+def test_a_study_folder_that_is_a_file_is_refused_before_anything_starts(tmp_path):
+    (tmp_path / "tls").write_text("not a folder")
+    with pytest.raises(ConfigError, match="tls is a file"):
+        pipeline.check_reports_root(tmp_path)
+
+
+def test_run_json_is_rewritten_in_place_when_it_cannot_be_replaced(tmp_path, monkeypatch):
+    pipeline._write_record(tmp_path, {"status": "running", "parameters": {"x": 1}}, reserve=True)
+    reserved = (tmp_path / "run.json").stat().st_size
+    assert reserved >= pipeline.RUN_JSON_RESERVE
+
+    def no_new_files(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pipeline, "atomic_write_bytes", no_new_files)
+    pipeline._write_record(tmp_path, {"status": "failed", "error": "disk full"})
+    assert json.loads((tmp_path / "run.json").read_text()) == {"status": "failed", "error": "disk full"}
+    with pytest.raises(OSError):
+        write_in_place(tmp_path / "run.json", b" " * (reserved + 1))  # never more than the room it has
+
+
+def test_a_signal_during_finalisation_waits_for_it_and_then_ends_the_run():
+    old = signals.install()
+    try:
+        with pytest.raises(signals.Terminated) as caught:
+            with signals.deferred():
+                signal.raise_signal(signal.SIGHUP)
+                done = True  # reached: the signal did not interrupt the block
+        assert done and caught.value.signum == signal.SIGHUP and caught.value.exit_code == 129
+    finally:
+        signals.restore(old)
