@@ -182,6 +182,10 @@ def _main(argv: list[str] | None) -> int:
     except SecoverheadError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk or a folder that stopped taking files, outside any run: one line
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
