@@ -66,14 +66,15 @@ def test_list_names_every_study(capsys):
                 "u",
                 "-p",
                 "mysql_password_env",
-                "HOME",
+                "SECOVERHEAD_TEST_LONG_PW",
             ],
             "cannot reach",
         ),
         (["run", "tls", "-p", "mongo_uri", "mongodb://u:pw@127.0.0.1:1/"], "must not hold credentials"),
     ],
 )
-def test_bad_input_is_refused_before_any_kernel_starts(tmp_path, capsys, args, message):
+def test_bad_input_is_refused_before_any_kernel_starts(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.setenv("SECOVERHEAD_TEST_LONG_PW", "Long-Unusual-Pw-4711")
     notacert = tmp_path / "notacert.pem"
     notacert.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
     args = [str(free_port()) if a == "PORT" else str(notacert) if a == "NOTACERT" else a for a in args]

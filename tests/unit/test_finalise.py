@@ -63,10 +63,9 @@ def test_run_json_is_rewritten_in_place_when_it_cannot_be_replaced(tmp_path, mon
 def test_a_signal_during_finalisation_waits_for_it_and_then_ends_the_run():
     old = signals.install()
     try:
-        with pytest.raises(signals.Terminated) as caught:
-            with signals.deferred():
-                signal.raise_signal(signal.SIGHUP)
-                done = True  # reached: the signal did not interrupt the block
+        with pytest.raises(signals.Terminated) as caught, signals.deferred():
+            signal.raise_signal(signal.SIGHUP)
+            done = True  # reached: the signal did not interrupt the block
         assert done and caught.value.signum == signal.SIGHUP and caught.value.exit_code == 129
     finally:
         signals.restore(old)
