@@ -50,11 +50,11 @@ def users_server():
         yield db
 
 
-def _rows(db, table: str) -> list[tuple]:
+def _rows(db, table: str, columns: str = "id, name") -> list[tuple]:
     conn = db.admin()
     try:
         cur = conn.cursor()
-        cur.execute(f"SELECT id, name FROM {table} ORDER BY id")
+        cur.execute(f"SELECT {columns} FROM {table} ORDER BY 1")
         return [tuple(r) for r in cur.fetchall()]
     finally:
         conn.close()
@@ -83,21 +83,11 @@ def test_every_study_runs_with_that_password_and_leaves_the_users_tables_as_they
     res = _cli(users_server, study, "hard", "benchdb", tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert _rows(users_server, "benchdb.customers") == USER_ROWS
-    owned = {r[0] for r in _rows_marker(users_server)}
+    owned = {r[0] for r in _rows(users_server, f"benchdb.{MARKER}", "table_name")}
     assert "sbtest1" in owned and "customers" not in owned
     for f in (tmp_path / "reports").rglob("*"):  # and the password is in no artefact, in any spelling
         if f.is_file():
             assert HARD.strip().encode() not in f.read_bytes(), f
-
-
-def _rows_marker(db) -> list[tuple]:
-    conn = db.admin()
-    try:
-        cur = conn.cursor()
-        cur.execute(f"SELECT table_name FROM benchdb.{MARKER}")
-        return [tuple(r) for r in cur.fetchall()]
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("study", list(SHORT))
