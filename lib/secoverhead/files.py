@@ -8,12 +8,13 @@ import errno
 import json
 import math
 import os
-import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .paths import Unreadable as Unreadable  # re-exported: the bounded reader lives in paths, below secrets
+from .paths import read_bounded as read_bounded
 from .secrets import Secret, holds_secret, redact
 
 
@@ -77,33 +78,6 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 MAX_JSON_BYTES = 64 << 20  # run.json, verdicts.json, metadata: a few MB at the most
-
-
-class Unreadable(OSError):
-    """A file that is not read: not a regular file, or larger than the caller's bound."""
-
-
-def read_bounded(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, checked before reading: a FIFO (which would block), a device (/dev/zero would
-    never end) or a file over `limit` bytes raises Unreadable; the file is opened without blocking and read
-    to at most limit bytes, so a file that grows meanwhile cannot exhaust memory either."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Unreadable(f"{Path(path).name} is not a regular file")
-        if st.st_size > limit:
-            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
-        chunks, left = [], limit + 1
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > limit:
-            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
-        return data
-    finally:
-        os.close(fd)
 
 
 def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:

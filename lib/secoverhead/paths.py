@@ -6,6 +6,7 @@ The one place that knows the repository's layout; every other module asks here.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 FERRETDB_VERSION = "v1.24.0"
@@ -34,6 +35,33 @@ def file_problem(path: str | os.PathLike, max_bytes: int | None = MAX_INPUT_BYTE
         return "is not a file" if p.exists() else "does not exist"
     except (OSError, ValueError, RuntimeError) as exc:  # ValueError: a NUL byte; RuntimeError: ~nosuchuser
         return getattr(exc, "strerror", None) or str(exc)
+
+
+class Unreadable(OSError):
+    """A file that is not read: not a regular file, or larger than the caller's bound."""
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, checked before reading: a FIFO (which would block), a device (/dev/zero would
+    never end) or a file over `limit` bytes raises Unreadable; the file is opened without blocking and read
+    to at most limit bytes, so a file that grows meanwhile cannot exhaust memory either."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(f"{Path(path).name} is not a regular file")
+        if st.st_size > limit:
+            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise Unreadable(f"{Path(path).name} is larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
 
 
 def user_path(value: str | os.PathLike) -> Path:

@@ -12,7 +12,7 @@ import secrets as _stdlib_secrets
 from pathlib import Path
 
 from .errors import ConfigError
-from .paths import file_problem
+from .paths import file_problem, read_bounded
 
 _KNOWN: set[str] = set()
 # Shorter values cannot be told apart from ordinary text ("x" is in every report); they are not tracked.
@@ -87,23 +87,13 @@ def secret_from(*, env: str | None = None, file: str | os.PathLike | None = None
 def _read_small(file: str | os.PathLike) -> bytes:
     """A regular file's bytes, refused before reading when it is large or not a regular file (a FIFO would
     block, /dev/zero would never end)."""
-    import stat
-
-    if problem := file_problem(file):
+    if problem := file_problem(file, MAX_SECRET_FILE_BYTES):
         raise ConfigError(f"the secret file named for the password: {problem} (name not repeated here)")
     try:
-        fd = os.open(Path(file).expanduser(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"the secret file named for the password cannot be read: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError("the secret file named for the password is not a regular file")
-        if st.st_size > MAX_SECRET_FILE_BYTES:
-            raise ConfigError(f"the secret file named for the password is larger than {MAX_SECRET_FILE_BYTES} bytes")
-        return os.read(fd, MAX_SECRET_FILE_BYTES + 1)[:MAX_SECRET_FILE_BYTES]
-    finally:
-        os.close(fd)
+        return read_bounded(Path(file).expanduser(), MAX_SECRET_FILE_BYTES)
+    except OSError as exc:  # Unreadable included: a FIFO or device swapped in after the check
+        why = exc.strerror or str(exc).split(" ", 1)[-1]
+        raise ConfigError(f"the secret file named for the password cannot be read: {why}") from None
 
 
 # The one rule for "this name is about a secret", used by parameter checks, result files and the pipeline.
