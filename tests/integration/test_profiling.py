@@ -47,7 +47,7 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
         extra_arms=False,
         repetitions=2,
         warmup=1,
-        mysql_connect_iterations=500,  # about 150 profile samples without TLS: +-8 % sampling error
+        mysql_connect_iterations=500,  # 170-260 profile samples without TLS, each a fixed 1 ms of CPU
         mysql_reused_iterations=50,
         profile=True,
         progress="off",
@@ -55,9 +55,13 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
     part = tls.run(p)["MySQL"]
     table = breakdown_table(part, "no TLS")
     totals = table[table["library"] == "all (profile)"].set_index("arm")
-    # the profile sees what the cgroup counted (all threads, connection threads that ended included)
+    # The profile sees what the cgroup counted (all threads, connection threads that ended included), less what
+    # sampling task CPU time loses over many short wake-ups: a plain connection is a dozen slices of a few
+    # microseconds each. Measured with MariaDB's thread cache reusing one thread (no thread made or ended):
+    # 2-7 % short idle, 9-12 % beside a busy core; a TLS connection, fewer and longer slices, 1-3.5 %. Never over.
     for arm, row in totals.iterrows():
-        assert row["us per op"] == pytest.approx(row["measured us per op (same run)"], rel=0.10), arm
+        ratio = row["us per op"] / row["measured us per op (same run)"]
+        assert 0.80 < ratio < 1.03, (arm, ratio)
     extra_profile = table[(table["arm"] == "TLS") & (table["library"] != "all (profile)")][
         "extra over no TLS (us per op)"
     ].sum()
