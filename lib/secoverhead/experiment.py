@@ -14,8 +14,9 @@ Sequential: with `looks`, the runner asks `decide(look, alpha)` after the planne
 when nothing is undecided or the time budget ends (see design.py for why the error rate stays honest). The
 budget never stops an experiment before its first look: later parts of a study sharing one budget still
 reach a point where their claims can be decided.
-A run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again (a duet only
-when it strays from its cell's other duets: outliers.py). An optional
+A single run whose noise diagnostics cross a threshold is flagged and, budget permitting, taken again; a duet is
+not (its ratio cancels what hit both runs), and one that strays from its cell's other duets is recorded and kept
+(outliers.py). An optional
 profiling round runs after the warm-up, marked, and never enters the statistics.
 """
 
@@ -246,19 +247,19 @@ class Experiment:
         flagged = {d["block"] for d in strays}  # blocks recorded as outliers (never judged again)
 
         def retake(unit: Unit, records: list[RunRecord], stray: dict[str, Any], noisy: bool) -> None:
-            """Take a noisy single run, or an outlier duet, again once, within the retake and time budgets."""
+            """Take a single run the machine's noise monitor flagged again once, within the retake and time
+            budgets. An outlier duet is recorded, never taken again: a retake chosen by the duet's value would
+            replace it in the statistics, and when stalls are a real cost of one arm that hides the cost (the
+            report judges with it and shows the claims without the recorded outliers beside, as a check)."""
             nonlocal retakes
             if stray:
                 flagged.add(stray["block"])
                 strays.append(stray)
-            in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
-            if (noisy or stray) and retakes < self.max_retakes and in_budget:
-                retakes += 1
-                if stray:
-                    stray["taken_again"] = True
-                self._run_unit(unit, measure, retake_of=records[-1].run_id)
-            if stray:
                 self.store.update_metadata(outlier_duets=strays)
+            in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
+            if noisy and retakes < self.max_retakes and in_budget:
+                retakes += 1
+                self._run_unit(unit, measure, retake_of=records[-1].run_id)
 
         # The first look is the plan's least: the clock bounds the rounds after it, so an experiment that
         # starts late in a shared budget still reaches it (warm-up and profiling included) rather than ending

@@ -70,13 +70,18 @@ def build_index(reports_root: str | Path = "reports") -> Path:
             verdicts = read_verdicts(run)
             if verdicts is None and (run / "results" / "verdicts.json").exists():
                 skipped.append(f"{study.id}/{run.name}/results/verdicts.json")
+            listed = [v for v in (verdicts or {}).get("verdicts", []) if isinstance(v, dict)]
+            # the originals' claims first, the suite's own hypotheses after and marked (counted apart)
             vhtml = "<br>".join(
                 "<span "
                 f"class='{str(v.get('verdict', '')).replace(' ', '-')}'>{html.escape(str(v.get('verdict')))}</span>: "
-                f"{html.escape(str(v.get('claim')))}"
-                for v in (verdicts or {}).get("verdicts", [])
-                if isinstance(v, dict)
+                f"{html.escape(str(v.get('claim')))}" + (" <small>(the suite's own)</small>" if own else "")
+                for own in (False, True)
+                for v in listed
+                if (v.get("source") == "suite") == own
             )
+            tally = _tally(listed)
+            vhtml = f"<small>{html.escape(tally)}</small><br>{vhtml}" if tally else vhtml
             params = meta.get("parameters") or {}
             ptxt = html.escape(", ".join(f"{k}={v}" for k, v in params.items())) if isinstance(params, dict) else ""
             err = f"<br><small>{html.escape(str(meta.get('error')))}</small>" if meta.get("error") else ""
@@ -100,3 +105,15 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     out = root / "index.html"
     atomic_write_text(out, "\n".join(parts))
     return out
+
+
+def _tally(verdicts: list[dict]) -> str:
+    """Decided counts, the originals' claims apart from the suite's own (a run from before the registry has
+    no source: counted as published, which every claim then was taken to be)."""
+    out = []
+    for own, name in ((False, "published"), (True, "the suite's own")):
+        mine = [v for v in verdicts if (v.get("source") == "suite") == own]
+        if mine:
+            decided = sum(v.get("verdict") in ("reproduced", "not reproduced") for v in mine)
+            out.append(f"{name}: {decided} of {len(mine)} decided")
+    return "; ".join(out)

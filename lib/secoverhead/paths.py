@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 PARAMS = ROOT / "papermill-params"
 PUBLISHED = ROOT / "data" / "published"
+CLAIMS = ROOT / "data" / "claims" / "registry.yaml"  # the claims and their readings, fixed before the data
 
 
 MAX_INPUT_BYTES = 1 << 20  # certificates, keys, parameters: kilobytes; a larger input file is a wrong path

@@ -41,15 +41,19 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
     """The verdict table, written beside the results for the index and for history."""
     write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
     table = tables.verdict_table(verdicts)
+    counts = tables.verdict_counts(verdicts)
+    if counts:
+        say(f"**Claims** — {counts}. The originals' claims and the suite's own hypotheses are counted apart.")
     show(table)
     alphas = {round(part.alpha, 5) for part in result}
     say(
-        "*Reproduced*: the whole confidence interval lies where the claim says; *not reproduced*: it lies wholly on "
-        "the wrong side; *inconclusive*: the data cannot decide. Every n counts runs (or rounds of interleaved "
-        "runs), never the queries or connections inside them. Intervals spend "
+        "*Reproduced*: the intervals lie where the claim's reading (fixed before the data, in "
+        "`data/claims/registry.yaml` with the original's words) says; *not reproduced*: wholly on the wrong side; "
+        "*inconclusive*: the data cannot decide. Every n counts runs (or rounds of interleaved runs), never the "
+        "queries or connections inside them. Each claim's intervals spend its own "
         + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))
-        + " (the sequential design's last look; see *Design*), "
-        "widened further where a claim rests on several comparisons."
+        + " (the sequential design's last look; see *Design*), widened further where a claim rests on several "
+        "comparisons: the error rate holds per claim, not across a study's claims."
     )
     for n in notes:
         say(n)
@@ -140,8 +144,9 @@ def design(result: StudyResult) -> None:
             fell = strays["arm whose metric fell"].value_counts()
             say(
                 f"**{part.name}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
-                "as a two-second stall) and were taken again once; the retake counts in the statistics, the "
-                "original stays in the results. The arm whose metric fell: "
+                "as a two-second stall). They stay in the statistics that decide; the conclusions show beside each "
+                "verdict what it would be without them (a sensitivity check, not the verdict). The arm whose "
+                "metric fell: "
                 + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
                 + " (falling mostly on one arm would be that arm's cost, not noise)."
             )

@@ -23,9 +23,36 @@ def frame(rows: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]]) -> pd
     return pd.DataFrame(rows)
 
 
+SOURCE_NAMES = {"published": "published", "suite": "the suite's own"}
+
+
 def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
-    cols = ["claim", "verdict", "evidence", "measure", "engine_note"]
-    return pd.DataFrame([{k: v.as_dict()[k] for k in cols} for v in verdicts], columns=cols)
+    """One row per claim: where it comes from, the verdict, the reading that decided it and the evidence; the
+    sensitivity check only where a study recorded one."""
+    cols = ["claim", "source", "verdict", "reading", "evidence", "measure", "engine_note"]
+    rows = [
+        {
+            **{k: v.as_dict()[k] for k in ("claim", "verdict", "evidence", "measure", "engine_note")},
+            "source": SOURCE_NAMES.get(v.source, v.source),
+            "reading": v.registered.get("reading_text", ""),
+            "without one-off duets (check)": v.sensitivity,
+        }
+        for v in verdicts
+    ]
+    if any(v.sensitivity for v in verdicts):
+        cols.insert(3, "without one-off duets (check)")
+    return pd.DataFrame(rows, columns=cols)
+
+
+def verdict_counts(verdicts: Sequence[ClaimVerdict]) -> str:
+    """'published: 3 reproduced, 1 inconclusive; the suite's own: 2 reproduced', counted apart."""
+    out = []
+    for source, name in SOURCE_NAMES.items():
+        mine = [str(v.verdict) for v in verdicts if v.source == source]
+        if mine:
+            counts = {k: mine.count(k) for k in ("reproduced", "not reproduced", "inconclusive") if k in mine}
+            out.append(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return "; ".join(out)
 
 
 def summarize_runs(runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str]) -> pd.DataFrame:
@@ -151,7 +178,7 @@ def design_table(parts: Mapping[str, Any]) -> pd.DataFrame:
 
 def outlier_table(meta: Mapping[str, Any]) -> pd.DataFrame:
     """Duets whose ratio strayed far from their cell's other duets (outliers.py): where, how far, which arm's
-    metric fell, whether they were taken again (empty when none did)."""
+    metric fell (empty when none did). They stay in the statistics; see outliers.py."""
     rows = [
         {
             "duet (round:arm:cell)": d.get("block"),
@@ -159,7 +186,6 @@ def outlier_table(meta: Mapping[str, Any]) -> pd.DataFrame:
             "ratio in it": d.get("ratio"),
             "the cell's other duets (median)": d.get("cell_median_ratio"),
             "arm whose metric fell": d.get("low_arm"),
-            "taken again": d.get("taken_again"),
         }
         for d in meta.get("outlier_duets") or []
     ]

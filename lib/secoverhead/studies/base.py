@@ -422,6 +422,26 @@ class StudyResult:
         return {f"{part.name}: note {i + 1}": n for part in self for i, n in enumerate(part.notes)}
 
 
+def judged(part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]]) -> list[ClaimVerdict]:
+    """The part's claims on all its runs: the verdicts. Where duets were recorded as one-offs (outliers.py), each
+    verdict carries what the same rule gives without them, labelled as a sensitivity check: it never decides."""
+    runs = part.runs()
+    verdicts = judge(runs, part.alpha)
+    strays = part.metadata().get("outlier_duets") or []
+    blocks = {d.get("block") for d in strays}
+    if not verdicts or not blocks or "block" not in runs:
+        return verdicts
+    without = {v.id: v for v in judge(runs[~runs["block"].isin(blocks)], part.alpha)}
+    fell = ", ".join(sorted({str(d.get("low_arm")) for d in strays}))
+    for v in verdicts:
+        if v.id in without:
+            v.sensitivity = (
+                f"without the {len(blocks)} one-off duet(s) (metric fell in: {fell}): {without[v.id].verdict} "
+                "(a check, not the verdict)"
+            )
+    return verdicts
+
+
 # -- running ------------------------------------------------------------------------------------------
 ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
 
