@@ -5,7 +5,8 @@ data at a fixed number of planned points (looks) and never between them. Each lo
 the error budget alpha (alpha_1 + ... + alpha_K = alpha): the intervals read at look k have confidence
 1 - alpha_k (widened further over the comparisons a claim rests on). By the union bound the chance that any
 interval at any look misses the truth stays below alpha, whatever the looks' correlation, so stopping as soon
-as the intervals decide keeps the false-positive rate <= alpha (simulated in the tests). The spending is
+as the intervals decide keeps the false-positive rate <= alpha (simulated in the tests). That rate is per
+claim: each of a study's claims spends its own alpha, with no correction across the claims. The spending is
 alpha_k = alpha * ((k/K)^s - ((k-1)/K)^s), little early and most at the end; s = 2 by default (between
 Pocock's flat and O'Brien-Fleming's steep shapes): a large effect still stops at the first look, a small one
 gets the precision of the last. A study whose effects sit near their thresholds, and whose first looks never

@@ -480,3 +480,20 @@ def test_the_code_decides_every_registered_claim_and_only_those():
             assert v.verdict == R, (v.id, v.evidence)  # synthetic runs built as each original says
             seen.add((study, claim.id))
     assert seen == set(registry.claims())
+
+
+@pytest.mark.parametrize(
+    "cores, expected",
+    [(0.75, "CPU use fell with TPS"), (1.0, "CPU use held while TPS fell"), (None, "do not tell")],
+)
+def test_audit_says_whether_general_logs_loss_is_cpu_or_waiting(cores, expected):
+    noise_of = {"server_cpu_cores": 0.6} if cores is None else None
+    runs = make_runs(
+        {
+            audit.BASELINE: {"tps": 1000.0, "server_cpu_cores": 1.5},
+            "general_log": {"tps": 700.0, "server_cpu_cores": 1.5 * (cores or 1.0)},
+        },
+        noise_of=noise_of,
+        rounds=8 if cores is not None else 3,
+    )
+    assert expected in audit.contention_note(runs)
