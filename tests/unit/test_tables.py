@@ -62,3 +62,21 @@ def test_metric_units_and_directions():
     assert unit("tps_per_server_core") == ("1/CPU-s", True)
     assert unit("system_ns_per_nonce") == ("ns", False) and unit("audit_bytes_per_transaction")[0] == "bytes"
     assert unit("client_bound") == ("flag", False) and unit("duration_s") == ("s", None)
+
+
+def test_verdicts_of_the_originals_and_of_the_suite_are_counted_apart():
+    from secoverhead.index import _tally
+    from secoverhead.tables import verdict_counts, verdict_table
+    from secoverhead.verdicts import ClaimVerdict, Verdict
+
+    vs = [
+        ClaimVerdict("a", Verdict.REPRODUCED, "e", source="published", registered={"reading_text": "x: reproduce"}),
+        ClaimVerdict("b", Verdict.INCONCLUSIVE, "e", source="published"),
+        ClaimVerdict("c", Verdict.NOT_REPRODUCED, "e", source="suite", sensitivity="without: reproduced"),
+    ]
+    assert verdict_counts(vs) == "published: 1 reproduced, 1 inconclusive; the suite's own: 1 not reproduced"
+    t = verdict_table(vs)
+    assert list(t["source"]) == ["published", "published", "the suite's own"]
+    assert t["reading"].iloc[0] == "x: reproduce" and "without one-off duets (check)" in t
+    assert "without one-off duets (check)" not in verdict_table(vs[:2])  # only where a study recorded one
+    assert _tally([v.as_dict() for v in vs]) == "published: 1 of 2 decided; the suite's own: 1 of 1 decided"
