@@ -172,3 +172,35 @@ def test_claims_without_the_outliers_are_a_labelled_check_beside_the_verdict():
     assert "not the verdict" in v.sensitivity
     part = SimpleNamespace(runs=lambda: runs, alpha=0.05, metadata=lambda: {})
     assert judged(part, judge)[0].sensitivity == ""
+
+
+def test_holm_over_a_studys_claims_steps_down_from_alpha_over_m():
+    """claim_errors=holm: every claim first at alpha/m; those that decide leave and the rest are judged again at
+    alpha over the claims left. A claim whose rule decides only at the full alpha stays undecided."""
+    from types import SimpleNamespace
+
+    from secoverhead.studies.base import study_verdicts
+    from secoverhead.verdicts import ClaimVerdict, Verdict
+
+    # each claim decides once alpha reaches its own level
+    levels = {"strong": 0.001, "middle": 0.03, "weak": 0.05}
+
+    def judge(runs, alpha):
+        return [
+            ClaimVerdict(k, Verdict.REPRODUCED if alpha >= lv - 1e-12 else Verdict.INCONCLUSIVE, "e", id=k)
+            for k, lv in levels.items()
+        ]
+
+    part = SimpleNamespace(name="p", runs=lambda: None, alpha=0.06, metadata=lambda: {})
+    result = type("R", (), {"params": SimpleNamespace(claim_errors="holm"), "__iter__": lambda self: iter([part])})()
+    got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
+    # 0.06/3 = 0.02 decides "strong"; then 0.06/2 = 0.03 decides "middle"; then 0.06/1 decides "weak"
+    assert all(v.verdict == Verdict.REPRODUCED for v in got.values())
+    assert "decided at alpha/3" in got["strong"].evidence and "decided at alpha/1" in got["weak"].evidence
+    levels["weak"] = 0.07  # decides only beyond the study's alpha: stays undecided
+    got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
+    assert got["weak"].verdict == Verdict.INCONCLUSIVE and "undecided at alpha/1" in got["weak"].evidence
+    result.params.claim_errors = "per-claim"  # the default: each claim at its part's alpha
+    got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
+    assert got["weak"].verdict == Verdict.INCONCLUSIVE and got["middle"].verdict == Verdict.REPRODUCED
+    assert "Holm" not in got["middle"].evidence

@@ -24,7 +24,17 @@ from ..design import ClaimPlan
 from ..errors import ConfigError, SecoverheadError
 from ..params import param
 from ..verdicts import ClaimVerdict
-from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, aa_copy, judged, published, run_parts
+from .base import (
+    ExternalMySQLParams,
+    Part,
+    PartPlan,
+    StudyParams,
+    StudyResult,
+    aa_copy,
+    published,
+    run_parts,
+    study_verdicts,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -435,7 +445,7 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return judged(result.first, part_claims)
+    return study_verdicts(result, lambda part: part_claims)
 
 
 # -- tables and figures ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..claimcheck import RatioClaim
 from ..design import ClaimPlan
 from ..params import param
 from ..verdicts import ClaimVerdict
-from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, aa_copy, judged, run_parts
+from .base import BothEngines, Part, PartPlan, StudyParams, StudyResult, aa_copy, run_parts, study_verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -384,16 +384,11 @@ def part_claims(
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
     p = result.params
-    return [
-        v
-        for part in result
-        for v in judged(
-            part,
-            lambda runs, alpha, part=part: part_claims(
-                part.name, runs, alpha, top=max(p.concurrency), top_workers=max(p.nonce_workers)
-            ),
-        )
-    ]
+    top, top_workers = max(p.concurrency), max(p.nonce_workers)
+    return study_verdicts(
+        result,
+        lambda part: lambda runs, alpha: part_claims(part.name, runs, alpha, top=top, top_workers=top_workers),
+    )
 
 
 # -- tables and figures ------------------------------------------------------------------------------------

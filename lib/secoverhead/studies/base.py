@@ -81,6 +81,12 @@ class StudyParams:
         choices=("size-up", "warn", "refuse"),
     )
     progress: str = param("auto", "progress bar: auto (when interactive), on, off", choices=("auto", "on", "off"))
+    claim_errors: str = param(
+        "per-claim",
+        "error rate of the verdicts: per-claim (each claim spends alpha) or holm (Holm over the study's claims: "
+        "at most alpha that any verdict of the study is wrong; fewer decide)",
+        choices=("per-claim", "holm"),
+    )
 
     DUET_ABLE = False  # whether every arm runs on a server of its own, so two arms can run at once
 
@@ -440,6 +446,39 @@ def judged(part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]
                 "(a check, not the verdict)"
             )
     return verdicts
+
+
+def study_verdicts(
+    result: StudyResult, judge_of: Callable[[Part], Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None]
+) -> list[ClaimVerdict]:
+    """Every claim of the study, each part judged by judge_of(part) (None: the part has no claims). With
+    claim_errors=holm, Holm's step-down over all the study's claims: with k claims still undecided, each is
+    judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again at
+    alpha over the claims still left, until none more decides. A claim is decided at the first level where its
+    rule decides, which is Holm's procedure on the level at which each claim first decides."""
+    pairs = [(part, j) for part in result if (j := judge_of(part)) is not None]
+    first = {(part.name, v.id): v for part, j in pairs for v in judged(part, j)}
+    if getattr(result.params, "claim_errors", "per-claim") != "holm" or not first:
+        return list(first.values())
+    m, settled = len(first), {}
+    latest: dict[tuple[str, str], ClaimVerdict] = {}
+    while len(settled) < m:
+        k = m - len(settled)
+        latest = {(part.name, v.id): v for part, j in pairs for v in j(part.runs(), part.alpha / k)}
+        newly = {key: v for key, v in latest.items() if key not in settled and v.decided}
+        if not newly:
+            break
+        for v in newly.values():
+            v.evidence += f" [Holm over the study's {m} claims: decided at alpha/{k}]"
+        settled |= newly
+    out = []
+    for key, v in first.items():
+        w = settled.get(key) or latest.get(key) or v
+        if key not in settled:
+            w.evidence += f" [Holm over the study's {m} claims: undecided at alpha/{m - len(settled)}]"
+        w.sensitivity = v.sensitivity
+        out.append(w)
+    return out
 
 
 # -- running ------------------------------------------------------------------------------------------

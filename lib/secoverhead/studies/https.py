@@ -19,7 +19,7 @@ from ..claimcheck import RatioClaim, verdict_of
 from ..design import ClaimPlan
 from ..params import param
 from ..verdicts import ClaimVerdict, Verdict
-from .base import Part, PartPlan, StudyParams, StudyResult, aa_copy, judged, published, run_parts
+from .base import Part, PartPlan, StudyParams, StudyResult, aa_copy, published, run_parts, study_verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -259,7 +259,7 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return judged(result.first, part_claims)
+    return study_verdicts(result, lambda part: part_claims)
 
 
 # -- tables and figures ------------------------------------------------------------------------------------

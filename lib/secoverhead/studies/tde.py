@@ -26,7 +26,17 @@ from ..design import ClaimPlan
 from ..errors import ConfigError
 from ..params import param
 from ..verdicts import ClaimVerdict
-from .base import ExternalMySQLParams, Part, PartPlan, StudyParams, StudyResult, aa_copy, judged, published, run_parts
+from .base import (
+    ExternalMySQLParams,
+    Part,
+    PartPlan,
+    StudyParams,
+    StudyResult,
+    aa_copy,
+    published,
+    run_parts,
+    study_verdicts,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -738,12 +748,10 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return [
-        v
-        for part in result
-        if part.name != "external"
-        for v in judged(part, lambda runs, alpha, part=part: part_claims(part.name, runs, alpha))
-    ]
+    return study_verdicts(
+        result,
+        lambda part: None if part.name == "external" else lambda runs, alpha: part_claims(part.name, runs, alpha),
+    )
 
 
 def cross_claims(experiment: str, runs: pd.DataFrame) -> list[ClaimVerdict]:

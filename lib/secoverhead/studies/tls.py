@@ -25,9 +25,9 @@ from .base import (
     StudyParams,
     StudyResult,
     aa_copy,
-    judged,
     published,
     run_parts,
+    study_verdicts,
 )
 
 if TYPE_CHECKING:
@@ -263,14 +263,11 @@ def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_not
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return [
-        v
-        for part in result
-        for v in judged(
-            part,
-            lambda runs, alpha, part=part: part_claims(part.name, runs, alpha, engine_notes(part).get("engine", "")),
-        )
-    ]
+    def judge(part: Part):
+        note = engine_notes(part).get("engine", "")
+        return lambda runs, alpha: part_claims(part.name, runs, alpha, note)
+
+    return study_verdicts(result, judge)
 
 
 # -- tables and figures ------------------------------------------------------------------------------------
