@@ -26,9 +26,22 @@ def verdict_of(
     ci_low: float | None = None,
     ci_high: float | None = None,
     needs: list[dict[str, Any]] | None = None,
+    intervals: tuple[tuple[list, list | None], ...] = (),
+    rounds: int = 0,
 ) -> ClaimVerdict:
-    """A ClaimVerdict for the registered claim, its text filled in for this part and level."""
+    """A ClaimVerdict for the registered claim, its text filled in for this part and level. `intervals` (what
+    decided it, one (intervals, refuting) pair per reading) and `rounds` (how many they rest on) let an
+    undecided verdict say how many rounds would decide it."""
     c = registry.get(study, claim_id)
+    rounds_needed = None
+    if verdict == Verdict.INCONCLUSIVE and intervals and rounds:
+        rounds_needed = c.rounds_to_decide(*intervals, n=rounds)
+        evidence += (
+            f"; undecided after {rounds} rounds: about {rounds_needed} would decide it, were the estimate to stay"
+            if rounds_needed
+            else f"; undecided after {rounds} rounds: the estimate sits on the claim's line, where more rounds "
+            "may never decide it"
+        )
     return ClaimVerdict(
         c.claim.format(part=part, level=level),
         verdict,
@@ -42,6 +55,7 @@ def verdict_of(
         needs=needs or [],
         source=c.source,
         registered=c.record(),
+        rounds_needed=rounds_needed,
     )
 
 
@@ -101,7 +115,8 @@ class RatioClaim:
             )
             if r:
                 comparison = dataclasses.replace(next(iter(r.values())), cell=comparison.cell)
-        verdict = claim.decide(([(comparison.ci_low, comparison.ci_high)], None))
+        intervals = (([(comparison.ci_low, comparison.ci_high)], None),)
+        verdict = claim.decide(*intervals)
         return verdict_of(
             self.study,
             self.id,
@@ -115,4 +130,6 @@ class RatioClaim:
             ci_low=comparison.ci_low,
             ci_high=comparison.ci_high,
             needs=[{"arm": a, **comparison.cell} for a in (comparison.baseline, comparison.candidate)],
+            intervals=intervals,
+            rounds=comparison.n_pairs or min(comparison.n_baseline, comparison.n_candidate),
         )

@@ -125,6 +125,22 @@ class Reading:
         dual = any if self.combine == "all" else all
         return agg(self.reproduces(*i) for i in intervals), dual(self.refutes(*i) for i in refuting)
 
+    def rounds_to_decide(self, lo: float, hi: float, n: int) -> int | None:
+        """Rounds an interval [lo, hi] measured over n rounds would need to lie in one region, were its centre to
+        stay where it is and its half-width to shrink as 1/sqrt(rounds); None when its centre lies in a gap, on a
+        cut, or the interval is not finite (no number of rounds decides it there)."""
+        if not (_finite(lo) and _finite(hi)) or hi < lo or n < 1:
+            return None
+        centre, half = (lo + hi) / 2, (hi - lo) / 2
+        i = self.region(centre)
+        if self.labels[i] == GAP:
+            return None
+        edges = (-math.inf, *self.cuts, math.inf)
+        room = min(centre - edges[i], edges[i + 1] - centre)
+        if not room > 0:
+            return None
+        return max(n, math.ceil(n * (half / room) ** 2 - 1e-9))  # not one more for a rounding error
+
     def describe(self) -> str:
         """The regions in words, e.g. 'reproduce in [15, 45]; refute below 15 or above 45'."""
         edges = (-math.inf, *self.cuts, math.inf)

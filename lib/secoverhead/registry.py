@@ -50,6 +50,18 @@ class Claim:
             raise AssertionError(f"{self.study}:{self.id}: both reproduced and refuted")
         return Verdict.REPRODUCED if rep else Verdict.NOT_REPRODUCED if ref else Verdict.INCONCLUSIVE
 
+    def rounds_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
+        """Rough rounds every undecided cell needs to leave its straddle (the largest; see
+        Reading.rounds_to_decide), None when some cell's estimate sits where no number of rounds decides."""
+        need = []
+        for reading, (intervals, _) in zip(self.readings(), interval_sets, strict=True):
+            for lo, hi in intervals:
+                if reading.label_of(lo, hi) is None:
+                    need.append(reading.rounds_to_decide(lo, hi, n))
+        if not need or any(x is None for x in need):
+            return None
+        return max(need)
+
     def describe(self) -> str:
         return "; ".join(r.describe() for r in self.readings())
 

@@ -37,6 +37,7 @@ class ClaimVerdict:
     needs: list[dict[str, Any]] = field(default_factory=list)  # (arm, cell) runs that would help decide it
     source: str = ""  # published (an original's claim) or suite (this suite's own hypothesis)
     registered: dict[str, Any] = field(default_factory=dict)  # the registry's words, metric and reading
+    rounds_needed: int | None = None  # undecided: rounds that would decide it were the estimate to stay
     sensitivity: str = ""  # the verdict without the runs a sensitivity check sets aside, and why (never decides)
 
     @property

@@ -151,3 +151,30 @@ def test_no_input_is_both_reproduced_and_refuted(claim, data):
         assert not (h[0] and h[1])
     assert not (rep and ref)
     assert claim.decide(*sets) == (R if rep else N if ref else U)
+
+
+@pytest.mark.parametrize(
+    "reading, lo, hi, n, expected",
+    [
+        (Reading.band("x", 15, 45), 10, 30, 8, 32),  # centre 20, half 10, room 5: 4x the rounds
+        (Reading.above("x", 1.3), 1.2, 1.6, 4, 16),  # centre 1.4, half 0.2, room 0.1
+        (Reading.above("x", 1.3), 1.1, 1.5, 4, None),  # centre on the line: no number of rounds decides
+        (Reading.above("x", 1.3, refute_below=1.1), 1.1, 1.3, 4, None),  # centre in the gap
+        (Reading.above("x", 1.3), math.nan, 1.5, 4, None),
+    ],
+)
+def test_rounds_an_undecided_interval_would_need(reading, lo, hi, n, expected):
+    assert reading.rounds_to_decide(lo, hi, n) == expected
+
+
+def test_an_undecided_claim_says_how_many_rounds_would_decide_it():
+    from secoverhead.claimcheck import verdict_of
+
+    v = verdict_of("audit", "general_log-loss", U, "e", intervals=(([(10.0, 30.0)], None),), rounds=8)
+    assert v.rounds_needed == 32 and "about 32 would decide it" in v.evidence
+    v = verdict_of("audit", "general_log-loss", U, "e", intervals=(([(5.0, 25.0)], None),), rounds=8)
+    assert v.rounds_needed is None and "on the claim's line" in v.evidence
+    assert (
+        verdict_of("audit", "general_log-loss", R, "e", intervals=(([(20.0, 30.0)], None),), rounds=8).rounds_needed
+        is None
+    )

@@ -394,11 +394,12 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
         )["general_log"]
         lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
         loss = registry.get(STUDY, "general_log-loss")
+        sets = (([(lo, hi)], None),)
         out.append(
             verdict_of(
                 STUDY,
                 loss.id,
-                loss.decide(([(lo, hi)], None)),
+                loss.decide(*sets),
                 f"TPS loss {(1 - c.ratio) * 100:.1f} % [{lo:.1f}, {hi:.1f}] ({c.confidence * 100:.4g} % CI; "
                 f"{c.n_text}, {c.test}, {c.design})",
                 measure="TPS per run vs A, paired by round",
@@ -407,6 +408,8 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
                 ci_low=c.ci_low,
                 ci_high=c.ci_high,
                 needs=[{"arm": BASELINE}, {"arm": "general_log"}],
+                intervals=sets,
+                rounds=c.n_pairs,
             )
         )
         others = [a.name for a in ARMS if a.is_audit and a.name in arms and a.name != "general_log"]
@@ -417,9 +420,10 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
             each = relative(runs, "tps", confidence=conf, family=1, **kw)
             wide = relative(runs, "tps", confidence=conf, **kw)
             worst = registry.get(STUDY, "general_log-worst")
-            v = worst.decide(
-                ([(x.ci_low, x.ci_high) for x in each.values()], [(wide[a].ci_low, wide[a].ci_high) for a in each])
+            sets = (
+                ([(x.ci_low, x.ci_high) for x in each.values()], [(wide[a].ci_low, wide[a].ci_high) for a in each]),
             )
+            v = worst.decide(*sets)
             first = next(iter(each.values()))
             out.append(
                 verdict_of(
@@ -435,6 +439,8 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
                     measure="each audit approach against general_log, through A, paired by round",
                     engine_note=ENGINE,
                     needs=[{"arm": a} for a in ("general_log", *others)],
+                    intervals=sets,
+                    rounds=min(x.n_pairs for x in each.values()),
                 )
             )
     for claim in SMALL_CLAIMS:

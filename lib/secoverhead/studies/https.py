@@ -239,7 +239,8 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
         if {BASELINE, FULL, cand} <= arms:
             point, lo, hi, n = recovery(runs, cand, alpha)
             claim = registry.get(STUDY, f"recovery:{cand}")
-            v = claim.decide(([(lo, hi)], None)) if n >= 2 else Verdict.INCONCLUSIVE
+            sets = (([(lo, hi)], None),)
+            v = claim.decide(*sets) if n >= 2 else Verdict.INCONCLUSIVE
             out.append(
                 verdict_of(
                     STUDY,
@@ -253,6 +254,8 @@ def part_claims(runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
                     ci_low=lo,
                     ci_high=hi,
                     needs=[{"arm": a} for a in (BASELINE, FULL, cand)],
+                    intervals=sets if n >= 2 else (),
+                    rounds=n,
                 )
             )
     return out

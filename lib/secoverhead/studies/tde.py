@@ -634,9 +634,11 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
         if wide and low_each:
             claim = registry.get(STUDY, "low-concurrency-loss")
             keys = [k for k in wide if k in each]
-            v = claim.decide(
-                (_ends(wide[k] for k in keys), _ends(each[k] for k in keys)), (_pairs(low_each), _pairs(low_wide))
+            sets = (
+                (_ends(wide[k] for k in keys), _ends(each[k] for k in keys)),
+                (_pairs(low_each), _pairs(low_wide)),
             )
+            v = claim.decide(*sets)
             contrast = "; ".join(
                 f"{wide[k].cell['workload']}: {wide[k].ratio:.3f} [{wide[k].ci_low:.3f}, {wide[k].ci_high:.3f}]"
                 for k in keys
@@ -654,6 +656,8 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     measure=measure + f"; {IUT_NOTE}",
                     engine_note=engine,
                     needs=_needs({"workload": w, "threads": t} for w in workloads for t in (lo_t, hi_t)),
+                    intervals=sets,
+                    rounds=min(wide[k].n_pairs for k in keys),
                 )
             )
     # 2. many concurrent queries: under 5 %, every workload (each at alpha); one workload above refutes
@@ -661,16 +665,19 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
     high_each = loss_bounds(runs, alpha, threads=hi_t, family=1) if hi_t != lo_t else []
     if high:
         claim = registry.get(STUDY, "high-concurrency-loss")
+        sets = ((_pairs(high_each), _pairs(high)),)
         out.append(
             verdict_of(
                 STUDY,
                 claim.id,
-                claim.decide((_pairs(high_each), _pairs(high))),
+                claim.decide(*sets),
                 _loss_text(high_each, high),
                 part=name,
                 measure=measure + f"; every workload's upper bound must lie under 5 %; {IUT_NOTE}",
                 engine_note=engine,
                 needs=_needs(b.cell for b in high),
+                intervals=sets,
+                rounds=min(b.tps.n_pairs for b in high),
             )
         )
     # 3. write-heavy workloads lose the most: per round, the TPS ratio (on/off) of each write-heavy workload over
@@ -693,11 +700,12 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
     if pooled is not None and pooled.n_pairs:
         c = pooled
         claim = registry.get(STUDY, "write-heavy-worst")
+        sets = (([(c.ci_low, c.ci_high)], None),)
         out.append(
             verdict_of(
                 STUDY,
                 claim.id,
-                claim.decide(([(c.ci_low, c.ci_high)], None)),
+                claim.decide(*sets),
                 f"ratio of TPS ratios (on/off, write-heavy over read-only), averaged over threads: "
                 f"{c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}] ({c.confidence * 100:.4g} % CI, {c.n_text}, "
                 f"{c.test}; below 1: the write-heavy workload loses more)",
@@ -713,6 +721,8 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     for a in ARMS
                     for wl in (*writes, *reads)
                 ],
+                intervals=sets,
+                rounds=c.n_pairs,
             )
         )
     # 4. CPU utilisation rises only a few points: every cell within +-10 pp (each interval at alpha); one cell
@@ -725,11 +735,12 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
         if keys:
             claim = registry.get(STUDY, "cpu-pp")
             first = comps[keys[0]]
+            sets = ((_ends(comps[k] for k in keys), _ends(fam[k] for k in keys)),)
             out.append(
                 verdict_of(
                     STUDY,
                     claim.id,
-                    claim.decide((_ends(comps[k] for k in keys), _ends(fam[k] for k in keys))),
+                    claim.decide(*sets),
                     "; ".join(
                         f"{comps[k].cell['workload']} x{comps[k].cell['threads']}: "
                         f"{comps[k].ratio:+.1f} pp [{comps[k].ci_low:+.1f}, {comps[k].ci_high:+.1f}]"
@@ -742,6 +753,8 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     measure="server CPU % of the emulated limit, on minus off, paired by round; " + IUT_NOTE,
                     engine_note=engine,
                     needs=_needs(comps[k].cell for k in keys),
+                    intervals=sets,
+                    rounds=min(comps[k].n_pairs for k in keys),
                 )
             )
     return out
