@@ -621,8 +621,8 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05) -> str:
     )
     if tps.ci_high < 1 and cores.ci_high < 1:
         return text + (
-            "CPU use fell with TPS, as in the original: the loss is not CPU but waiting (the log is written under "
-            "a lock, one statement at a time), which throughput per server core cannot show."
+            "CPU use fell with TPS, as in the original: the loss is not CPU but time off CPU, a serialising "
+            "bottleneck, which throughput per server core cannot show (where the threads wait is not measured)."
         )
     if tps.ci_high < 1 and cores.ci_low >= 0.98:
         return text + "CPU use held while TPS fell: general_log's loss here is CPU per transaction, not waiting."
