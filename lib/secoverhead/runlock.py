@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from .errors import ConfigError
@@ -32,15 +33,16 @@ class RunLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            holder = _holder(fd)
             os.close(fd)
             raise ConfigError(
-                f"{self.path.parent.name} is being written by {holder.splitlines()[0][:120]}: "
+                f"{self.path.parent.name} is being written by {holder[:120]}: "
                 "wait for it to end, or stop it, then resume"
             ) from None
         with contextlib.suppress(OSError):  # who holds it, for the next one's message; the lock does not need it
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} (secoverhead)\n".encode(), 0)
+            line = f"pid {os.getpid()} (secoverhead)\n".encode()
+            os.pwrite(fd, line, 0)  # written over the old line, then cut to length: never empty in between
+            os.ftruncate(fd, len(line))
         self.fd = fd
         return self
 
@@ -50,3 +52,17 @@ class RunLock:
                 os.ftruncate(self.fd, 0)
             os.close(self.fd)  # closing drops the flock
             self.fd = None
+
+
+def _holder(fd: int, wait_s: float = 1.0) -> str:
+    """The holder's line. A holder that has just taken the lock writes its PID a moment later (seen empty, or
+    still naming a holder that is gone, beside a busy core): read again for up to wait_s."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        pid = text.split()[1] if text.startswith("pid ") and len(text.split()) > 1 else ""
+        if pid.isdigit() and Path(f"/proc/{pid}").exists() and int(pid) != os.getpid():
+            return text.splitlines()[0]
+        if time.monotonic() > deadline:
+            return text.splitlines()[0] if text else "another process"
+        time.sleep(0.05)
