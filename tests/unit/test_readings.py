@@ -139,7 +139,7 @@ def _cells(draw):
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.study}:{c.id}" for c in CLAIMS])
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_no_input_is_both_reproduced_and_refuted(claim, data):
     """Over random cells (intervals, and refuting intervals that contain them or lie inside them), reproduce and
