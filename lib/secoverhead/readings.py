@@ -106,10 +106,7 @@ class Reading:
     ) -> Verdict:
         """The verdict from the intervals (each (lo, hi)); `refuting`: wider intervals of the same cells, in
         the same order, that alone may refute (default: the same intervals)."""
-        rep, ref = self.holds(intervals, refuting)
-        if rep and ref:  # impossible by construction; a loud failure rather than a silent choice
-            raise AssertionError(f"{self.effect}: both reproduced and refuted by {intervals}, {refuting}")
-        return Verdict.REPRODUCED if rep else Verdict.NOT_REPRODUCED if ref else Verdict.INCONCLUSIVE
+        return verdict(*self.holds(intervals, refuting), what=f"{self.effect} on {intervals}, {refuting}")
 
     def holds(
         self,
@@ -162,6 +159,14 @@ class Reading:
 
     def as_dict(self) -> dict[str, Any]:
         return {"effect": self.effect, "cuts": list(self.cuts), "labels": list(self.labels), "combine": self.combine}
+
+
+def verdict(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
+    """The verdict from the two regions' tests. Both holding is impossible by construction: a loud failure
+    rather than a silent choice."""
+    if reproduces and refutes:
+        raise AssertionError(f"{what}: both reproduced and refuted")
+    return Verdict.REPRODUCED if reproduces else Verdict.NOT_REPRODUCED if refutes else Verdict.INCONCLUSIVE
 
 
 def _finite(x: Any) -> bool:

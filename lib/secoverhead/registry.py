@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from . import paths
-from .readings import Reading
+from .readings import Reading, verdict
 from .verdicts import Verdict
 
 SOURCES = ("published", "suite")
@@ -45,10 +45,7 @@ class Claim:
         """One (intervals, refuting) pair per reading, in order: reproduced when every reading reproduces,
         refuted when any refutes."""
         holds = [r.holds(i, f) for r, (i, f) in zip(self.readings(), interval_sets, strict=True)]
-        rep, ref = all(h[0] for h in holds), any(h[1] for h in holds)
-        if rep and ref:
-            raise AssertionError(f"{self.study}:{self.id}: both reproduced and refuted")
-        return Verdict.REPRODUCED if rep else Verdict.NOT_REPRODUCED if ref else Verdict.INCONCLUSIVE
+        return verdict(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
 
     def rounds_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
         """Rough rounds every undecided cell needs to leave its straddle (the largest; see

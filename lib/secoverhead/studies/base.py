@@ -428,10 +428,13 @@ class StudyResult:
         return {f"{part.name}: note {i + 1}": n for part in self for i, n in enumerate(part.notes)}
 
 
-def judged(part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]]) -> list[ClaimVerdict]:
-    """The part's claims on all its runs: the verdicts. Where duets were recorded as one-offs (outliers.py), each
-    verdict carries what the same rule gives without them, labelled as a sensitivity check: it never decides."""
-    runs = part.runs()
+def judged(
+    part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]], runs: pd.DataFrame | None = None
+) -> list[ClaimVerdict]:
+    """The part's claims on all its runs (`runs`, when the caller has read them already): the verdicts. Where
+    duets were recorded as one-offs (outliers.py), each verdict carries what the same rule gives without them,
+    labelled as a sensitivity check: it never decides."""
+    runs = part.runs() if runs is None else runs
     verdicts = judge(runs, part.alpha)
     strays = part.metadata().get("outlier_duets") or []
     blocks = {d.get("block") for d in strays}
@@ -456,15 +459,15 @@ def study_verdicts(
     judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again at
     alpha over the claims still left, until none more decides. A claim is decided at the first level where its
     rule decides, which is Holm's procedure on the level at which each claim first decides."""
-    pairs = [(part, j) for part in result if (j := judge_of(part)) is not None]
-    first = {(part.name, v.id): v for part, j in pairs for v in judged(part, j)}
-    if getattr(result.params, "claim_errors", "per-claim") != "holm" or not first:
+    pairs = [(part, j, part.runs()) for part in result if (j := judge_of(part)) is not None]  # read once
+    first = {(part.name, v.id): v for part, j, runs in pairs for v in judged(part, j, runs)}
+    if result.params.claim_errors != "holm" or not first:
         return list(first.values())
     m, settled = len(first), {}
     latest: dict[tuple[str, str], ClaimVerdict] = {}
     while len(settled) < m:
         k = m - len(settled)
-        latest = {(part.name, v.id): v for part, j in pairs for v in j(part.runs(), part.alpha / k)}
+        latest = {(part.name, v.id): v for part, j, runs in pairs for v in j(runs, part.alpha / k)}
         newly = {key: v for key, v in latest.items() if key not in settled and v.decided}
         if not newly:
             break
