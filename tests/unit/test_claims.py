@@ -497,3 +497,33 @@ def test_audit_says_whether_general_logs_loss_is_cpu_or_waiting(cores, expected)
         rounds=8 if cores is not None else 3,
     )
     assert expected in audit.contention_note(runs)
+
+
+@pytest.mark.parametrize(
+    "waits, queue, expected",
+    [
+        (3.0, 10.0, "serialising bottleneck, not CPU"),  # blocked more, run queue unchanged
+        (3.0, 30.0, "time off CPU"),  # blocked more but also waiting for a CPU: not called serialisation
+        (2.0, 10.0, "time off CPU"),  # blocking waits unchanged: no claim about serialisation
+    ],
+)
+def test_audit_names_serialisation_only_when_threads_block_more_without_queueing(waits, queue, expected):
+    runs = make_runs(
+        {
+            audit.BASELINE: {
+                "tps": 1000.0,
+                "server_cpu_cores": 1.5,
+                "server_blocking_waits_per_txn": 2.0,
+                "server_runqueue_us_per_txn": 10.0,
+            },
+            "general_log": {
+                "tps": 700.0,
+                "server_cpu_cores": 1.1,
+                "server_blocking_waits_per_txn": waits,
+                "server_runqueue_us_per_txn": queue,
+            },
+        },
+        rounds=8,
+    )
+    note = audit.contention_note(runs)
+    assert expected in note and "blocking waits" in note and "run-queue time" in note

@@ -9,12 +9,15 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..cgroups import CpuAccount, Group
 from ..metrics import CgroupCpu, CpuSource, ProcCpu
 from .process import ServerProcess
 from .rundirs import make_run_dir
+
+if TYPE_CHECKING:
+    from ..network.link import Link
 
 
 class Server:
@@ -24,9 +27,15 @@ class Server:
     embedded = True
 
     def __init__(
-        self, *, run_dir_base: str | Path | None = None, startup_timeout: float = 60.0, keep_run_dir: bool = False
+        self,
+        *,
+        run_dir_base: str | Path | None = None,
+        startup_timeout: float = 60.0,
+        keep_run_dir: bool = False,
+        link: Link | None = None,
     ) -> None:
         self.run_dir_base = run_dir_base
+        self.link = link  # a link with a set round trip: the server runs in its namespace, on its far address
         self.startup_timeout = float(startup_timeout)
         self.keep_run_dir = keep_run_dir
         self.run_dir: Path | None = None
@@ -54,6 +63,15 @@ class Server:
                 self._cleanups.append(self.account.remove)  # cleanups run after the processes stopped
         self._start()
         return self
+
+    @property
+    def host(self) -> str:
+        """The address the server listens on: loopback, or the far end of its link."""
+        return self.link.peer_addr if self.link is not None else "127.0.0.1"
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv as the server runs it: in the link's namespace when it has one."""
+        return self.link.wrap(argv) if self.link is not None else argv
 
     def groups(self, *extra: Group | None) -> list[Group]:
         """The cgroups a server process joins before exec: its accounting group and any limits."""

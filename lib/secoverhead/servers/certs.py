@@ -53,7 +53,9 @@ def _key_args(key_type: str) -> list[str]:
     raise ConfigError(f"certificate key type {key_type!r} is not one of {', '.join(KEY_TYPES)}")
 
 
-def make_certificates(directory: Path, key_type: str = "rsa", days: int = 30) -> CertificateSet:
+def make_certificates(
+    directory: Path, key_type: str = "rsa", days: int = 30, hosts: tuple[str, ...] = ()
+) -> CertificateSet:
     """Create a CA and server + client certificates signed by it in directory (keys mode 0600)."""
     args = _key_args(key_type)
     d = Path(directory).resolve()
@@ -82,7 +84,8 @@ def make_certificates(directory: Path, key_type: str = "rsa", days: int = 30) ->
         what="creating the test CA",
     )
     ext = d / "server-ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    san = ",".join(f"IP:{h}" for h in ("127.0.0.1", "::1", *hosts))  # hosts: e.g. the far end of a link
+    ext.write_text(f"subjectAltName={san},DNS:localhost\nextendedKeyUsage=serverAuth\n")
     client_ext = d / "client-ext.cnf"
     client_ext.write_text("extendedKeyUsage=clientAuth\n")
     paths = {}

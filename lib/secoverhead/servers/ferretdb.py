@@ -77,19 +77,19 @@ class FerretDBServer(Server):
             "--handler=sqlite",
             f"--sqlite-url=file:{d / 'data'}/",
             f"--state-dir={d / 'state'}",
-            f"--listen-addr=127.0.0.1:{port}",
-            f"--debug-addr=127.0.0.1:{next(spare)}",
+            f"--listen-addr={self.host}:{port}",
+            f"--debug-addr={self.host}:{next(spare)}",
             "--telemetry=disable",
             "--log-level=warn",
         ]
         tls_port = None
         if self.tls:
             if self.certificates is None:
-                self.certificates = make_certificates(d / "certs", self.cert_type)
+                self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.host,))
             tls_port = pick_port(self.requested_ports[1]) if self.requested_ports[1] else next(spare)
             # No --listen-tls-ca-file: that would make client certificates mandatory.
             argv += [
-                f"--listen-tls=127.0.0.1:{tls_port}",
+                f"--listen-tls={self.host}:{tls_port}",
                 f"--listen-tls-cert-file={self.certificates.server_cert}",
                 f"--listen-tls-key-file={self.certificates.server_key}",
             ]
@@ -104,7 +104,7 @@ class FerretDBServer(Server):
             self._cleanups.append(self.limiter.remove)
         proc = ServerProcess(
             "ferretdb",
-            argv,
+            self.command(argv),
             log_path=d / "ferretdb.log",
             cwd=d,
             env=env,
@@ -113,7 +113,7 @@ class FerretDBServer(Server):
         )
         self.processes.append(proc)
         self.endpoint = MongoEndpoint(
-            host="127.0.0.1",
+            host=self.host,
             port=port,
             tls_port=tls_port,
             ca_file=self.certificates.ca_cert if self.certificates else None,
@@ -181,4 +181,6 @@ class FerretDBServer(Server):
                 self.endpoint.host, self.endpoint.tls_port, self.endpoint.ca_file
             ).as_dict()
         facts["endpoint"] = self.endpoint.as_dict()
+        if self.link is not None:
+            facts["link"] = self.link.describe()
         return facts

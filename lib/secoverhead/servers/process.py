@@ -123,7 +123,10 @@ class ServerProcess:
         groups: Sequence[cgroups.Group] = (),
         affinity: Sequence[int] | None = None,
         stop_signal: int = signal.SIGTERM,
+        pipes: bool = False,
     ) -> None:
+        """pipes: stdin and stdout are pipes to talk to it over (`popen.stdin`, `popen.stdout`), stderr goes to
+        the log; else stdin is empty and stdout and stderr go to the log."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
@@ -142,9 +145,10 @@ class ServerProcess:
                     self.argv,
                     cwd=cwd,
                     env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE if pipes else log,
+                    stderr=log if pipes else subprocess.STDOUT,
+                    text=pipes,
                     start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it in order
                     preexec_fn=preexec,
                 )

@@ -23,6 +23,7 @@ from ..claimcheck import RatioClaim, verdict_of
 from ..design import ClaimPlan
 from ..errors import ConfigError, SecoverheadError
 from ..params import param
+from ..threadwaits import WaitMeter
 from ..verdicts import ClaimVerdict
 from .base import (
     ExternalMySQLParams,
@@ -288,10 +289,12 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
         with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
             before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
-            m = sb.measure(opts, db.cpu if db is not None else None)
+            with WaitMeter(db.pids if db is not None else []) as waits:
+                m = sb.measure(opts, db.cpu if db is not None else None)
             written = bytes_in(logs) - before
             io1 = _proc_io(db.pids[0]) if db is not None else {}
         txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
+        m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
         if logs:
             m.metrics |= {
                 "audit_bytes": written,
@@ -466,8 +469,8 @@ def summary(part: Part) -> pd.DataFrame:
 
 
 def difference_table(part: Part) -> pd.DataFrame:
-    """(X - A) / A for TPS, server CPU use, throughput per server core and server CPU per query, with CIs,
-    paired by round."""
+    """(X - A) / A for TPS, server CPU use, throughput per server core, server CPU per query and the server
+    threads' waits per transaction, with CIs, paired by round."""
     import pandas as pd
 
     from ..compare import compare_arms
@@ -479,6 +482,9 @@ def difference_table(part: Part) -> pd.DataFrame:
         ("server_cpu_cores", True),  # CPU use: falling with TPS is waiting, not CPU (contention_note)
         ("tps_per_server_core", True),
         ("server_cpu_us_per_query", False),
+        ("server_blocking_waits_per_txn", False),  # where the time off CPU goes: blocked (locks, writes) ...
+        ("server_offcpu_us_per_txn", False),
+        ("server_runqueue_us_per_txn", False),  # ... or waiting for a CPU
     ):
         if metric not in runs:
             continue
@@ -604,7 +610,8 @@ def figures(part: Part) -> list[tuple[Any, str]]:
 
 def contention_note(runs: pd.DataFrame, alpha: float = 0.05) -> str:
     """Whether general_log's TPS loss is CPU or a serialising bottleneck, as the original asked: with general_log
-    on, did the server's CPU use (cores busy) fall with TPS, or did CPU per transaction rise?"""
+    on, did the server's CPU use (cores busy) fall with TPS, and where did its threads spend the time: blocked
+    (a lock, a file write) or waiting for a CPU (the run queue), per transaction?"""
     from ..compare import compare_arms  # pandas, which `secoverhead params` never needs
 
     if "general_log" not in set(runs.get("arm", [])) or "server_cpu_cores" not in runs:
@@ -614,15 +621,34 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05) -> str:
     cores = compare_arms(runs, "server_cpu_cores", **kw).get("general_log")
     if tps is None or cores is None:
         return ""
-    text = (
-        f"general_log: TPS {tps.change_pct:+.1f} % [{(tps.ci_low - 1) * 100:+.1f}, {(tps.ci_high - 1) * 100:+.1f}], "
-        f"server CPU use (cores busy) {cores.change_pct:+.1f} % [{(cores.ci_low - 1) * 100:+.1f}, "
-        f"{(cores.ci_high - 1) * 100:+.1f}]. "
-    )
+
+    def pct(c) -> str:
+        return f"{c.change_pct:+.1f} % [{(c.ci_low - 1) * 100:+.1f}, {(c.ci_high - 1) * 100:+.1f}]"
+
+    text = f"general_log: TPS {pct(tps)}, server CPU use (cores busy) {pct(cores)}. "
+    waits = {
+        label: compare_arms(runs, metric, **kw).get("general_log")
+        for metric, label in (
+            ("server_blocking_waits_per_txn", "blocking waits"),
+            ("server_offcpu_us_per_txn", "blocked time"),
+            ("server_runqueue_us_per_txn", "run-queue time"),
+        )
+        if metric in runs and runs[metric].notna().any()
+    }
+    waits = {k: v for k, v in waits.items() if v is not None}
+    if waits:
+        text += "Per transaction, " + ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
+    blocked = waits.get("blocking waits") or waits.get("blocked time")
+    queued = waits.get("run-queue time")
     if tps.ci_high < 1 and cores.ci_high < 1:
+        if blocked is not None and blocked.ci_low > 1 and not (queued is not None and queued.ci_low > 1):
+            return text + (
+                "CPU use fell with TPS, as in the original, and the server's threads blocked more per transaction "
+                "without waiting longer for a CPU: the loss is a serialising bottleneck, not CPU."
+            )
         return text + (
-            "CPU use fell with TPS, as in the original: the loss is not CPU but time off CPU, a serialising "
-            "bottleneck, which throughput per server core cannot show (where the threads wait is not measured)."
+            "CPU use fell with TPS, as in the original: the loss is time off CPU, which throughput per server "
+            "core cannot show."
         )
     if tps.ci_high < 1 and cores.ci_low >= 0.98:
         return text + "CPU use held while TPS fell: general_log's loss here is CPU per transaction, not waiting."

@@ -926,6 +926,8 @@ MECHANISM = (
     "data_written_bytes_per_txn",
     "log_written_bytes_per_txn",
     "fsyncs_per_txn",
+    "data_reads_per_txn",
+    "data_writes_per_txn",
     "server_cpu_us_per_op",
 )
 
@@ -1014,6 +1016,57 @@ def explained(part: Part) -> pd.DataFrame:
                 "measured extra per page (us)": c.ratio / pages if pages > 0 else np.nan,
             }
         )
+    return pd.DataFrame(rows)
+
+
+def concurrency_table(part: Part) -> pd.DataFrame:
+    """What changes between one thread and the most (seed 002's "I/O merging at high concurrency"), per workload
+    and arm: pages and I/O requests per transaction, pages per write request (above 1: writes merged), fsyncs
+    and redo bytes per transaction (group commit shares them), CPU per transaction; medians over runs, with the
+    ratio many / one."""
+    import numpy as np
+    import pandas as pd
+
+    runs = part.runs()
+    if not len(runs) or "threads" not in runs or runs["threads"].nunique() < 2:
+        return pd.DataFrame()
+    runs = runs.copy()
+    page = 16384.0
+    if {"data_written_bytes_per_txn", "data_writes_per_txn"} <= set(runs):
+        runs["pages_per_write_request"] = runs["data_written_bytes_per_txn"] / page / runs["data_writes_per_txn"]
+    if {"data_reads_per_txn", "data_writes_per_txn"} <= set(runs):
+        runs["io_requests_per_txn"] = runs["data_reads_per_txn"] + runs["data_writes_per_txn"]
+    cols = [
+        c
+        for c in (
+            "pages_read_per_txn",
+            "pages_written_per_txn",
+            "io_requests_per_txn",
+            "pages_per_write_request",
+            "fsyncs_per_txn",
+            "log_written_bytes_per_txn",
+            "server_cpu_us_per_op",
+        )
+        if c in runs
+    ]
+    rows = []
+    lo, hi = runs["threads"].min(), runs["threads"].max()
+    for (workload, arm), g in runs.groupby(["workload", "arm"], sort=False):
+        med = g.replace([np.inf, -np.inf], np.nan).groupby("threads")[cols].median()
+        if lo not in med.index or hi not in med.index:
+            continue
+        for c in cols:
+            one, many = float(med.loc[lo, c]), float(med.loc[hi, c])
+            rows.append(
+                {
+                    "workload": workload,
+                    "arm": arm,
+                    "per transaction": c.removesuffix("_per_txn").removesuffix("_per_op").replace("_", " "),
+                    f"{lo} thread{'s' if lo > 1 else ''}": one,
+                    f"{hi} threads": many,
+                    "many / one": many / one if one else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 

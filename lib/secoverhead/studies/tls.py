@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..calibration import CryptoBound
 from ..claimcheck import RatioClaim
@@ -42,6 +42,7 @@ PRIMARY_METRICS = (
 )
 ENGINES = ("MongoDB", "MySQL")
 BASELINE = "no TLS"
+RTT_PART = "MongoDB-RTT"  # seed 000's table again, the server behind a link with the original's round trip
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,24 @@ MEASURES: dict[str, dict[str, str]] = {
         "query_ms_median": "query on a reused client",
     },
 }
+# Seed 000's round trip, drawn from its own table before any data: a query on a reused client took 0.7506 ms, one
+# round trip plus a find_one by _id that mongod answers in far less; the whole 0.75 ms is taken as the round trip
+# (an upper bound: the predicted set-up costs are then at their highest).
+ORIGINAL_RTT_MS = 0.75
+# Round trips each of the original's measures waits for (pymongo 4 against a single server, SCRAM on), counted
+# from the protocols: the constructor returns before any I/O; the first find_one waits for the monitor's
+# connection (TCP, the TLS handshake, hello) and then opens the pool's own (TCP, TLS, hello, the SCRAM
+# conversation: saslStart and two saslContinue, as FerretDB answers without speculative authentication) before
+# the find itself; a reused client's query is one round trip. A full TLS 1.3 handshake takes one round trip,
+# TLS 1.2's two. An integration test measures these counts at a long round trip.
+_SCRAM_STEPS = 3
+_FIRST_QUERY = {"no TLS": 2 + 3 + _SCRAM_STEPS, "TLS 1.3": 3 + 4 + _SCRAM_STEPS, "TLS 1.2": 4 + 5 + _SCRAM_STEPS}
+ROUND_TRIPS: dict[str, dict[str, int]] = {
+    "construct_ms_median": dict.fromkeys(_FIRST_QUERY, 0),
+    "first_query_ms_median": _FIRST_QUERY,
+    "total_ms_median": _FIRST_QUERY,
+    "query_ms_median": dict.fromkeys(_FIRST_QUERY, 1),
+}
 # A full TLS 1.3 handshake on the server: one signature with the certificate's key, an X25519 key made and
 # derived (ECDHE). Priced with OpenSSL's speed; FerretDB uses Go's crypto, so on MongoDB it is an estimate.
 _RSA_HANDSHAKE = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))
@@ -103,6 +122,7 @@ PLANS = (
 
 @dataclass
 class Params(BothEngines, StudyParams):
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {RTT_PART: 0.25}  # two arms, no claims: a small share of the time
     MYSQL_TABLES = ("sbtest1",)  # the probe's table, created in the user's database when absent
     experiment_id: str = param("tls", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
     extra_arms: bool = param(True, "also TLS with an ECDSA certificate, and (MySQL) TLS 1.2")
@@ -114,6 +134,14 @@ class Params(BothEngines, StudyParams):
     mongo_connect_iterations: int = param(20, "fresh clients per run (the original: 5000 in all)", min=1, max=100_000)
     mongo_reused_iterations: int = param(
         200, "queries on one client per run (the original: 5000)", min=1, max=1_000_000
+    )
+    rtt_enabled: bool = param(
+        True,
+        "also seed 000's table over a link with a set round trip (embedded MongoDB; needs root for a network "
+        "namespace and the delay line; skipped with a note otherwise)",
+    )
+    rtt_ms: float = param(
+        ORIGINAL_RTT_MS, "the link's round trip in ms (the original's, from its reused query)", min=0.2, max=100.0
     )
     mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
     mysql_connect_iterations: int = param(20, "fresh connections per run", min=1, max=100_000)
@@ -130,14 +158,30 @@ class Params(BothEngines, StudyParams):
     def engines(self) -> list[str]:
         return [e for e in ENGINES if getattr(self, f"{e.lower().replace('mongodb', 'mongo')}_enabled")]
 
+    def rtt_skipped(self) -> str | None:
+        """Why the round-trip part does not run here, or None when it does."""
+        from ..network import available
+
+        if not self.rtt_enabled:
+            return "rtt_enabled is false"
+        if not self.mongo_enabled or self.mongo_uri or self.aa:
+            return "it needs the embedded MongoDB (FerretDB), and an A/A run has no TLS arm"
+        return available()
+
+    def parts(self) -> list[str]:
+        """The engines on loopback, then MongoDB over a round trip when it can run."""
+        return self.engines() + ([] if self.rtt_skipped() else [RTT_PART])
+
     def arms(self, engine: str) -> list[Arm]:
+        if engine == RTT_PART:
+            return list(ARMS["MongoDB"][:2])
         if self.aa:
             return [ARMS[engine][0], replace(ARMS[engine][0], name=aa_copy(BASELINE))]
         external = self.mongo_uri if engine == "MongoDB" else self.mysql_host
         return [a for a in ARMS[engine] if not a.extra or (self.extra_arms and not external)]
 
     def planned_runs(self) -> int:
-        return sum(len(self.arms(e)) for e in self.engines()) * (self.repetitions + self.warmup + 1)
+        return sum(len(self.arms(e)) for e in self.parts()) * (self.repetitions + self.warmup + 1)
 
 
 # -- running ------------------------------------------------------------------------------------------
@@ -207,7 +251,7 @@ def _measure(p: Params, engine: str, servers: dict[str, Any], *, connections_onl
         arm = arms[arm_name]
         srv = servers[arm.server]
         e, cpu = srv.endpoint, srv.cpu
-        if engine == "MongoDB":
+        if engine in ("MongoDB", RTT_PART):
             mech = p.mongo_auth_mechanism if e.users else None
             kw = {"tls": arm.tls, "mechanism": mech, "server_cpu": cpu}
             conn = probes.mongo_connection_probe(e, iterations=p.mongo_connect_iterations, **kw)
@@ -225,10 +269,36 @@ def _measure(p: Params, engine: str, servers: dict[str, Any], *, connections_onl
     return measure
 
 
+def _rtt_servers(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+    """FerretDB in a namespace of its own behind a link set to the original's round trip."""
+    from ..network import Link
+    from ..servers import FerretDBServer
+
+    link = stack.enter_context(Link(p.rtt_ms))
+    srv = stack.enter_context(FerretDBServer(tls=True, auth=True, link=link))
+    facts = {f"mongodb rsa behind a {p.rtt_ms} ms link (FerretDB)": srv.describe()}
+    notes = [
+        f"round trip set to {p.rtt_ms} ms, measured {link.measured_ms:.3f} ms (median of {link.probes} TCP "
+        f"connects; the path alone {link.floor_ms:.3f} ms): {link.describe()['how']}",
+        "the client still shares the machine's 2 cores with the server: only the round trips are emulated",
+    ]
+    return {"rsa": srv}, facts, notes
+
+
 def run(p: Params) -> StudyResult:
     """Start (or check) the servers, run each engine's experiment, return where the results are."""
 
     def plan(engine: str, stack: contextlib.ExitStack) -> PartPlan:
+        if engine == RTT_PART:
+            servers, facts, notes = _rtt_servers(p, stack)
+            _prepare(p, "MongoDB", servers, notes)
+            return PartPlan(
+                arms=[a.name for a in p.arms(engine)],
+                measure=_measure(p, engine, servers),
+                facts=facts,
+                notes=notes,
+                extras={"link": servers["rsa"].link.describe()},
+            )
         servers, facts, notes = _servers(p, engine, stack)
         _prepare(p, engine, servers, notes)
         return PartPlan(
@@ -242,7 +312,7 @@ def run(p: Params) -> StudyResult:
             ops_metric="connections",
         )
 
-    return run_parts(p, STUDY, p.engines(), plan)
+    return run_parts(p, STUDY, p.parts(), plan)
 
 
 # -- claims ---------------------------------------------------------------------------------------------
@@ -263,7 +333,11 @@ def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_not
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
+    """The claims on loopback, per engine (the round-trip part shows the mechanism; it decides nothing)."""
+
     def judge(part: Part):
+        if part.name == RTT_PART:
+            return None
         note = engine_notes(part).get("engine", "")
         return lambda runs, alpha: part_claims(part.name, runs, alpha, note)
 
@@ -271,6 +345,63 @@ def claims(result: StudyResult) -> list[ClaimVerdict]:
 
 
 # -- tables and figures ------------------------------------------------------------------------------------
+def _engine(part_name: str) -> str:
+    return "MongoDB" if part_name == RTT_PART else part_name
+
+
+def _medians(part: Part, metric: str) -> dict[str, float]:
+    """arm -> median over the part's runs of one per-run summary."""
+    runs = part.runs()
+    if metric not in runs:
+        return {}
+    return {arm: float(g.median()) for arm, g in runs.groupby("arm")[metric] if g.notna().any()}
+
+
+def _link_rtt(result: StudyResult) -> float:
+    return float(result.parts[RTT_PART].extras.get("link", {}).get("rtt_measured_ms", float("nan")))
+
+
+def round_trip_summary(result: StudyResult) -> str:
+    """One sentence: at what round trip seed 000's table was measured, or why it was not."""
+    if RTT_PART not in result.parts or "MongoDB" not in result.parts:
+        return f"Not measured in this run: {result.params.rtt_skipped() or 'no MongoDB part ran on loopback'}."
+    link = result.parts[RTT_PART].extras.get("link", {})
+    return (
+        f"The server behind a link set to the original's round trip of {link.get('rtt_set_ms')} ms (measured "
+        f"{link.get('rtt_measured_ms')} ms; the path alone {link.get('rtt_floor_ms')} ms). *Predicted* is this "
+        "machine's loopback median plus the round trips the protocols count times the measured round trip; "
+        "TLS 1.2 is predicted only (pymongo cannot choose the version)."
+    )
+
+
+def round_trip_table(result: StudyResult) -> pd.DataFrame:
+    """Seed 000's four rows at its round trip: published, measured behind the link, and predicted from the
+    loopback runs (this machine's CPU) plus the counted round trips times the link's measured round trip."""
+    import pandas as pd
+
+    if RTT_PART not in result.parts or "MongoDB" not in result.parts:
+        return pd.DataFrame()
+    loop, far = result.parts["MongoDB"], result.parts[RTT_PART]
+    rtt = _link_rtt(result)
+    pub = published(STUDY)
+    rows = []
+    for metric, label in MEASURES["MongoDB"].items():
+        base, there = _medians(loop, metric), _medians(far, metric)
+        row: dict[str, Any] = {"measure (ms)": label}
+        for arm, version in ((BASELINE, BASELINE), ("TLS", "TLS 1.3")):
+            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
+            k = ROUND_TRIPS[metric][version]
+            row[f"published {arm}"] = float(value.iloc[0]) if len(value) else None
+            row[f"measured {arm}"] = there.get(arm)
+            row[f"predicted {arm}"] = base[arm] + k * rtt if arm in base else None
+            row[f"round trips {arm}"] = k
+        k12 = ROUND_TRIPS[metric]["TLS 1.2"]
+        row["predicted TLS 1.2"] = base["TLS"] + k12 * rtt if "TLS" in base else None
+        row["round trips TLS 1.2"] = k12
+        rows.append(row)
+    return pd.DataFrame(rows).round(3)
+
+
 def comparisons(part: Part) -> dict:
     """Every TLS arm against no TLS on every timing and CPU summary (one family per metric)."""
     from ..compare import compare_arms
@@ -278,14 +409,14 @@ def comparisons(part: Part) -> dict:
     out = {}
     runs = part.runs()
     metrics = [
-        *MEASURES[part.name],
+        *MEASURES[_engine(part.name)],
         "connection_server_cpu_us_per_op",
         "reused_server_cpu_us_per_op",
         "connection_client_cpu_us_per_op",
     ]
     for metric in metrics:
         for arm, c in compare_arms(runs, metric, baseline=BASELINE, confidence=1 - part.alpha).items():
-            out[(MEASURES[part.name].get(metric, metric), arm)] = c
+            out[(MEASURES[_engine(part.name)].get(metric, metric), arm)] = c
     return out
 
 
@@ -304,7 +435,7 @@ def reproduction_table(part: Part) -> pd.DataFrame:
     pub = published(STUDY)
     runs = part.runs()
     rows = []
-    for metric, label in MEASURES[part.name].items():
+    for metric, label in MEASURES[_engine(part.name)].items():
         row: dict[str, Any] = {"measure (ms)": label}
         for arm in (BASELINE, "TLS"):
             x = runs.loc[runs["arm"] == arm, metric].dropna() if metric in runs else pd.Series(dtype=float)
@@ -358,14 +489,19 @@ def engine_notes(part: Part) -> dict[str, str]:
     """How the local engine and set-up differ from the original's, to print next to the numbers."""
     notes = {}
     embedded = any(f.get("embedded") for f in part.servers.values())
-    if part.name == "MongoDB" and embedded:
+    if _engine(part.name) == "MongoDB" and embedded:
         notes["engine"] = (
             "FerretDB v1.24.0 (SQLite backend) stands in for mongod 4.2: its TLS is Go's crypto/tls, "
             "its SCRAM its own; absolute times are FerretDB's, only the shape is comparable"
         )
     if part.name == "MySQL" and embedded:
         notes["engine"] = "MariaDB 10.11 stands in for MySQL 8.0 (OpenSSL 3.0 in both server and client)"
-    if embedded:
+    if part.name == RTT_PART:
+        notes["network"] = (
+            "the server sits in a network namespace behind a user-space delay line set to the original's round "
+            "trip; client and server still share the machine's 2 cores"
+        )
+    elif embedded:
         notes["network"] = (
             "client and server share a 2-core machine over loopback; the original used a separate "
             "client VM, so its round trips cost more, and TLS's extra round trips more still"

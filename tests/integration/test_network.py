@@ -1,0 +1,118 @@
+"""A link with a set round trip: the server side in a namespace of its own, the delay line between.
+
+The round trip is measured here with something other than the link's own calibration: an echo server started
+inside the namespace and one byte bounced on a kept TCP connection (what a query on a reused client pays).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+from secoverhead.errors import ConfigError
+from secoverhead.network import Link, available
+
+pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
+
+ECHO = """
+import socket
+s = socket.socket(); s.bind((%r, 7007)); s.listen(4)
+c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while (b := c.recv(64)):
+    c.sendall(b)
+"""
+
+
+def _echo_rtts(link: Link, n: int) -> list[float]:
+    echo = subprocess.Popen(link.wrap([sys.executable, "-c", ECHO % link.peer_addr]))
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                conn = socket.create_connection((link.peer_addr, 7007), timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            out = []
+            for _ in range(n):
+                t = time.perf_counter_ns()
+                conn.sendall(b"x")
+                assert conn.recv(64) == b"x"
+                out.append((time.perf_counter_ns() - t) / 1e6)
+        return out
+    finally:
+        echo.kill()
+        echo.wait()
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_one_millisecond_round_trip_is_measured_within_ten_percent():
+    with Link(1.0) as link:
+        assert link.floor_ms < 0.5, "the path alone must leave room for the hold"
+        rtts = _echo_rtts(link, 300)[20:]  # after the first packets through a cold path
+        median = statistics.median(rtts)
+        assert abs(median - 1.0) <= 0.10, f"echo round trip {median:.3f} ms on a 1 ms link"
+        stats = link.stats()
+        assert min(stats["packets"]) > 300  # both ways, every probe and echo went through the line
+        facts = link.describe()
+        assert facts["rtt_set_ms"] == 1.0 and abs(facts["rtt_measured_ms"] - 1.0) <= 0.10
+        namespace = link.namespace
+        assert namespace in _namespaces()
+    assert namespace not in _namespaces(), "the namespace outlives its link"
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert f"h{namespace.removeprefix('so-').replace('-', 'x')}" not in links, "a TUN device outlives its link"
+
+
+def test_no_hold_is_faster_than_a_held_link():
+    with Link(0) as plain:
+        fast = statistics.median(_echo_rtts(plain, 200)[20:])
+    with Link(2.0) as slow:
+        held = statistics.median(_echo_rtts(slow, 100)[10:])
+    assert fast < 0.5 < 1.8 < held < 2.2
+
+
+def test_a_round_trip_below_the_floor_or_out_of_range_is_refused():
+    with pytest.raises(ConfigError, match="outside"):
+        Link(-1)
+    with pytest.raises(ConfigError, match="below this link's floor"), Link(0.001):
+        pass
+    assert f"so-{os.getpid()}-" not in _namespaces(), "a refused link left its namespace"
+
+
+def test_the_round_trips_counted_for_seed_000_are_those_a_long_link_shows():
+    """tls.ROUND_TRIPS is counted from the protocols; at 0 and at 6 ms the first query's time must differ by
+    that many round trips (within one: the CPU of a connection varies by a few ms on this machine)."""
+    from secoverhead.servers import FerretDBServer
+    from secoverhead.studies import tls
+    from secoverhead.workloads import probes
+    from secoverhead.workloads.ycsb import load_usertable
+
+    mech = "SCRAM-SHA-256"
+    times: dict[tuple[float, bool], float] = {}
+    measured: dict[float, float] = {}
+    for rtt in (0, 6.0):
+        with Link(rtt) as link, FerretDBServer(tls=True, auth=True, link=link) as srv:
+            client = srv.endpoint.client(mechanism=mech)
+            load_usertable(client, 10, seed=1)
+            client.close()
+            measured[rtt] = link.measured_ms
+            for tls_on in (False, True):
+                m = probes.mongo_connection_probe(srv.endpoint, iterations=9, tls=tls_on, mechanism=mech)
+                times[(rtt, tls_on)] = m.metrics["first_query_ms_median"]
+    for tls_on, version in ((False, "no TLS"), (True, "TLS 1.3")):
+        k = (times[(6.0, tls_on)] - times[(0, tls_on)]) / (measured[6.0] - measured[0])
+        expected = tls.ROUND_TRIPS["first_query_ms_median"][version]
+        assert abs(k - expected) <= 1.0, f"{version}: {k:.2f} round trips measured, {expected} counted"

@@ -1,0 +1,47 @@
+"""TDE's concurrency table: what one thread against many changes per transaction, from the run summaries."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from secoverhead.studies import tde
+
+
+def _runs(merge_at_many: float) -> pd.DataFrame:
+    rows = []
+    for threads in (1, 4, 16):
+        for arm in (tde.OFF, tde.ON):
+            for r in range(3):
+                many = threads == 16
+                rows.append(
+                    {
+                        "workload": "oltp_write_only",
+                        "arm": arm,
+                        "threads": threads,
+                        "round": r,
+                        "pages_written_per_txn": 4.0,
+                        "data_writes_per_txn": 4.0 / (merge_at_many if many else 1.0),
+                        "data_written_bytes_per_txn": 4.0 * 16384,
+                        "data_reads_per_txn": 0.0,
+                        "fsyncs_per_txn": 0.5 if many else 2.0,
+                        "server_cpu_us_per_op": 300.0 + r,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_concurrency_table_shows_merged_writes_and_shared_fsyncs_between_one_and_many_threads():
+    t = tde.concurrency_table(SimpleNamespace(runs=lambda: _runs(merge_at_many=4.0)))
+    row = t[(t["arm"] == tde.ON) & (t["per transaction"] == "pages per write request")].iloc[0]
+    assert row["1 thread"] == pytest.approx(1.0) and row["16 threads"] == pytest.approx(4.0)
+    fsyncs = t[(t["arm"] == tde.OFF) & (t["per transaction"] == "fsyncs")].iloc[0]
+    assert fsyncs["many / one"] == pytest.approx(0.25)
+    assert set(t["workload"]) == {"oltp_write_only"} and len(t) == 2 * 5  # two arms x five quantities
+
+
+def test_concurrency_table_is_empty_with_one_thread_count():
+    runs = _runs(1.0)
+    assert tde.concurrency_table(SimpleNamespace(runs=lambda: runs[runs["threads"] == 4])).empty
