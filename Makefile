@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup system-packages python kernel ferretdb inferno test lint format reports lab bench clean
+.PHONY: help setup system-packages python kernel ferretdb inferno test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -14,6 +14,7 @@ help:
 	@echo "make test     - set up, then lint and run the tests (unit, real-server integration, notebooks)"
 	@echo "make lab      - set up, then open JupyterLab with the project's kernel"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
+	@echo "make error-rates - set up, then 1,000 A/A experiments through the runner and the audit claims (~10 min)"
 	@echo "make setup    - Debian packages, .venv with the project, Jupyter kernel, FerretDB build (idempotent)"
 
 setup: system-packages python kernel ferretdb inferno
@@ -62,6 +63,9 @@ reports: setup
 bench: setup
 	$(BIN)/python benchmarks/measurement_overhead.py
 	$(BIN)/python benchmarks/noise_floors.py $(BENCH_ARGS)
+
+error-rates: setup
+	SECOVERHEAD_AA_EXPERIMENTS=1000 $(BIN)/pytest -s tests/unit/test_claim_error_rates.py --timeout 3600
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

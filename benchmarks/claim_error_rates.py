@@ -8,6 +8,12 @@ case. Stalls (a run losing `stall_loss` of its TPS) hit a chosen arm in a share 
 arm's true cost, which the truth includes.
 
     .venv/bin/python benchmarks/claim_error_rates.py [experiments] [scenario numbers, e.g. 0,2]
+    .venv/bin/python benchmarks/claim_error_rates.py aa [experiments]
+
+`aa`: the audit study's quick plan as `make reports` runs it (its Params, `run_experiment`, five arms in duets,
+looks, alpha spending, the claim rules), every arm the same server (an A/A/A/A/A run) with stalls drawn for each
+run of each arm apart; per claim, the share of experiments whose verdict the truth contradicts. The unit test
+tests/unit/test_claim_error_rates.py runs the same function.
 
 A pure simulation (no server, nothing timed): two of them may share the machine's two cores.
 """
@@ -15,6 +21,7 @@ A pure simulation (no server, nothing timed): two of them may share the machine'
 from __future__ import annotations
 
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -23,10 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from secoverhead import params as params_mod
+from secoverhead import paths, registry
 from secoverhead.design import schedule
 from secoverhead.experiment import Experiment, Measurement, cell_of
 from secoverhead.results import ResultStore
 from secoverhead.studies import audit
+from secoverhead.studies.base import run_experiment
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,75 @@ def rate(s: Scenario, experiments: int, progress: Callable[[int], None] | None =
     return p, math.sqrt(max(p * (1 - p), 1e-12) / experiments)
 
 
-if __name__ == "__main__":
+def aa_wrong() -> dict[str, str]:
+    """Per audit claim, the verdict an A/A truth (every arm alike: TPS ratio 1, loss 0 %) contradicts."""
+    out = {}
+    for c in registry.of_study("audit"):
+        truth = 0.0 if "loss" in c.reading.effect else 1.0
+        label = c.reading.label_of(truth, truth)
+        out[c.id] = {"reproduce": "not reproduced", "refute": "reproduced"}.get(label, "")
+    return out
+
+
+def aa_one(
+    seed: int, directory: Path, *, stall_rate: float = 0.05, stall_loss: float = 0.3, run_sd: float = 0.05
+) -> dict[str, str]:
+    """One A/A experiment of the audit study's quick plan through run_experiment: claim id -> verdict."""
+    values = params_mod.read_file(paths.ROOT / "papermill-params" / "audit" / "quick.yaml")
+    values |= {"seed": seed, "profile": False, "progress": "off", "experiment_id": f"aa{seed}"}
+    p = params_mod.build(audit.Params, values, study="audit")
+    p.output_dir = str(directory)  # what the pipeline sets
+    rng = np.random.default_rng(seed)
+    arms = [a.name for a in p.arm_list()]
+
+    def measure(arm: str, factors: dict) -> Measurement:
+        x = math.exp(rng.normal(0, run_sd))
+        if rng.random() < stall_rate:  # each run of each arm draws its own stall
+            x *= 1 - stall_loss
+        return Measurement({"tps": 1000.0 * x, "transactions": 4000.0 * x, "queries": 72000.0 * x})
+
+    store = run_experiment(
+        p, "audit", p.experiment_id, arms=arms, measure=measure, servers={}, judge=audit.part_claims,
+        design=p.part_design("audit"), max_seconds=1e9,
+    )  # fmt: skip
+    alpha = float(store.metadata().get("final_alpha") or p.alpha)
+    return {v.id: str(v.verdict) for v in audit.part_claims(store.runs(), alpha)}
+
+
+def _aa_chunk(seeds: list[int], kw: dict) -> list[dict[str, str]]:
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
+        return [aa_one(i, Path(d), **kw) for i in seeds]
+
+
+def aa_rates(experiments: int, processes: int = 1, **kw) -> dict[str, tuple[int, float, float]]:
+    """Per claim: (wrong verdicts, their share, its Monte-Carlo standard error) over `experiments` A/A runs,
+    seeds 0..experiments-1 (so a rerun gives the same figures), split over `processes` (a pure simulation: it
+    may use every core when nothing is being measured)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    wrong_of = aa_wrong()
+    wrong = dict.fromkeys(wrong_of, 0)
+    chunks = [list(range(i, experiments, processes)) for i in range(processes)]
+    if processes > 1:
+        with ProcessPoolExecutor(processes) as pool:
+            results = [v for part in pool.map(_aa_chunk, chunks, [kw] * processes) for v in part]
+    else:
+        results = _aa_chunk(chunks[0], kw)
+    for verdicts in results:
+        for cid, verdict in verdicts.items():
+            wrong[cid] += verdict == wrong_of.get(cid)
+    out = {}
+    for cid, k in wrong.items():
+        q = k / experiments
+        out[cid] = (k, q, math.sqrt(max(q * (1 - q), 1e-12) / experiments))
+    return out
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["aa"]:
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    for cid, (k, q, se) in aa_rates(n, processes=os.cpu_count() or 1).items():
+        print(f"A/A {cid}: wrong '{aa_wrong()[cid]}' {k} of {n} = {q * 100:.1f} % (+-{se * 100:.1f})")
+elif __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     chosen = [int(i) for i in sys.argv[2].split(",")] if len(sys.argv) > 2 else range(len(SCENARIOS))
     for s in (SCENARIOS[i] for i in chosen):

@@ -65,7 +65,7 @@ class Server:
         return self
 
     @property
-    def host(self) -> str:
+    def listen_host(self) -> str:
         """The address the server listens on: loopback, or the far end of its link."""
         return self.link.peer_addr if self.link is not None else "127.0.0.1"
 

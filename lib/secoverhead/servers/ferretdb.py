@@ -77,19 +77,19 @@ class FerretDBServer(Server):
             "--handler=sqlite",
             f"--sqlite-url=file:{d / 'data'}/",
             f"--state-dir={d / 'state'}",
-            f"--listen-addr={self.host}:{port}",
-            f"--debug-addr={self.host}:{next(spare)}",
+            f"--listen-addr={self.listen_host}:{port}",
+            f"--debug-addr={self.listen_host}:{next(spare)}",
             "--telemetry=disable",
             "--log-level=warn",
         ]
         tls_port = None
         if self.tls:
             if self.certificates is None:
-                self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.host,))
+                self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.listen_host,))
             tls_port = pick_port(self.requested_ports[1]) if self.requested_ports[1] else next(spare)
             # No --listen-tls-ca-file: that would make client certificates mandatory.
             argv += [
-                f"--listen-tls={self.host}:{tls_port}",
+                f"--listen-tls={self.listen_host}:{tls_port}",
                 f"--listen-tls-cert-file={self.certificates.server_cert}",
                 f"--listen-tls-key-file={self.certificates.server_key}",
             ]
@@ -113,7 +113,7 @@ class FerretDBServer(Server):
         )
         self.processes.append(proc)
         self.endpoint = MongoEndpoint(
-            host=self.host,
+            host=self.listen_host,
             port=port,
             tls_port=tls_port,
             ca_file=self.certificates.ca_cert if self.certificates else None,
