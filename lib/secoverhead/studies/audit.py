@@ -107,6 +107,13 @@ class Params(StudyParams, ExternalMySQLParams):
     threads: int = param(8, "sysbench threads (the original: 200)", min=1, max=1024)
     run_seconds: int = param(2, "seconds per sysbench run (the original: 300)", min=1, max=3600)
     report_interval: int = param(1, "sysbench report interval, s (the original: 5)", min=1, max=60)
+    server_cpu_limit: float = param(
+        0.0,
+        "each embedded server's CPU quota in cores (0: none): a server CPU-bound at its quota while its client "
+        "has room, as the original's server near its VM's CPU",
+        min=0.0,
+        max=64.0,
+    )
     compress_sample_mb: int = param(
         16, "MiB of each arm's real log compressed to measure gzip and zstd ratios", min=1, max=1024
     )
@@ -272,7 +279,11 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         for arm in p.arm_list():
             db = stack.enter_context(
                 MariaDBServer(
-                    buffer_pool="128M", max_connections=max(600, 2 * p.threads + 50), audit=arm.audit, binlog=arm.binlog
+                    buffer_pool="128M",
+                    max_connections=max(600, 2 * p.threads + 50),
+                    audit=arm.audit,
+                    binlog=arm.binlog,
+                    cpu_limit=p.server_cpu_limit or None,
                 )
             )
             verification[arm.name] = verify_audit(db, arm)
