@@ -276,6 +276,11 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
             "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
         )
     else:
+        if p.server_cpu_limit:
+            notes.append(
+                f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
+                "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
+            )
         for arm in p.arm_list():
             db = stack.enter_context(
                 MariaDBServer(
