@@ -169,8 +169,12 @@ class Experiment:
         max_retakes: int = 0,
         design: str = "interleaved",
         outlier: tuple[str, float] | None = None,
+        min_rounds: int = 0,
     ) -> None:
+        """min_rounds: measured rounds the clock never cuts when there are no looks (a part without claims,
+        an A/A run); with looks, the first look's rounds are the guarantee."""
         self.experiment_id = experiment_id
+        self.min_rounds = int(min_rounds)
         self.design = design
         self.arms, self.factors = list(arms), {k: list(v) for k, v in (factors or {}).items()}
         self.repetitions, self.warmup, self.seed = int(repetitions), int(warmup), int(seed)
@@ -264,7 +268,7 @@ class Experiment:
         # The first look is the plan's least: the clock bounds the rounds after it, so an experiment that
         # starts late in a shared budget still reaches it (warm-up and profiling included) rather than ending
         # with rounds that can decide nothing.
-        guaranteed = looks.rounds[0] if looks is not None and decide is not None else 0
+        guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.min_rounds
         try:
             for rnd in self.rounds():
                 first = rnd[0][0]

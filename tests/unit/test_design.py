@@ -253,3 +253,12 @@ def test_the_budget_never_stops_an_experiment_before_its_first_look(tmp_path):
     plain = ResultStore(tmp_path, "plain")
     Experiment("plain", arms=["a", "b"], repetitions=40, warmup=1, store=plain, max_seconds=0.01).run(measure)
     assert len(plain.records()) < 4
+
+
+def test_a_part_without_claims_still_gets_its_guaranteed_rounds(tmp_path):
+    """The TLS study's round-trip part decides nothing: late in a shared budget it once ran its warm-up only."""
+    store = ResultStore(tmp_path, "noclaims")
+    exp = Experiment("noclaims", arms=["a", "b"], repetitions=40, warmup=1, store=store, max_seconds=0.0, min_rounds=3)
+    exp.run(_slow_measure(0.001))
+    measured = {r.round for r in store.records() if not r.warmup}
+    assert len(measured) == 3 and store.metadata()["status"] == "stopped at time budget"

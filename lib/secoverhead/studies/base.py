@@ -532,6 +532,7 @@ def run_experiment(
         max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
         design=design or p.design,
         outlier=outlier,
+        min_rounds=p.look_schedule().rounds[0],  # a part without claims still gets the rounds of a first look
     )
     looks = p.look_schedule()
 
