@@ -50,12 +50,15 @@ def _params(study_id: str) -> int:
 
 
 def _startup_housekeeping() -> None:
-    """What a crash left behind: private directories and cgroups of dead owners, journals of changes made
-    to a user's server (undone, or explained)."""
+    """What a crash left behind: private directories and cgroups of dead owners, network namespaces of their
+    links, journals of changes made to a user's server (undone, or explained)."""
     from .journal import recover
+    from .network import link
     from .servers.process import sweep_stale
 
     sweep_stale()
+    if link.available() is None:
+        link.sweep_stale()  # network namespaces of links whose owner was killed
     for message in recover():
         print(f"note: {message}", file=sys.stderr)
 

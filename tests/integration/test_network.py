@@ -116,3 +116,17 @@ def test_the_round_trips_counted_for_seed_000_are_those_a_long_link_shows():
         k = (times[(10.0, tls_on)] - times[(0, tls_on)]) / (measured[10.0] - measured[0])
         expected = tls.ROUND_TRIPS["first_query_ms_median"][version]
         assert abs(k - expected) <= 1.0, f"{version}: {k:.2f} round trips measured, {expected} counted"
+
+
+def test_a_namespace_whose_owner_is_gone_is_swept():
+    from secoverhead.network import sweep_stale
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a PID that no longer runs
+    name = f"so-{dead.pid}-1"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        assert name in sweep_stale()
+        assert name not in _namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
