@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..errors import ConfigError, ServerStartError
+from ..lifecycle import Started
 from ..owners import alive
 from ..servers.process import ServerProcess, run_command
 from ..servers.rundirs import make_run_dir
@@ -87,7 +88,7 @@ def connect_rtts(host: str, n: int, port: int = _PROBE_PORT) -> list[float]:
 
 
 @dataclass
-class Link:
+class Link(Started):
     """rtt_ms: the round trip to set (0: no hold, the path's floor). Use as a context manager."""
 
     rtt_ms: float
@@ -105,17 +106,6 @@ class Link:
     def __post_init__(self) -> None:
         if not (isinstance(self.rtt_ms, int | float) and 0 <= self.rtt_ms <= 1000):
             raise ConfigError(f"a round trip of {self.rtt_ms!r} ms is outside 0..1000")
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def wrap(self, argv: list[str]) -> list[str]:
         """argv run inside the link's namespace (the server side)."""

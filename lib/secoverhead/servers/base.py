@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ..cgroups import CpuAccount, Group
+from ..lifecycle import Started
 from ..metrics import CgroupCpu, CpuSource, ProcCpu
 from .process import ServerProcess
 from .rundirs import make_run_dir
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from ..network.link import Link
 
 
-class Server:
+class Server(Started):
     """Base class. Subclasses implement _start() and describe()."""
 
     kind = "server"
@@ -44,17 +45,6 @@ class Server:
         self.account: CpuAccount | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self) -> Self:
         if self.embedded:
             self.run_dir = make_run_dir(self.kind, self.run_dir_base)
