@@ -1,6 +1,6 @@
 """Test-wide environment, set before any test or notebook kernel starts (kernels inherit it): servers'
 private directories under one base that the suite checks for leftovers, and notebook results in a scratch
-directory rather than the checkout."""
+directory rather than the checkout, and one shared machine-speed calibration."""
 
 import os
 import tempfile
@@ -9,6 +9,9 @@ from pathlib import Path
 BASE = Path(tempfile.mkdtemp(prefix="secoverhead-tests-"))
 os.environ["SECOVERHEAD_RUN_BASE"] = str(BASE / "servers")
 os.environ["SECOVERHEAD_RESULTS"] = str(BASE / "results")
+# One machine-speed calibration for the session's study runs, as one `secoverhead run` shares one among its
+# studies (about 8 s each otherwise); re-taken when it is older than calibration.MAX_AGE_S.
+os.environ.setdefault("SECOVERHEAD_CALIBRATION", str(BASE / "calibration.json"))
 
 
 def pytest_unconfigure(config) -> None:  # the scratch base goes with the session (leftovers are checked before)

@@ -13,6 +13,7 @@ means something ("a full handshake costs N RSA signatures").
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -143,17 +144,29 @@ def measure() -> dict[str, Any]:
     return out
 
 
+def fresh(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The calibration saved at path when it is under MAX_AGE_S old, else None."""
+    try:
+        cal = json.loads(Path(path).read_text())
+        if isinstance(cal, dict) and time.time() - float(cal.get("taken_at", 0)) < MAX_AGE_S:
+            return cal
+    except (OSError, ValueError, TypeError):
+        pass
+    return None
+
+
 def shared(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The calibration the pipeline took for this invocation (when fresh), else a new one."""
+    """The calibration at path (default: $SECOVERHEAD_CALIBRATION) when fresh, else a new one, saved there so
+    that the next run within MAX_AGE_S reuses it (the pipeline points kernels at its own; a scheduled job or a
+    test session may point every run at one file)."""
     path = path or os.environ.get(ENV)
-    if path:
-        try:
-            cal = json.loads(Path(path).read_text())
-            if time.time() - float(cal.get("taken_at", 0)) < MAX_AGE_S:
-                return cal
-        except (OSError, ValueError):
-            pass
-    return measure()
+    cal = fresh(path) if path else None
+    if cal is None:
+        cal = measure()
+        if path:
+            with contextlib.suppress(OSError):
+                save(cal, Path(path))
+    return cal
 
 
 def save(cal: dict[str, Any], path: Path) -> Path:

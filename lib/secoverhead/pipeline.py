@@ -258,16 +258,11 @@ _CALIBRATION: Path | None = None
 
 
 def _shared_calibration(run_dir: Path) -> Path:
-    """One machine-speed calibration per CLI invocation, copied into every report it makes."""
+    """One machine-speed calibration per CLI invocation (or the fresh one $SECOVERHEAD_CALIBRATION names),
+    copied into every report it makes."""
     global _CALIBRATION
-    cal = None
-    if _CALIBRATION is not None:
-        cal = read_json(_CALIBRATION)
-        if not isinstance(cal, dict) or time.time() - cal.get("taken_at", 0) > calibration.MAX_AGE_S:
-            cal = None
-    if cal is None:
-        cal = calibration.measure()
-    _CALIBRATION = calibration.save(cal, run_dir / "calibration.json")
+    cal = calibration.fresh(_CALIBRATION) if _CALIBRATION is not None else None
+    _CALIBRATION = calibration.save(cal or calibration.shared(), run_dir / "calibration.json")
     return _CALIBRATION
 
 
