@@ -34,10 +34,10 @@ $(VENV)/.installed: pyproject.toml
 
 kernel: $(KERNEL)
 
-$(KERNEL): $(VENV)/.installed lib/secoverhead/kernel.py
+$(KERNEL): $(VENV)/.installed lib/secoverhead/app/kernel.py
 	@$(BIN)/python -m ipykernel install --prefix $(abspath $(VENV)) --name secoverhead \
 	  --display-name "Python (secoverhead)" >/dev/null
-	@$(BIN)/python -m secoverhead.kernel --install-spec $@  # the kernel ends with whoever started it
+	@$(BIN)/python -m secoverhead.app.kernel --install-spec $@  # the kernel ends with whoever started it
 	@echo "registered Jupyter kernel 'secoverhead' in $(VENV)"
 
 ferretdb:

@@ -20,6 +20,7 @@ A pure simulation (no server, nothing timed): two of them may share the machine'
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -30,13 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from secoverhead import params as params_mod
-from secoverhead import paths, registry
-from secoverhead.design import schedule
-from secoverhead.experiment import Experiment, Measurement, cell_of
-from secoverhead.results import ResultStore
-from secoverhead.studies import audit
-from secoverhead.studies.base import run_experiment
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.design import schedule
+from secoverhead.core import params as params_mod
+from secoverhead.core import paths
+from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.plan import cell_of
+from secoverhead.measurement.results import ResultStore
+from secoverhead.studies.audit import claims as audit_claims
+from secoverhead.studies.audit import declarations as audit_declarations
+from secoverhead.studies.protocol.runner import run_experiment
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ SCENARIOS = (
 def one(s: Scenario, seed: int, directory: Path, *, round_sd: float = 0.2, run_sd: float = 0.03) -> str:
     """One experiment's verdict on the scenario's claim (quick audit plan: duets, looks at 3, 6 and 8)."""
     rng = np.random.default_rng(seed)
-    arms = [audit.BASELINE, s.candidate]
+    arms = [audit_declarations.BASELINE, s.candidate]
     store = ResultStore(directory, f"e{seed}")
     exp = Experiment(
         f"e{seed}", arms=arms, repetitions=8, warmup=0, seed=seed, store=store, design="duet",
@@ -112,7 +116,7 @@ def one(s: Scenario, seed: int, directory: Path, *, round_sd: float = 0.2, run_s
         return Measurement({"tps": 1000.0 * x})
 
     def verdict(alpha: float):
-        return next((v for v in audit.part_claims(store.runs(), alpha) if v.id == s.claim_id), None)
+        return next((v for v in audit_claims.part_claims("audit", store.runs(), alpha) if v.id == s.claim_id), None)
 
     def decide(index: int, alpha: float):
         v = verdict(alpha)
@@ -151,7 +155,7 @@ def aa_one(
     """One A/A experiment of the audit study's quick plan through run_experiment: claim id -> verdict."""
     values = params_mod.read_file(paths.ROOT / "papermill-params" / "audit" / "quick.yaml")
     values |= {"seed": seed, "profile": False, "progress": "off", "experiment_id": f"aa{seed}"}
-    p = params_mod.build(audit.Params, values, study="audit")
+    p = params_mod.build(audit_declarations.Params, values, study="audit")
     p.output_dir = str(directory)  # what the pipeline sets
     rng = np.random.default_rng(seed)
     arms = [a.name for a in p.arm_list()]
@@ -163,11 +167,11 @@ def aa_one(
         return Measurement({"tps": 1000.0 * x, "transactions": 4000.0 * x, "queries": 72000.0 * x})
 
     store = run_experiment(
-        p, "audit", p.experiment_id, arms=arms, measure=measure, servers={}, judge=audit.part_claims,
-        design=p.part_design("audit"), max_seconds=1e9,
+        p, "audit", p.experiment_id, arms=arms, measure=measure, servers={},
+        judge=functools.partial(audit_claims.part_claims, "audit"), design=p.part_design("audit"), max_seconds=1e9,
     )  # fmt: skip
     alpha = float(store.metadata().get("final_alpha") or p.alpha)
-    return {v.id: str(v.verdict) for v in audit.part_claims(store.runs(), alpha)}
+    return {v.id: str(v.verdict) for v in audit_claims.part_claims("audit", store.runs(), alpha)}
 
 
 def _aa_chunk(seeds: list[int], kw: dict) -> list[dict[str, str]]:

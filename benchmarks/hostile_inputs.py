@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "secoverhead.cli"]
+CLI = [sys.executable, "-m", "secoverhead.app.cli"]
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )

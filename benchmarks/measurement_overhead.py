@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from secoverhead.compare import compare_arms
+from secoverhead.analysis.compare import compare_arms
 from secoverhead.servers import MariaDBServer
 from secoverhead.workloads import probes
 

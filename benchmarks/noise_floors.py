@@ -22,10 +22,10 @@ import time
 
 import pandas as pd
 
-from secoverhead.design import Looks, budget_rounds, schedule
-from secoverhead.params import build, read_file
+from secoverhead.analysis.design import Looks, budget_rounds, schedule
+from secoverhead.core.params import build, read_file
+from secoverhead.reporting.tables import aa_table
 from secoverhead.studies import STUDIES
-from secoverhead.tables import aa_table
 
 # study -> (overrides that keep one cell, the primary metrics, the designs it can use)
 CASES = {
@@ -59,7 +59,7 @@ def quick_looks(planned, part, weights: dict[str, float]) -> Looks:
 
 def floors(study: str, rounds: int, extra: dict | None = None, every_design: bool = True) -> pd.DataFrame:
     s = STUDIES[study]
-    cls, module = s.params_class(), s.module()
+    cls, module = s.Params, s.load()
     quick = read_file(s.params_dir / "quick.yaml")
     planned = build(cls, quick, study=study)
     planned.check_plan()  # sized up from the priors, as `secoverhead run` does

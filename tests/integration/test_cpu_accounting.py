@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead import cgroups
-from secoverhead.metrics import CgroupCpu, CpuMeter, ProcCpu
+from secoverhead.host import cgroups
+from secoverhead.host.metrics import CgroupCpu, CpuMeter, ProcCpu
 from secoverhead.servers import MariaDBServer
 
 pytestmark = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from secoverhead.errors import AuthenticationError, ConfigError, UnreachableServerError
+from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
+from secoverhead.host.process import free_port, live_processes
 from secoverhead.servers import ExternalMongo, ExternalMySQL, FerretDBServer, MariaDBServer, make_certificates
-from secoverhead.servers.process import free_port, live_processes
 
 pytestmark = pytest.mark.integration
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead.index import run_status
-from secoverhead.results import ResultStore
+from secoverhead.measurement.results import ResultStore
 from secoverhead.servers import MariaDBServer
+from secoverhead.suite.index import run_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SENTINEL = "Fault-Sentinel-Pw-8086"
@@ -41,7 +41,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "secoverhead.cli", *args],
+        [sys.executable, "-m", "secoverhead.app.cli", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

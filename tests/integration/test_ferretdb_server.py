@@ -8,7 +8,7 @@ import pymongo
 import pytest
 from pymongo import errors
 
-from secoverhead.errors import ConfigError
+from secoverhead.core.errors import ConfigError
 from secoverhead.servers import FerretDBServer, probe_tls
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from secoverhead.host.process import live_processes
 from secoverhead.servers import MariaDBServer, NginxServer
-from secoverhead.servers.process import live_processes
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import mysql.connector
 import pytest
 
-from secoverhead.errors import ConfigError, ServerStartError
+from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.servers import CertificateSet, MariaDBServer, server_offers_tls, session_tls
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead.errors import ConfigError
+from secoverhead.core.errors import ConfigError
 from secoverhead.servers import CertificateSet, NginxServer, probe_tls
 
 pytestmark = pytest.mark.integration

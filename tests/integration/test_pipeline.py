@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead import leaks
-from secoverhead.cli import main
-from secoverhead.pipeline import prepare, run_study
-from secoverhead.render import external_references
-from secoverhead.secrets import EMBEDDED_PASSWORD_ENV
+from secoverhead.app.cli import main
+from secoverhead.app.pipeline import prepare, run_study
+from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV
+from secoverhead.host import leaks
+from secoverhead.host.process import free_port
+from secoverhead.reporting.render import external_references
 from secoverhead.servers import MariaDBServer
-from secoverhead.servers.process import free_port
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).parents[1] / "fixtures" / "tls_tiny.yaml"
@@ -174,7 +174,7 @@ def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, repo
 
 
 def test_cli_exit_code_and_index(good_run, sentinel_db, reports, capsys):
-    from secoverhead.index import build_index
+    from secoverhead.suite.index import build_index
 
     index = build_index(reports).read_text()
     assert good_run.run_dir.name in index and "report.html" in index

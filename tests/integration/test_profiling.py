@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from secoverhead import profiling
-from secoverhead.studies import https, tls
-from secoverhead.tables import breakdown_table
+from secoverhead.host import profiling
+from secoverhead.reporting.tables import breakdown_table
+from secoverhead.studies.https import declarations as https_declarations
+from secoverhead.studies.https import runner as https_runner
+from secoverhead.studies.tls import declarations as tls_declarations
+from secoverhead.studies.tls import runner as tls_runner
 
 ok, why = profiling.available()
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
@@ -20,10 +23,10 @@ def _extra(table, arm: str, library: str, baseline: str) -> float:
 
 def test_nginx_full_handshake_cost_is_libcrypto_and_keepalive_has_none(tmp_path):
     arms = ["HTTP", "TLS 1.2 full, RSA", "HTTPS keep-alive"]
-    p = https.Params(
+    p = https_declarations.Params(
         output_dir=str(tmp_path), arms=arms, repetitions=2, warmup=0, run_seconds=2, profile=True, progress="off"
     )
-    part = https.run(p).first
+    part = https_runner.run(p).first
     table = breakdown_table(part, "HTTP")
     full = table[(table["arm"] == "TLS 1.2 full, RSA") & (table["library"] != "all (profile)")]
     extra = full.set_index("library")["extra over HTTP (us per op)"]
@@ -41,7 +44,7 @@ def test_nginx_full_handshake_cost_is_libcrypto_and_keepalive_has_none(tmp_path)
 
 
 def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(tmp_path):
-    p = tls.Params(
+    p = tls_declarations.Params(
         output_dir=str(tmp_path),
         mongo_enabled=False,
         extra_arms=False,
@@ -52,7 +55,7 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
         profile=True,
         progress="off",
     )
-    part = tls.run(p)["MySQL"]
+    part = tls_runner.run(p)["MySQL"]
     table = breakdown_table(part, "no TLS")
     totals = table[table["library"] == "all (profile)"].set_index("arm")
     # The profile sees what the cgroup counted (all threads, connection threads that ended included), less what

@@ -16,13 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead import paths
+from secoverhead.core import paths
 from secoverhead.servers import FerretDBServer, MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 README = paths.ROOT / "README.md"
 BENCH_PW = "Readme-Bench-Pw-1977"
 DBA_PW = "Readme-Dba-Pw-2024"
+# the run the README's --resume continues: small (one workload, one thread level), so resuming it is quick; what
+# --resume must do at full size is test_faults.py's
+SMALL_TDE = ["-p", "run_seconds", "1", "-p", "workloads", "[oltp_read_only]", "-p", "threads", "[1]"]
 
 
 def commands() -> list[str]:
@@ -87,7 +90,7 @@ def _latest(cwd: Path, study: str) -> Path:
 def _interrupted_tde(cwd: Path, env: dict) -> Path:
     """A TDE run stopped by SIGTERM after its first completed run: what --resume continues."""
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("secoverhead")), "run", "tde", "-p", "run_seconds", "1"], cwd=cwd, env=env
+        [str(Path(sys.executable).with_name("secoverhead")), "run", "tde", *SMALL_TDE], cwd=cwd, env=env
     )
     deadline = time.monotonic() + 180
     while not list(cwd.glob("reports/tde/*/results/*/runs/*.json")) and time.monotonic() < deadline:

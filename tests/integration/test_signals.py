@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead.errors import ConfigError
-from secoverhead.runlock import RunLock
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.runlock import RunLock
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -61,7 +61,7 @@ def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, tmp_path):
     env.pop("SECOVERHEAD_CALIBRATION", None)  # a calibration of its own: the early moments fall in calibrating
     reports = tmp_path / "reports"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "secoverhead.cli", "run", study, "--reports", str(reports)],
+        [sys.executable, "-m", "secoverhead.app.cli", "run", study, "--reports", str(reports)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -5,13 +5,27 @@ from __future__ import annotations
 
 import pytest
 
-from secoverhead.studies import audit, auth, https, tde, tls
+from secoverhead.studies.audit import declarations as audit_declarations
+from secoverhead.studies.audit import runner as audit_runner
+from secoverhead.studies.audit import tables as audit_tables
+from secoverhead.studies.auth import claims as auth_claims
+from secoverhead.studies.auth import declarations as auth_declarations
+from secoverhead.studies.auth import runner as auth_runner
+from secoverhead.studies.https import declarations as https_declarations
+from secoverhead.studies.https import runner as https_runner
+from secoverhead.studies.https import tables as https_tables
+from secoverhead.studies.tde import declarations as tde_declarations
+from secoverhead.studies.tde import instances as tde_instances
+from secoverhead.studies.tde import runner as tde_runner
+from secoverhead.studies.tls import declarations as tls_declarations
+from secoverhead.studies.tls import runner as tls_runner
+from secoverhead.studies.tls import tables as tls_tables
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_tls_makes_mysql_connection_setup_slower_but_not_reused_queries_much(tmp_path):
-    p = tls.Params(
+    p = tls_declarations.Params(
         output_dir=str(tmp_path),
         mongo_enabled=False,
         extra_arms=False,
@@ -21,19 +35,19 @@ def test_tls_makes_mysql_connection_setup_slower_but_not_reused_queries_much(tmp
         mysql_reused_iterations=100,
         progress="off",
     )
-    part = tls.run(p)["MySQL"]
-    comps = tls.comparisons(part)
+    part = tls_runner.run(p)["MySQL"]
+    comps = tls_tables.comparisons(part)
     setup = comps[("build + first query", "TLS")]
     assert setup.ratio > 1.5 and setup.design == "paired by round"  # a TLS handshake per connection: ~4x here
     reused = comps[("query on a reused client", "TLS")]
     assert reused.ratio < setup.ratio / 2  # once connected, TLS costs a small fraction of what set-up does
-    table = tls.reproduction_table(part)
-    assert list(table["measure (ms)"]) == list(tls.MEASURES["MySQL"].values())
+    table = tls_tables.reproduction_table(part)
+    assert list(table["measure (ms)"]) == list(tls_declarations.MEASURES["MySQL"].values())
     assert set(part.runs()["connection_server_cpu_ns_resolution"]) == {True}  # nanosecond server CPU
 
 
 def test_tls_on_ferretdb_records_pool_checkout(tmp_path):
-    p = tls.Params(
+    p = tls_declarations.Params(
         output_dir=str(tmp_path),
         mysql_enabled=False,
         extra_arms=False,
@@ -44,7 +58,7 @@ def test_tls_on_ferretdb_records_pool_checkout(tmp_path):
         mongo_reused_iterations=20,
         progress="off",
     )
-    part = tls.run(p)["MongoDB"]
+    part = tls_runner.run(p)["MongoDB"]
     s = part.samples()
     conn = s[s["probe"] == "connection"]
     assert (
@@ -54,7 +68,7 @@ def test_tls_on_ferretdb_records_pool_checkout(tmp_path):
 
 
 def test_auth_pooling_and_nonce_mechanism(tmp_path):
-    p = auth.Params(
+    p = auth_declarations.Params(
         output_dir=str(tmp_path),
         mongo_enabled=False,
         concurrency=[2],
@@ -65,8 +79,8 @@ def test_auth_pooling_and_nonce_mechanism(tmp_path):
         nonces_per_run=400_000,
         progress="off",
     )
-    result = auth.run(p)
-    vs = {v.claim.split(":")[0]: v for v in auth.claims(result)}
+    result = auth_runner.run(p)
+    vs = {v.claim.split(":")[0]: v for v in auth_claims.claims(result)}
     runs = result["MySQL"].runs()
     pooled = runs.groupby("arm")["server_cpu_us_per_op"].median()
     assert pooled["pooled password"] < 0.5 * pooled["password"]  # reusing a connection saves most server CPU
@@ -76,7 +90,7 @@ def test_auth_pooling_and_nonce_mechanism(tmp_path):
 
 
 def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
-    p = auth.Params(
+    p = auth_declarations.Params(
         output_dir=str(tmp_path),
         mysql_enabled=False,
         nonce_enabled=False,
@@ -88,41 +102,45 @@ def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
         warmup=0,
         progress="off",
     )
-    result = auth.run(p)
+    result = auth_runner.run(p)
     part = result["MongoDB"]
     assert part.metadata()["plan"]["design"] == "duet"
     assert len(part.servers) == 3  # auth off, auth on, and a second auth-off server for auth off + TLS
     runs = part.runs()
     assert (runs.groupby("block")["arm"].nunique() == 2).all()  # each duet: auth off beside one other arm
     assert set(runs[runs["arm"] != "auth off"]["partner"]) == {"auth off"}
-    pooling = next(v for v in auth.claims(result) if "pooling" in v.claim)
+    pooling = next(v for v in auth_claims.claims(result) if "pooling" in v.claim)
     assert "through auth off" in pooling.evidence  # the two arms never ran together
 
 
 def test_https_handshake_resumption_and_keepalive(tmp_path):
     arms = ["HTTP", "TLS 1.2 full, RSA", "TLS 1.2 resumed, session cache", "HTTPS keep-alive"]
-    p = https.Params(output_dir=str(tmp_path), arms=arms, repetitions=2, warmup=0, run_seconds=1, progress="off")
-    part = https.run(p).first
-    s = https.summary(part).set_index("arm")["server_cpu_us_per_op"]
+    p = https_declarations.Params(
+        output_dir=str(tmp_path), arms=arms, repetitions=2, warmup=0, run_seconds=1, progress="off"
+    )
+    part = https_runner.run(p).first
+    s = https_tables.summary(part).set_index("arm")["server_cpu_us_per_op"]
     assert s["TLS 1.2 full, RSA"] > 5 * s["HTTP"]  # ~30x here
     assert s["TLS 1.2 resumed, session cache"] < s["TLS 1.2 full, RSA"] / 2
     assert s["HTTPS keep-alive"] < s["TLS 1.2 resumed, session cache"]
-    assert https.resumption_check(part)["as expected"].all()
-    share = https.crypto_share(part).set_index("arm")
+    assert https_tables.resumption_check(part)["as expected"].all()
+    share = https_tables.crypto_share(part).set_index("arm")
     assert 0 < share.loc["TLS 1.2 full, RSA", "signature share of the extra %"] < 150
     assert share.loc["TLS 1.2 full, RSA", "= signatures of this machine"] > 1  # machine-independent units
 
 
 def test_audit_arms_write_what_they_should(tmp_path):
-    p = audit.Params(output_dir=str(tmp_path), repetitions=2, warmup=0, run_seconds=2, progress="off")
-    part = audit.run(p).first
-    assert set(part.extras["verification"]) == {a.name for a in audit.ARMS}
-    storage = audit.storage_table(part).set_index("arm")["bytes per transaction"]
+    p = audit_declarations.Params(output_dir=str(tmp_path), repetitions=2, warmup=0, run_seconds=2, progress="off")
+    part = audit_runner.run(p).first
+    assert set(part.extras["verification"]) == {a.name for a in audit_declarations.ARMS}
+    storage = audit_tables.storage_table(part).set_index("arm")["bytes per transaction"]
     # server_audit logs every statement with its connection and table; general_log the statement text only
     assert storage["server_audit"] > storage["general_log"] > 300
     assert "A: no audit" not in storage  # the baseline writes no audit log at all
-    assert set(audit.difference_table(part)["arm"]) == {a.name for a in audit.ARMS} - {audit.BASELINE}
-    mech = audit.mechanism_table(part).set_index("arm")
+    assert set(audit_tables.difference_table(part)["arm"]) == {a.name for a in audit_declarations.ARMS} - {
+        audit_declarations.BASELINE
+    }
+    mech = audit_tables.mechanism_table(part).set_index("arm")
     assert mech.loc["general_log", "extra server_write_syscalls_per_query over A"] > 0.5  # a write per query
 
 
@@ -130,7 +148,7 @@ def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):
     # The published TPS effects (<= 20 %) drown in this machine's throughput noise at this size; the CPU each
     # transaction costs the server does not: with the 4c16g buffer-pool ratio every page read or flushed is
     # decrypted or encrypted.
-    p = tde.Params(
+    p = tde_declarations.Params(
         output_dir=str(tmp_path),
         profiles=["4c16g"],
         workloads=["oltp_write_only"],
@@ -142,21 +160,21 @@ def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):
         run_seconds=2,
         progress="off",
     )
-    part = tde.run(p)["4c16g"]
+    part = tde_runner.run(p)["4c16g"]
     facts = [f for key, f in part.servers.items() if key != "data disk"]
     assert {f["innodb_encrypt_tables"] for f in facts} == {"OFF", "ON"}
     assert part.servers["data disk"]["data_disk"]  # where the data lived (a RAM disk by default) is recorded
     for f in facts:
         assert f["cpu_limit_cores"] == pytest.approx(0.6) and f["cpu_limit_method"] in ("cgroup-v1-quota", "affinity")
         ratio = f["buffer_pool_sizing"]["data_to_buffer_pool"]
-        assert ratio == pytest.approx(tde.PROFILES["4c16g"].data_to_buffer_pool, rel=0.35)
+        assert ratio == pytest.approx(tde_instances.PROFILES["4c16g"].data_to_buffer_pool, rel=0.35)
     # the arms differ only in encryption: one buffer pool size for both, whatever their data sizes read
     assert len({f["buffer_pool_sizing"]["buffer_pool_bytes"] for f in facts}) == 1
     runs = part.runs()
     per_round = runs.pivot_table(index="round", columns="arm", values="server_cpu_us_per_op")
-    ratio = (per_round[tde.ON] / per_round[tde.OFF]).median()  # paired within each round
+    ratio = (per_round[tde_declarations.ON] / per_round[tde_declarations.OFF]).median()  # paired within each round
     assert ratio > 1.05, per_round
-    on = runs[runs["arm"] == tde.ON]
+    on = runs[runs["arm"] == tde_declarations.ON]
     assert (on["pages_encrypted_per_txn"] + on["pages_decrypted_per_txn"] > 0).all()  # the mechanism, counted
-    assert (runs.loc[runs["arm"] == tde.OFF, "pages_encrypted_per_txn"] == 0).all()
+    assert (runs.loc[runs["arm"] == tde_declarations.OFF, "pages_encrypted_per_txn"] == 0).all()
     assert (runs["server_cpu_pct_of_limit"] > 0).all()

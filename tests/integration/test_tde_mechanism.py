@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead import calibration
-from secoverhead.metrics import CpuMeter
+from secoverhead.host import calibration
+from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers import MariaDBServer
 from secoverhead.workloads import server_status
 

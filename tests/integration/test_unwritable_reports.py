@@ -21,7 +21,7 @@ def _start(reports: Path, tmp_path: Path) -> subprocess.Popen:
     env = os.environ | {"SECOVERHEAD_STATE": str(tmp_path / "state")}
     env.pop("PYTEST_CURRENT_TEST", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "secoverhead.cli", *ARGS, "--reports", str(reports)],
+        [sys.executable, "-m", "secoverhead.app.cli", *ARGS, "--reports", str(reports)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -91,6 +91,8 @@ def test_a_reports_folder_that_stops_taking_files_mid_run_fails_the_run_cleanly(
     finally:
         subprocess.run(["chattr", "-i", *map(str, frozen)])
     index = subprocess.run(
-        [sys.executable, "-m", "secoverhead.cli", "index", "--reports", str(reports)], capture_output=True, text=True
+        [sys.executable, "-m", "secoverhead.app.cli", "index", "--reports", str(reports)],
+        capture_output=True,
+        text=True,
     )
     assert index.returncode == 0 and "Traceback" not in index.stderr, index.stderr

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from secoverhead.pipeline import prepare
+from secoverhead.app.pipeline import prepare
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.ownership import MARKER
 
@@ -66,7 +66,7 @@ def _cli(db, study: str, user: str, database: str, tmp_path, *extra: str) -> sub
     args = ["run", study, "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
     args += ["-p", "mysql_user", user, "-p", "mysql_password_env", "USERS_PW", "-p", "mysql_database", database]
     args += [*SHORT[study], *extra, "--reports", str(tmp_path / "reports")]
-    return subprocess.run([sys.executable, "-m", "secoverhead.cli", *args], env=env, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "secoverhead.app.cli", *args], env=env, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("study", ["tls", "tde", "audit"])

@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 
-from secoverhead.errors import ConfigError
+from secoverhead.core.errors import ConfigError
 from secoverhead.servers import FerretDBServer, MariaDBServer, NginxServer
 from secoverhead.workloads import http, probes
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions

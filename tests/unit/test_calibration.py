@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from secoverhead import calibration
+from secoverhead.host import calibration
 
 
 @pytest.fixture

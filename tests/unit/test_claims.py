@@ -6,8 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from secoverhead.studies import audit, auth, https, tde, tls
-from secoverhead.verdicts import Verdict
+from secoverhead.analysis.verdicts import Verdict
+from secoverhead.studies.audit import claims as audit_claims
+from secoverhead.studies.audit import declarations as audit_declarations
+from secoverhead.studies.auth import claims as auth_claims
+from secoverhead.studies.https import claims as https_claims
+from secoverhead.studies.https import declarations as https_declarations
+from secoverhead.studies.tde import claims as tde_claims
+from secoverhead.studies.tde import declarations as tde_declarations
+from secoverhead.studies.tde import instances as tde_instances
+from secoverhead.studies.tls import claims as tls_claims
 
 R, N, U = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE  # U: undecided
 TIGHT, LOOSE = 0.01, 0.6
@@ -67,7 +75,7 @@ def test_tls_claims(setup, reused, noise, rounds, expected):
         noise=noise,
         rounds=rounds,
     )
-    vs = tls.part_claims("MySQL", runs)
+    vs = tls_claims.part_claims("MySQL", runs)
     assert (verdicts(vs, "markedly slower"), verdicts(vs, "reused client")) == expected
 
 
@@ -96,7 +104,7 @@ def _auth_runs(server_auth, client_auth, pooled, noise=TIGHT, rounds=8):
     ],
 )
 def test_auth_mongodb_claims(server_auth, client_auth, pooled, noise, rounds, expected):
-    vs = auth.part_claims("MongoDB", _auth_runs(server_auth, client_auth, pooled, noise, rounds), top=4)
+    vs = auth_claims.part_claims("MongoDB", _auth_runs(server_auth, client_auth, pooled, noise, rounds), top=4)
     assert (verdicts(vs, "raises server CPU"), verdicts(vs, "client pays"), verdicts(vs, "pooling")) == expected
 
 
@@ -119,7 +127,7 @@ def _auth_duet_runs(server_auth: float, pooled: float, rounds: int = 8, seed: in
 
 @pytest.mark.parametrize("pooled, expected", [(0.3, R), (0.7, N)])
 def test_auth_pooling_in_duets_is_compared_through_auth_off(pooled, expected):
-    vs = auth.part_claims("MongoDB", _auth_duet_runs(1.3, pooled), top=8)
+    vs = auth_claims.part_claims("MongoDB", _auth_duet_runs(1.3, pooled), top=8)
     (v,) = [v for v in vs if "pooling" in v.claim]
     assert v.verdict == expected and "through auth off" in v.evidence, v.evidence
     assert v.needs and all(n["concurrency"] == 8 for n in v.needs)  # later rounds still find its cells
@@ -138,7 +146,7 @@ def test_auth_mysql_and_nonce_claims(pooled, noise, expected):
         noise=noise,
         rounds=8 if noise == TIGHT else 3,
     )
-    assert verdicts(auth.part_claims("MySQL", mysql, top=4), "pooling") == expected
+    assert verdicts(auth_claims.part_claims("MySQL", mysql, top=4), "pooling") == expected
     syscall = {R: 5.0, N: 0.9, U: 1.5}[expected]
     nonce = make_runs(
         {("userspace", 8): {"system_ns_per_nonce": 100.0}, ("syscall", 8): {"system_ns_per_nonce": 100.0 * syscall}},
@@ -146,7 +154,7 @@ def test_auth_mysql_and_nonce_claims(pooled, noise, expected):
         noise=noise,
         rounds=8 if noise == TIGHT else 3,
     )
-    assert verdicts(auth.part_claims("nonce", nonce, top=4, top_workers=8), "nonce") == expected
+    assert verdicts(auth_claims.part_claims("nonce", nonce, top=4, top_workers=8), "nonce") == expected
 
 
 # -- tde -----------------------------------------------------------------------------------------------
@@ -162,11 +170,11 @@ def _tde_runs(
     transactions per server CPU-second (absent: server CPU not measured, as for an external server)."""
     levels = {}
     for (w, t), lost in loss.items():
-        levels[(tde.OFF, w, t)] = {"tps": 1000.0, "server_cpu_pct_of_limit": 60.0}
-        levels[(tde.ON, w, t)] = {"tps": 1000.0 * (1 - lost), "server_cpu_pct_of_limit": 60.0 + cpu_pp}
+        levels[(tde_declarations.OFF, w, t)] = {"tps": 1000.0, "server_cpu_pct_of_limit": 60.0}
+        levels[(tde_declarations.ON, w, t)] = {"tps": 1000.0 * (1 - lost), "server_cpu_pct_of_limit": 60.0 + cpu_pp}
         if capacity is not None:
-            levels[(tde.OFF, w, t)][tde.CAPACITY] = 2000.0
-            levels[(tde.ON, w, t)][tde.CAPACITY] = 2000.0 * (1 - capacity[(w, t)])
+            levels[(tde_declarations.OFF, w, t)][tde_claims.CAPACITY] = 2000.0
+            levels[(tde_declarations.ON, w, t)][tde_claims.CAPACITY] = 2000.0 * (1 - capacity[(w, t)])
     return make_runs(
         levels,
         factors={"workload": None, "threads": None},
@@ -200,7 +208,7 @@ CLAIMS = ("few concurrent", "many concurrent", "write-heavy", "CPU utilisation")
 )
 def test_tde_claims_on_tps(loss, cpu_pp, noise, rounds, expected):
     """Without server CPU (an external server's runs), the claims rest on TPS alone."""
-    vs = tde.part_claims("4c16g", _tde_runs(loss, cpu_pp, noise, rounds))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, cpu_pp, noise, rounds))
     assert tuple(verdicts(vs, part) for part in CLAIMS) == expected
 
 
@@ -210,11 +218,11 @@ def test_tde_capacity_decides_nothing():
     per transaction stay the same), so every TPS claim stays undecided, with or without capacity."""
     loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.01, (RO, 16): 0.0}
     cap = {(W, 1): 0.10, (RO, 1): 0.03, (W, 16): 0.035, (RO, 16): 0.0}
-    vs = tde.part_claims("4c16g", _tde_runs(loss, noise=0.005, capacity=cap, tps_noise=0.5, rounds=8))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, noise=0.005, capacity=cap, tps_noise=0.5, rounds=8))
     assert tuple(verdicts(vs, part) for part in CLAIMS[:3]) == (U, U, U)
     (few,) = [v for v in vs if "few concurrent" in v.claim]
     assert "capacity loss" in few.evidence and "if CPU-bound" in few.evidence
-    vs = tde.part_claims("4c16g", _tde_runs(loss, noise=0.005, tps_noise=0.5, rounds=8))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, noise=0.005, tps_noise=0.5, rounds=8))
     assert tuple(verdicts(vs, part) for part in CLAIMS[:3]) == (U, U, U)
 
 
@@ -223,14 +231,14 @@ def test_tde_low_concurrency_is_the_originals_contrast():
     few-thread loss may exceed ~20 % (its interval wholly above 25 % refutes). Equal losses at both thread counts
     refute it, whatever their size; so does a larger loss with many threads."""
     contrast = {(W, 1): 0.15, (RO, 1): 0.01, (W, 16): 0.02, (RO, 16): 0.01}
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(contrast)), "few concurrent") == R
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(contrast)), "few concurrent") == R
     equal = {(W, 1): 0.08, (RO, 1): 0.03, (W, 16): 0.08, (RO, 16): 0.03}
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(equal, noise=0.005)), "few concurrent") == N
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(equal, noise=0.005)), "few concurrent") == N
     reversed_ = {(W, 1): 0.01, (RO, 1): 0.01, (W, 16): 0.06, (RO, 16): 0.04}
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(reversed_, noise=0.005)), "few concurrent") == N
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(reversed_, noise=0.005)), "few concurrent") == N
     too_much = {(W, 1): 0.35, (RO, 1): 0.01, (W, 16): 0.02, (RO, 16): 0.01}
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(too_much)), "few concurrent") == N
-    (v,) = [v for v in tde.part_claims("4c16g", _tde_runs(contrast)) if "few concurrent" in v.claim]
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(too_much)), "few concurrent") == N
+    (v,) = [v for v in tde_claims.part_claims("4c16g", _tde_runs(contrast)) if "few concurrent" in v.claim]
     assert "over the same at 16" in v.evidence and "Bonferroni over 2 workloads" in v.evidence
     assert v.source == "published" and v.registered["quote"] and v.id == "4c16g:low-concurrency-loss"
 
@@ -240,10 +248,10 @@ def test_tde_loss_intervals_take_the_whole_error_rate():
     bounds, so nothing is halved (95 % for each cell of the conjunction at alpha 0.05)."""
     loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.01, (RO, 16): 0.0}
     cap = {(W, 1): 0.10, (RO, 1): 0.03, (W, 16): 0.035, (RO, 16): 0.0}
-    vs = tde.part_claims("4c16g", _tde_runs(loss, noise=0.02, capacity=cap, rounds=8))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, noise=0.02, capacity=cap, rounds=8))
     (many,) = [v for v in vs if "many concurrent" in v.claim]
     assert "CIs at 95 %" in many.evidence
-    rows = tde.loss_bounds(_tde_runs(loss, noise=0.02, capacity=cap, rounds=8), 0.05, threads=16, family=1)
+    rows = tde_claims.loss_bounds(_tde_runs(loss, noise=0.02, capacity=cap, rounds=8), 0.05, threads=16, family=1)
     assert all(b.hi == pytest.approx((1 - b.tps.ci_low) * 100) for b in rows)
     assert all(b.tps.confidence == pytest.approx(0.95) and b.capacity.confidence == pytest.approx(0.95) for b in rows)
 
@@ -253,22 +261,22 @@ def test_tde_capacity_bound_never_refutes():
     loss): with TPS too noisy to show a loss, the claim stays undecided; a measured TPS loss beyond it refutes."""
     loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.0, (RO, 16): 0.0}
     cap = {(W, 1): 0.40, (RO, 1): 0.02, (W, 16): 0.02, (RO, 16): 0.0}
-    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap, tps_noise=0.5, rounds=5))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, capacity=cap, tps_noise=0.5, rounds=5))
     assert verdicts(vs, "few concurrent") == U
     loss[(W, 1)] = 0.45
-    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap, rounds=8))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, capacity=cap, rounds=8))
     assert verdicts(vs, "few concurrent") == N
 
 
 def test_tde_high_concurrency_refuted_by_a_measured_loss():
     loss = {(W, 1): 0.05, (RO, 1): 0.02, (W, 16): 0.15, (RO, 16): 0.0}
     cap = {(W, 1): 0.06, (RO, 1): 0.02, (W, 16): 0.16, (RO, 16): 0.0}
-    vs = tde.part_claims("4c16g", _tde_runs(loss, capacity=cap))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(loss, capacity=cap))
     assert verdicts(vs, "many concurrent") == N
 
 
 def test_tde_write_heavy_not_reproduced_when_reads_lose_more():
-    vs = tde.part_claims("8c32g", _tde_runs({(W, 1): 0.02, (RO, 1): 0.15, (W, 16): 0.01, (RO, 16): 0.08}))
+    vs = tde_claims.part_claims("8c32g", _tde_runs({(W, 1): 0.02, (RO, 1): 0.15, (W, 16): 0.01, (RO, 16): 0.08}))
     assert verdicts(vs, "write-heavy") == N
 
 
@@ -278,19 +286,19 @@ def test_tde_write_heavy_pooled_over_threads_on_tps():
     old rule reproduced the latter below 1 and refuted it within +-2 % at once); too few noisy rounds say
     nothing; capacity plays no part."""
     more = {(W, 1): 0.16, (RO, 1): 0.12, (W, 16): 0.14, (RO, 16): 0.10}
-    vs = tde.part_claims("4c16g", _tde_runs(more, noise=0.01, rounds=8))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(more, noise=0.01, rounds=8))
     assert verdicts(vs, "write-heavy") == R
     (v,) = [v for v in vs if "write-heavy" in v.claim]
     assert "averaged over threads" in v.evidence and "n=8 rounds" in v.evidence and "(95 % CI" in v.evidence
     assert v.registered["metric"] == "tps"
     same = {k: 0.12 for k in more}
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(same, noise=0.005)), "write-heavy") == N
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(same, noise=0.005)), "write-heavy") == N
     slight = {(W, 1): 0.11, (RO, 1): 0.10, (W, 16): 0.11, (RO, 16): 0.10}  # 1.1 % more: inside the margin
-    assert verdicts(tde.part_claims("4c16g", _tde_runs(slight, noise=0.002)), "write-heavy") == N
-    noisy = tde.part_claims("4c16g", _tde_runs(more, noise=0.08, rounds=3))
+    assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(slight, noise=0.002)), "write-heavy") == N
+    noisy = tde_claims.part_claims("4c16g", _tde_runs(more, noise=0.08, rounds=3))
     assert verdicts(noisy, "write-heavy") == U
     cap_only = {k: 0.0 for k in more}
-    vs = tde.part_claims("4c16g", _tde_runs(cap_only, noise=0.005, capacity=more))
+    vs = tde_claims.part_claims("4c16g", _tde_runs(cap_only, noise=0.005, capacity=more))
     assert verdicts(vs, "write-heavy") == N  # a capacity excess with equal TPS is not the original's drop
 
 
@@ -302,9 +310,9 @@ def _exact_tde_runs(loss_log: dict, sd: float, rounds: int = 8) -> pd.DataFrame:
     rows = []
     for rnd in range(rounds):
         for (w, t), lost in loss_log.items():
-            rows.append({"arm": tde.OFF, "workload": w, "threads": t, "round": rnd, "tps": 1000.0})
+            rows.append({"arm": tde_declarations.OFF, "workload": w, "threads": t, "round": rnd, "tps": 1000.0})
             on = 1000.0 * np.exp(-lost + sd * z[(rnd + t) % rounds])
-            rows.append({"arm": tde.ON, "workload": w, "threads": t, "round": rnd, "tps": on})
+            rows.append({"arm": tde_declarations.ON, "workload": w, "threads": t, "round": rnd, "tps": on})
     return pd.DataFrame(rows).assign(run_id=lambda d: range(len(d)))
 
 
@@ -319,16 +327,16 @@ def test_tde_every_cell_inside_is_an_intersection_union_test():
     sd = 0.038 / t_each * np.sqrt(n)  # each upper bound at 1 % + 3.8 % = 4.8 %
     assert 0.01 + t_fam * sd / np.sqrt(n) > 0.05  # the widened one would be 5.6 %
     runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): 0.01, (RO, 16): 0.01}, sd)
-    vs = tde.part_claims("4c16g", runs)
+    vs = tde_claims.part_claims("4c16g", runs)
     assert verdicts(vs, "many concurrent") == R
     (v,) = [v for v in vs if "many concurrent" in v.claim]
     assert "intersection-union" in v.measure and "for refuting" in v.evidence
     # a loss whose lower bound clears 5 % at alpha but not after the correction: not refuted
     lo = 0.05 + (t_each + t_fam) / 2 * sd / np.sqrt(n)
     runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): lo, (RO, 16): 0.01}, sd)
-    assert verdicts(tde.part_claims("4c16g", runs), "many concurrent") == U
+    assert verdicts(tde_claims.part_claims("4c16g", runs), "many concurrent") == U
     runs = _exact_tde_runs({(W, 1): 0.01, (RO, 1): 0.01, (W, 16): 0.12, (RO, 16): 0.01}, sd)
-    assert verdicts(tde.part_claims("4c16g", runs), "many concurrent") == N
+    assert verdicts(tde_claims.part_claims("4c16g", runs), "many concurrent") == N
 
 
 def test_tde_buffer_pool_is_one_size_for_every_arm():
@@ -336,15 +344,17 @@ def test_tde_buffer_pool_is_one_size_for_every_arm():
     buffer pool, at the original's ratio to their mean data size; the in-memory profile holds twice the data
     plus 16 MiB; nothing goes under InnoDB's 6 MiB floor."""
     mib = 1 << 20
-    p4 = tde.PROFILES["4c16g"]
-    assert tde.buffer_pool_target([204 * mib, 206 * mib], p4) == int(205 * mib / p4.data_to_buffer_pool)
-    assert tde.buffer_pool_target([205 * mib], p4) == tde.buffer_pool_target([204 * mib, 206 * mib], p4)
-    assert tde.buffer_pool_target([100 * mib, 100 * mib], tde.PROFILES["in-memory"]) == 216 * mib
-    assert tde.buffer_pool_target([1 * mib, 1 * mib], p4) == 6 * mib
+    p4 = tde_instances.PROFILES["4c16g"]
+    assert tde_instances.buffer_pool_target([204 * mib, 206 * mib], p4) == int(205 * mib / p4.data_to_buffer_pool)
+    assert tde_instances.buffer_pool_target([205 * mib], p4) == tde_instances.buffer_pool_target(
+        [204 * mib, 206 * mib], p4
+    )
+    assert tde_instances.buffer_pool_target([100 * mib, 100 * mib], tde_instances.PROFILES["in-memory"]) == 216 * mib
+    assert tde_instances.buffer_pool_target([1 * mib, 1 * mib], p4) == 6 * mib
 
 
 def test_tde_claims_need_two_arms():
-    assert tde.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde.OFF")) == []
+    assert tde_claims.part_claims("external", _tde_runs({(W, 1): 0.1}).query("arm == @tde_declarations.OFF")) == []
 
 
 # -- https ---------------------------------------------------------------------------------------------
@@ -354,10 +364,13 @@ def test_tde_claims_need_two_arms():
 )
 def test_https_claims(full, recovered, noise, rounds, expected):
     http, f = 30.0, 30.0 * full
-    levels = {https.BASELINE: {"server_cpu_us_per_op": http}, https.FULL: {"server_cpu_us_per_op": f}}
-    for arm in https.RECOVERY_CLAIMS:
+    levels = {
+        https_declarations.BASELINE: {"server_cpu_us_per_op": http},
+        https_declarations.FULL: {"server_cpu_us_per_op": f},
+    }
+    for arm in https_claims.RECOVERY_CLAIMS:
         levels[arm] = {"server_cpu_us_per_op": http + (1 - recovered) * (f - http)}
-    vs = https.part_claims(make_runs(levels, noise=noise, rounds=rounds))
+    vs = https_claims.part_claims("https", make_runs(levels, noise=noise, rounds=rounds))
     assert len(vs) == 5
     assert verdicts(vs, "multiplies") == expected[0]
     assert {v.verdict for v in vs if "wins back" in v.claim} == {expected[1]}
@@ -406,8 +419,8 @@ def test_https_claims(full, recovered, noise, rounds, expected):
     ],
 )
 def test_audit_claims(tps, noise, rounds, expected):
-    levels = {audit.BASELINE: {"tps": 1000.0}} | {arm: {"tps": 1000.0 * x} for arm, x in tps.items()}
-    vs = audit.part_claims(make_runs(levels, noise=noise, rounds=rounds))
+    levels = {audit_declarations.BASELINE: {"tps": 1000.0}} | {arm: {"tps": 1000.0 * x} for arm, x in tps.items()}
+    vs = audit_claims.part_claims("audit", make_runs(levels, noise=noise, rounds=rounds))
     got = tuple(
         verdicts(vs, part)
         for part in ("about 30 %", "costliest", "server_audit costs", "init_connect + binlog costs", "binary log alone")
@@ -426,13 +439,13 @@ def test_audit_claims_in_duet_blocks_read_tps_through_the_baseline():
         for arm, x in level.items():
             shared = rng.lognormal(0, 0.2)
             block = f"{rnd}:{arm}:[]"
-            for name, lv in ((audit.BASELINE, 1.0), (arm, x)):
+            for name, lv in ((audit_declarations.BASELINE, 1.0), (arm, x)):
                 rows.append(
                     {"run_id": len(rows), "arm": name, "round": rnd, "block": block, "partner": "",
                      "tps": 900 * lv * shared * rng.lognormal(0, 0.01),
                      "tps_per_server_core": 1000 * rng.lognormal(0, 0.01)}
                 )  # fmt: skip
-    vs = audit.part_claims(pd.DataFrame(rows))
+    vs = audit_claims.part_claims("audit", pd.DataFrame(rows))
     got = {v.id: v for v in vs}
     assert got["general_log-loss"].verdict == R and "duet" in got["general_log-loss"].evidence
     worst = got["general_log-worst"]
@@ -445,7 +458,7 @@ def test_audit_claims_in_duet_blocks_read_tps_through_the_baseline():
 def test_the_code_decides_every_registered_claim_and_only_those():
     """Each study's claims on full synthetic runs: every registered claim is decided, from its registry entry
     (source, words, metric, reading travel with the verdict), and no verdict comes from elsewhere."""
-    from secoverhead import registry
+    from secoverhead.analysis import claim_registry as registry
 
     tls_runs = make_runs({"no TLS": {"total_ms_median": 10.0, "query_ms_median": 1.0},
                           "TLS": {"total_ms_median": 25.0, "query_ms_median": 1.02}})  # fmt: skip
@@ -457,19 +470,25 @@ def test_the_code_decides_every_registered_claim_and_only_those():
         {("password", 4): {"server_cpu_us_per_op": 200.0}, ("pooled password", 4): {"server_cpu_us_per_op": 20.0}},
         factors={"concurrency": None},
     )
-    levels = {https.BASELINE: {"server_cpu_us_per_op": 30.0}, https.FULL: {"server_cpu_us_per_op": 600.0}}
-    levels |= {arm: {"server_cpu_us_per_op": 60.0} for arm in https.RECOVERY_CLAIMS}
+    levels = {
+        https_declarations.BASELINE: {"server_cpu_us_per_op": 30.0},
+        https_declarations.FULL: {"server_cpu_us_per_op": 600.0},
+    }
+    levels |= {arm: {"server_cpu_us_per_op": 60.0} for arm in https_claims.RECOVERY_CLAIMS}
     tps = {"general_log": 0.7, "server_audit": 0.97, "init_connect + binlog": 0.95, "binlog only": 0.98}
     loss = {(W, 1): 0.12, (RO, 1): 0.03, (W, 16): 0.04, (RO, 16): 0.0}
     decided = {
-        "tls": tls.part_claims("MySQL", tls_runs),
-        "auth": auth.part_claims("MongoDB", _auth_runs(1.3, 1.5, 0.1), top=4)
-        + auth.part_claims("MySQL", mysql, top=4)
-        + auth.part_claims("nonce", nonce, top=4, top_workers=8),
-        "tde": tde.part_claims("4c16g", _tde_runs(loss)),
-        "https": https.part_claims(make_runs(levels)),
-        "audit": audit.part_claims(
-            make_runs({audit.BASELINE: {"tps": 1000.0}} | {a: {"tps": 1000.0 * x} for a, x in tps.items()})
+        "tls": tls_claims.part_claims("MySQL", tls_runs),
+        "auth": auth_claims.part_claims("MongoDB", _auth_runs(1.3, 1.5, 0.1), top=4)
+        + auth_claims.part_claims("MySQL", mysql, top=4)
+        + auth_claims.part_claims("nonce", nonce, top=4, top_workers=8),
+        "tde": tde_claims.part_claims("4c16g", _tde_runs(loss)),
+        "https": https_claims.part_claims("https", make_runs(levels)),
+        "audit": audit_claims.part_claims(
+            "audit",
+            make_runs(
+                {audit_declarations.BASELINE: {"tps": 1000.0}} | {a: {"tps": 1000.0 * x} for a, x in tps.items()}
+            ),
         ),
     }
     seen = set()
@@ -490,13 +509,13 @@ def test_audit_says_whether_general_logs_loss_is_cpu_or_waiting(cores, expected)
     noise_of = {"server_cpu_cores": 0.6} if cores is None else None
     runs = make_runs(
         {
-            audit.BASELINE: {"tps": 1000.0, "server_cpu_cores": 1.5},
+            audit_declarations.BASELINE: {"tps": 1000.0, "server_cpu_cores": 1.5},
             "general_log": {"tps": 700.0, "server_cpu_cores": 1.5 * (cores or 1.0)},
         },
         noise_of=noise_of,
         rounds=8 if cores is not None else 3,
     )
-    assert expected in audit.contention_note(runs)
+    assert expected in audit_claims.contention_note(runs)
 
 
 @pytest.mark.parametrize(
@@ -510,7 +529,7 @@ def test_audit_says_whether_general_logs_loss_is_cpu_or_waiting(cores, expected)
 def test_audit_names_serialisation_only_when_threads_block_more_without_queueing(waits, queue, expected):
     runs = make_runs(
         {
-            audit.BASELINE: {
+            audit_declarations.BASELINE: {
                 "tps": 1000.0,
                 "server_cpu_cores": 1.5,
                 "server_blocking_waits_per_txn": 2.0,
@@ -525,5 +544,5 @@ def test_audit_names_serialisation_only_when_threads_block_more_without_queueing
         },
         rounds=8,
     )
-    note = audit.contention_note(runs)
+    note = audit_claims.contention_note(runs)
     assert expected in note and "blocking waits" in note and "run-queue time" in note

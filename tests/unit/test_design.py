@@ -9,10 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from secoverhead.compare import compare_arms
-from secoverhead.design import ClaimPlan, check, fixed, half_width, min_detectable_ratio, rounds_needed, schedule
-from secoverhead.experiment import Experiment, Measurement, cell_of
-from secoverhead.results import ResultStore
+from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.design import (
+    ClaimPlan,
+    check,
+    fixed,
+    half_width,
+    min_detectable_ratio,
+    rounds_needed,
+    schedule,
+)
+from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.plan import cell_of
+from secoverhead.measurement.results import ResultStore
 
 
 def test_schedule_spends_alpha_little_early_most_late():
@@ -63,25 +72,28 @@ def test_a_plan_that_cannot_decide_is_flagged_with_the_rounds_it_needs():
 def test_a_study_plan_is_checked_and_sized_up_before_it_starts():
     """The audit and TDE quick plans decide; cut to 7 rounds, TDE's write-heavy claim (+-4 % on its prior spread)
     cannot: warn says so, size-up raises repetitions to what it needs, refuse stops before anything starts."""
-    from secoverhead.errors import ConfigError
-    from secoverhead.params import build, read_file
-    from secoverhead.paths import PARAMS
-    from secoverhead.studies import audit, tde
+    from secoverhead.core.errors import ConfigError
+    from secoverhead.core.params import build, read_file
+    from secoverhead.core.paths import PARAMS
+    from secoverhead.studies.audit import declarations as audit_declarations
+    from secoverhead.studies.tde import declarations as tde_declarations
 
-    assert build(audit.Params, read_file(PARAMS / "audit" / "quick.yaml"), study="audit").check_plan() == []
+    assert (
+        build(audit_declarations.Params, read_file(PARAMS / "audit" / "quick.yaml"), study="audit").check_plan() == []
+    )
     values = read_file(PARAMS / "tde" / "quick.yaml")
-    assert build(tde.Params, values, study="tde").check_plan() == []
+    assert build(tde_declarations.Params, values, study="tde").check_plan() == []
     values = values | {"repetitions": 7}
-    warned = build(tde.Params, values | {"plan_check": "warn"}, study="tde")
+    warned = build(tde_declarations.Params, values | {"plan_check": "warn"}, study="tde")
     lines = warned.check_plan()
     assert any("write-heavy" in line and "cannot reach" in line for line in lines) and warned.repetitions == 7
-    sized = build(tde.Params, values | {"plan_check": "size-up"}, study="tde")
+    sized = build(tde_declarations.Params, values | {"plan_check": "size-up"}, study="tde")
     lines = sized.check_plan()
     assert sized.repetitions > 7 and any("raised from 7" in line for line in lines)
     assert all(f.feasible for f in sized.feasibility())
     with pytest.raises(ConfigError, match="cannot reach"):
-        build(tde.Params, values | {"plan_check": "refuse"}, study="tde").check_plan()
-    assert build(tde.Params, values | {"aa": True}, study="tde").check_plan() == []  # A/A has no claims
+        build(tde_declarations.Params, values | {"plan_check": "refuse"}, study="tde").check_plan()
+    assert build(tde_declarations.Params, values | {"aa": True}, study="tde").check_plan() == []  # A/A has no claims
 
 
 def _aa_experiment(rng, looks, *, round_sd=0.1, run_sd=0.05, heavy=False) -> tuple[bool, int]:
@@ -164,7 +176,7 @@ def test_aa_floor_from_fewer_rounds_than_planned_keeps_false_positives_near_alph
     false-positive rate look like 10-24 %; the smoothed resample keeps it near the 5 % spent."""
     import numpy as np
 
-    from secoverhead.design import aa_floor, schedule, smoothed_resample
+    from secoverhead.analysis.design import aa_floor, schedule, smoothed_resample
 
     looks = schedule(4, 20, 3)
     rates = [
@@ -184,7 +196,7 @@ def test_aa_floor_is_an_experiments_spread_even_when_more_rounds_were_measured_t
     1.96 x 0.1 / sqrt 12 = 5.8 %), not the ~3 % that subsets of the 16 gave (their means hardly differ)."""
     import numpy as np
 
-    from secoverhead.design import aa_floor, schedule
+    from secoverhead.analysis.design import aa_floor, schedule
 
     z = np.linspace(-1.7, 1.7, 16)
     d = (z - z.mean()) / z.std(ddof=1) * 0.1  # exactly mean 0, sd 0.1
@@ -195,7 +207,7 @@ def test_aa_floor_is_an_experiments_spread_even_when_more_rounds_were_measured_t
 def test_aa_floor_counts_the_offset_in_the_floor_but_not_in_false_positives():
     import numpy as np
 
-    from secoverhead.design import aa_floor, schedule
+    from secoverhead.analysis.design import aa_floor, schedule
 
     d = np.random.default_rng(3).normal(0.08, 0.02, 30)  # a systematic 8 % difference, little spread
     f = aa_floor(d, schedule(4, 20, 3), trials=2000)
@@ -204,7 +216,7 @@ def test_aa_floor_counts_the_offset_in_the_floor_but_not_in_false_positives():
 
 
 def test_budget_rounds_is_what_the_time_affords_within_the_plan():
-    from secoverhead.design import budget_rounds
+    from secoverhead.analysis.design import budget_rounds
 
     assert budget_rounds(60, 2.0, 3, 77) == 30
     assert budget_rounds(600, 2.0, 3, 77) == 77  # the plan ends first

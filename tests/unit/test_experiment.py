@@ -15,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from secoverhead.experiment import Experiment, Measurement, plan_rounds
-from secoverhead.files import sanitize
-from secoverhead.results import ResultStore
-from secoverhead.secrets import Secret
+from secoverhead.core.files import sanitize
+from secoverhead.core.secrets import Secret
+from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.plan import plan_rounds
+from secoverhead.measurement.results import ResultStore
 
 
 def plan_runs(*args, **kw):
@@ -183,8 +184,8 @@ def test_sanitize_keeps_ordinary_values():
 CRASHING = textwrap.dedent(
     """
     import sys, time
-    from secoverhead.experiment import Experiment, Measurement
-    from secoverhead.results import ResultStore
+    from secoverhead.measurement.experiment import Experiment, Measurement
+    from secoverhead.measurement.results import ResultStore
     store = ResultStore(sys.argv[1], "crash")
     exp = Experiment("crash", arms=["a", "b", "c"], repetitions=10, warmup=1, store=store, progress=False)
     def measure(arm, factors):
@@ -223,7 +224,7 @@ def test_a_killed_experiment_resumes_without_repeating_or_losing_runs(tmp_path):
 
 
 def test_an_owner_that_exited_is_dead_even_as_an_unreaped_zombie():
-    from secoverhead.owners import alive
+    from secoverhead.core.owners import alive
 
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 5
@@ -239,7 +240,7 @@ def test_progress_counts_retakes_in_its_total(tmp_path, monkeypatch):
     """A retaken run is not in the plan: the total grows with it, so progress never reads 65/60."""
     import json
 
-    from secoverhead import experiment as ex
+    from secoverhead.measurement import experiment as ex
 
     flagged = iter([1.0] + [0.0] * 100)
 

@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from secoverhead import pipeline, signals
-from secoverhead.errors import ConfigError
-from secoverhead.files import write_in_place
+from secoverhead.app import pipeline
+from secoverhead.core import signals
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import write_in_place
 
 
 def _finalise(run_dir, status="ok"):

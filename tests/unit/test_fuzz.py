@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secoverhead import cli, pipeline
-from secoverhead.params import specs
+from secoverhead.app import cli, pipeline
+from secoverhead.core.params import specs
 from secoverhead.studies import STUDIES
 
 EXAMPLES = 300  # two tests: 600 generated inputs
@@ -37,11 +37,11 @@ def contained(monkeypatch, tmp_path_factory):
         "run_study",
         lambda prepared, **kw: pipeline.RunOutcome(prepared.study.id, tmp_path_factory.mktemp("r"), "ok"),
     )
-    monkeypatch.setattr("secoverhead.index.build_index", lambda root: root)
+    monkeypatch.setattr("secoverhead.suite.index.build_index", lambda root: root)
 
 
 NAMES = [
-    *sorted({n for s in STUDIES.values() for n in specs(s.params_class())}),
+    *sorted({n for s in STUDIES.values() for n in specs(s.Params)}),
     "nosuch",
     "mysql_password",
     "api_key",
@@ -146,7 +146,7 @@ def test_a_reports_path_that_is_a_file_or_read_only_is_one_line(tmp_path, capsys
         ro.chmod(0o700)
 
 
-FILE_PARAMS = sorted({(sid, n) for sid, s in STUDIES.items() for n in specs(s.params_class()) if n.endswith("_file")})
+FILE_PARAMS = sorted({(sid, n) for sid, s in STUDIES.items() for n in specs(s.Params) if n.endswith("_file")})
 AWKWARD_PATHS = ["a" * 300, "/tmp/" + "b" * 5000, "x\x00y", "/", "/nonexistent/ca.pem", "~nosuchuser/x"]
 
 

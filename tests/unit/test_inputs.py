@@ -9,10 +9,10 @@ import signal
 
 import pytest
 
-from secoverhead import cli
-from secoverhead.errors import ConfigError
-from secoverhead.files import Unreadable, read_bounded, read_json
-from secoverhead.params import read_file, show
+from secoverhead.app import cli
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import Unreadable, read_bounded, read_json
+from secoverhead.core.params import read_file, show
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)

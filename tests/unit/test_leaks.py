@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from secoverhead import leaks
+from secoverhead.host import leaks
 
 SECRET = 'Pw with "quotes" & <tags>\\ 7'
 

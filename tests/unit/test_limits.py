@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from secoverhead import cgroups
-from secoverhead.errors import ConfigError
+from secoverhead.core.errors import ConfigError
+from secoverhead.host import cgroups
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from secoverhead.metrics import CpuMeter, CpuUsage, ProcCpu, bytes_in, client_bound
+from secoverhead.host.metrics import CpuMeter, CpuUsage, ProcCpu, bytes_in, client_bound
 
 # user-bound: the clock (a real syscall for CPU time) is read only every 200,000 iterations
 BURN = "import time\nt=time.process_time()\nwhile time.process_time()-t < {s}:\n    for _ in range(200000): pass\n"
@@ -81,7 +81,7 @@ def test_bytes_in_files_and_directories(tmp_path):
 def test_cgroup_user_and_system_split_the_interval_not_the_totals():
     """cpuacct's user/sys are tick-sampled; splitting each cumulative reading let an idle interval show
     -0.08 ms/s of system time. The interval's exact total is split by the interval's own sampled shares."""
-    from secoverhead.cgroups import split
+    from secoverhead.host.cgroups import split
 
     a = (10_000_000_000, 5_500_000_000, 4_000_000_000)  # the samples need not add up to the exact total
     b = (10_100_000_000, 5_600_000_000, 4_000_000_000)  # the last 100 ms: all user

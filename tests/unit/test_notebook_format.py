@@ -8,7 +8,7 @@ import json
 import nbformat
 import pytest
 
-from secoverhead import paths
+from secoverhead.core import paths
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS.glob("*.ipynb"))
 

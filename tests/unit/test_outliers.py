@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from secoverhead.design import schedule
-from secoverhead.experiment import Experiment, Measurement, cell_of
-from secoverhead.outliers import deviation_limit, is_outlier, log_ratio
-from secoverhead.results import ResultStore
-from secoverhead.stats import t_quantile
+from secoverhead.analysis.design import schedule
+from secoverhead.analysis.outliers import deviation_limit, is_outlier, log_ratio
+from secoverhead.analysis.stats import t_quantile
+from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.plan import cell_of
+from secoverhead.measurement.results import ResultStore
 
 
 def test_log_ratio_refuses_missing_and_non_positive_values():
@@ -87,7 +88,7 @@ def test_taking_outliers_again_keeps_the_aa_false_positive_rate_and_narrows_inte
 @pytest.fixture
 def quiet(monkeypatch):
     """No run flagged as noisy by the machine's own load: only the outlier rule flags duets."""
-    from secoverhead import noise
+    from secoverhead.host import noise
 
     monkeypatch.setattr(noise, "STEAL_LIMIT", 2.0)
     monkeypatch.setattr(noise, "OUTSIDE_LIMIT", 1e9)
@@ -153,8 +154,8 @@ def test_claims_without_the_outliers_are_a_labelled_check_beside_the_verdict():
     never in its place, and only when some duet was recorded."""
     from types import SimpleNamespace
 
-    from secoverhead.studies.base import judged
-    from secoverhead.verdicts import ClaimVerdict, Verdict
+    from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+    from secoverhead.studies.protocol.judging import judged
 
     rows = [{"arm": a, "block": f"{r}:on", "round": r, "tps": 1000.0 * (0.7 if (a, r) == ("on", 0) else 1.0)}
             for r in range(4) for a in ("off", "on")]  # fmt: skip
@@ -179,8 +180,8 @@ def test_holm_over_a_studys_claims_steps_down_from_alpha_over_m():
     alpha over the claims left. A claim whose rule decides only at the full alpha stays undecided."""
     from types import SimpleNamespace
 
-    from secoverhead.studies.base import study_verdicts
-    from secoverhead.verdicts import ClaimVerdict, Verdict
+    from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+    from secoverhead.studies.protocol.judging import study_verdicts
 
     # each claim decides once alpha reaches its own level
     levels = {"strong": 0.001, "middle": 0.03, "weak": 0.05}

@@ -1,4 +1,4 @@
-"""Parameters: the Params dataclass is the schema. Notebook cell, dataclass and smoke.yaml agree; every
+"""Parameters: the Params dataclass is the schema and the smoke scale. The notebook cell shows some of it; every
 parameter can be set with -p; every range error is exit 2 with one line before anything starts."""
 
 from __future__ import annotations
@@ -11,34 +11,57 @@ import sys
 import pytest
 import yaml
 
-from secoverhead.cli import main
-from secoverhead.errors import ConfigError
-from secoverhead.params import accept, build, coerce, layer, read_file, specs
+from secoverhead.app.cli import main
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import accept, build, coerce, layer, read_file, specs
 from secoverhead.studies import STUDIES
 
 
 def notebook_cell(study) -> dict:
-    """name -> literal value of the notebook's `parameters` cell."""
+    """name -> literal value of the notebook's `parameters` cell (typed assignments)."""
     nb = json.loads(study.notebook_path.read_text())
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
     tree = ast.parse("".join(cell["source"]))
-    return {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)}
+    assert all(isinstance(n, ast.AnnAssign) for n in tree.body), "every parameter in the cell has a type"
+    return {n.target.id: ast.literal_eval(n.value) for n in tree.body}
 
 
 @pytest.mark.parametrize("study_id", list(STUDIES))
-def test_notebook_cell_dataclass_and_smoke_file_agree(study_id):
+def test_the_notebook_cell_shows_declared_parameters_at_their_defaults(study_id):
+    """The cell is a view of the Params declaration (one place): its names exist there, with the same values,
+    and papermill --help-notebook lists each with a type and help. The smoke scale is the defaults."""
+    import papermill
+
     study = STUDIES[study_id]
-    schema = specs(study.params_class())
+    schema = specs(study.Params)
     cell = notebook_cell(study)
     assert set(cell) <= set(schema), f"cell names unknown to {study_id}.Params: {set(cell) - set(schema)}"
+    assert {"output_dir", "params_from"} <= set(cell)
     for name, value in cell.items():
-        if not schema[name].internal:
-            assert value == schema[name].default, (
-                f"{study_id}.{name}: cell {value!r} != default {schema[name].default!r}"
-            )
-    smoke = yaml.safe_load((study.params_dir / "smoke.yaml").read_text())
-    for name, value in smoke.items():
-        assert name in cell and cell[name] == value, f"{study_id}: smoke.yaml {name}={value!r}, cell {cell.get(name)!r}"
+        assert value == schema[name].default, f"{study_id}.{name}: cell {value!r} != default {schema[name].default!r}"
+    listed = papermill.inspect_notebook(str(study.notebook_path))
+    assert set(listed) == set(cell)
+    for name, info in listed.items():
+        assert info["inferred_type_name"] not in ("None", "") and info["help"], (name, info)
+    assert not yaml.safe_load((study.params_dir / "smoke.yaml").read_text()), "smoke values live in Params only"
+
+
+def test_the_pipeline_injects_only_names_the_cell_declares(tmp_path):
+    """Every other value reaches the notebook through run.json (params_from): papermill never warns of an unknown
+    parameter, and the notebook builds the same Params the pipeline checked."""
+    from secoverhead.app.pipeline import notebook_parameters
+
+    study = STUDIES["tde"]
+    values = {"workloads": ["oltp_read_only"], "tables": 3, "commit_flush": 2, "plan_check": "warn"}
+    record = tmp_path / "run.json"
+    record.write_text(json.dumps({"parameters": values}))
+    injected = notebook_parameters(study, values, tmp_path / "results", record)
+    assert set(injected) == {"workloads", "output_dir", "params_from"}
+    cell = notebook_cell(study)
+    namespace = cell | injected
+    p = study.Params.from_namespace(namespace, study="tde")
+    assert (p.workloads, p.tables, p.commit_flush, p.plan_check) == (["oltp_read_only"], 3, 2, "warn")
+    assert p.output_dir == str(tmp_path / "results")
 
 
 @pytest.mark.parametrize("study_id", list(STUDIES))
@@ -47,7 +70,7 @@ def test_every_profile_file_builds(study_id):
     names = {f.stem for f in study.parameter_files()}
     assert {"smoke", "quick", "full"} <= names
     for f in study.parameter_files():
-        p = build(study.params_class(), read_file(f), study=study_id)
+        p = build(study.Params, read_file(f), study=study_id)
         assert p.planned_runs() > 0
     assert "Expected duration" in (study.params_dir / "full.yaml").read_text()
 
@@ -63,7 +86,7 @@ def _text(value) -> str:
 
 @pytest.mark.parametrize("study_id", list(STUDIES))
 def test_every_parameter_can_be_set_with_p(study_id):
-    cls = STUDIES[study_id].params_class()
+    cls = STUDIES[study_id].Params
     schema = specs(cls)
     for name, spec in schema.items():
         if spec.internal:
@@ -81,7 +104,7 @@ def test_every_parameter_can_be_set_with_p(study_id):
 
 
 def _numeric(study_id):
-    schema = specs(STUDIES[study_id].params_class())
+    schema = specs(STUDIES[study_id].Params)
     for s in schema.values():
         if s.kind in ("int", "float") and not s.internal:
             if s.min is not None:
@@ -118,7 +141,7 @@ def test_every_range_error_is_exit_2_before_anything_starts(study_id, tmp_path, 
     ],
 )
 def test_p_values_are_coerced_to_the_declared_type(name, text, kind, expected):
-    from secoverhead.params import Spec
+    from secoverhead.core.params import Spec
 
     assert coerce(Spec(name, kind, None), text) == expected
 
@@ -140,7 +163,7 @@ def test_p_values_are_coerced_to_the_declared_type(name, text, kind, expected):
     ],
 )
 def test_bad_values_are_one_line_config_errors(kind, value, message):
-    from secoverhead.params import Spec
+    from secoverhead.core.params import Spec
 
     with pytest.raises(ConfigError, match=message) as e:
         accept(Spec("p", kind, None), value)
@@ -170,7 +193,7 @@ def test_files_layer_in_order_and_p_wins(tmp_path):
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text("repetitions: 4\nwarmup: 2\n")
     b.write_text("repetitions: 6\n")
-    schema = specs(STUDIES["tls"].params_class())
+    schema = specs(STUDIES["tls"].Params)
     assert layer(files=[a, b], overrides=[("warmup", "0")], schema=schema) == {"repetitions": 6, "warmup": 0}
 
 
@@ -215,7 +238,7 @@ def test_cross_field_and_format_errors_are_exit_2(args, message, tmp_path, capsy
 
 def test_study_modules_and_the_cli_import_light():
     code = (
-        "import sys, secoverhead.cli, secoverhead.params\n"
+        "import sys, secoverhead.app.cli, secoverhead.core.params\n"
         "from secoverhead.studies import tls, auth, tde, https, audit\n"
         "heavy = [m for m in ('pandas', 'numpy', 'scipy', 'matplotlib', "
         "'papermill', 'pymongo', 'mysql.connector') if m in sys.modules]\n"
@@ -229,7 +252,7 @@ def test_unknown_study_answers_in_well_under_a_second_of_cpu():
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = subprocess.run([sys.executable, "-m", "secoverhead.cli", "run", "nosuch"], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "secoverhead.app.cli", "run", "nosuch"], capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert (
@@ -272,12 +295,12 @@ def test_unknown_study_answers_in_well_under_a_second_of_cpu():
     ],
 )
 def test_each_study_declares_the_external_servers_preflight_checks(study_id, values, kinds):
-    p = build(STUDIES[study_id].params_class(), values, study=study_id)
+    p = build(STUDIES[study_id].Params, values, study=study_id)
     assert [type(s).__name__ for s in p.external_servers()] == kinds
 
 
 def test_the_pipeline_sizes_a_plan_up_and_hands_the_kernel_the_new_repetitions():
-    from secoverhead.pipeline import prepare
+    from secoverhead.app.pipeline import prepare
 
     prepared = prepare("tde", profile="quick", overrides=[("repetitions", "7")], check_servers=False)
     assert prepared.values["repetitions"] == prepared.params.repetitions > 7
@@ -290,7 +313,7 @@ def test_the_pipeline_sizes_a_plan_up_and_hands_the_kernel_the_new_repetitions()
 
 def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left():
     from secoverhead.studies.auth import Params as AuthParams
-    from secoverhead.studies.base import Budget
+    from secoverhead.studies.protocol.params import Budget
 
     clock = [0.0]
     b = Budget(100.0)
@@ -305,8 +328,8 @@ def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left(
 
 
 def test_an_aa_copy_of_the_nonce_arm_still_names_a_real_source():
-    from secoverhead.studies import auth
+    from secoverhead.studies.auth import declarations as auth_declarations
     from secoverhead.workloads.nonce import SOURCES
 
-    arms = auth.Params(aa=True).arms("nonce")
+    arms = auth_declarations.Params(aa=True).arms("nonce")
     assert arms[1].name != arms[0].name and {a.mechanism for a in arms} <= set(SOURCES)

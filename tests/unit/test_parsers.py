@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from secoverhead.errors import ConfigError, SecoverheadError
+from secoverhead.core.errors import ConfigError, SecoverheadError
 from secoverhead.workloads import http
 from secoverhead.workloads.sysbench import SysbenchOptions, parse_report
 from secoverhead.workloads.ycsb import fnv_hash64, ycsb_key

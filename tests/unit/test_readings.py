@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from secoverhead import registry
-from secoverhead.readings import GAP, REFUTE, REPRODUCE, Reading
-from secoverhead.verdicts import Verdict
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.readings import GAP, REFUTE, REPRODUCE, Reading
+from secoverhead.analysis.verdicts import Verdict
 
 R, N, U = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE
 
@@ -168,7 +168,7 @@ def test_rounds_an_undecided_interval_would_need(reading, lo, hi, n, expected):
 
 
 def test_an_undecided_claim_says_how_many_rounds_would_decide_it():
-    from secoverhead.claimcheck import verdict_of
+    from secoverhead.analysis.claimcheck import verdict_of
 
     v = verdict_of("audit", "general_log-loss", U, "e", intervals=(([(10.0, 30.0)], None),), rounds=8)
     assert v.rounds_needed == 32 and "about 32 would decide it" in v.evidence

@@ -1,7 +1,7 @@
 import pytest
 
-from secoverhead.errors import ConfigError
-from secoverhead.secrets import Secret, known_secrets, redact, secret_from
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.secrets import Secret, known_secrets, redact, secret_from
 
 
 def test_secret_never_shows_itself():

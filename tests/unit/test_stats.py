@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from secoverhead.compare import compare_arms, interaction, per_round, pooled_interaction
-from secoverhead.stats import (
+from secoverhead.analysis.compare import compare_arms, interaction, per_round, pooled_interaction
+from secoverhead.analysis.stats import (
     PAIRED,
     UNPAIRED,
     Change,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from secoverhead.tables import environment_table, noise_table, summarize_runs
-from secoverhead.units import unit
+from secoverhead.core.units import unit
+from secoverhead.reporting.tables import environment_table, noise_table, summarize_runs
 
 
 def test_summarize_runs_gives_median_ci_and_flags():
@@ -65,9 +65,9 @@ def test_metric_units_and_directions():
 
 
 def test_verdicts_of_the_originals_and_of_the_suite_are_counted_apart():
-    from secoverhead.index import _tally
-    from secoverhead.tables import verdict_counts, verdict_table
-    from secoverhead.verdicts import ClaimVerdict, Verdict
+    from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+    from secoverhead.reporting.tables import verdict_counts, verdict_table
+    from secoverhead.suite.index import _tally
 
     vs = [
         ClaimVerdict("a", Verdict.REPRODUCED, "e", source="published", registered={"reading_text": "x: reproduce"}),

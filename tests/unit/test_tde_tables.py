@@ -7,13 +7,14 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from secoverhead.studies import tde
+from secoverhead.studies.tde import declarations as tde_declarations
+from secoverhead.studies.tde import mechanism as tde_mechanism
 
 
 def _runs(merge_at_many: float) -> pd.DataFrame:
     rows = []
     for threads in (1, 4, 16):
-        for arm in (tde.OFF, tde.ON):
+        for arm in (tde_declarations.OFF, tde_declarations.ON):
             for r in range(3):
                 many = threads == 16
                 rows.append(
@@ -34,14 +35,14 @@ def _runs(merge_at_many: float) -> pd.DataFrame:
 
 
 def test_concurrency_table_shows_merged_writes_and_shared_fsyncs_between_one_and_many_threads():
-    t = tde.concurrency_table(SimpleNamespace(runs=lambda: _runs(merge_at_many=4.0)))
-    row = t[(t["arm"] == tde.ON) & (t["per transaction"] == "pages per write request")].iloc[0]
+    t = tde_mechanism.concurrency_table(SimpleNamespace(runs=lambda: _runs(merge_at_many=4.0)))
+    row = t[(t["arm"] == tde_declarations.ON) & (t["per transaction"] == "pages per write request")].iloc[0]
     assert row["1 thread"] == pytest.approx(1.0) and row["16 threads"] == pytest.approx(4.0)
-    fsyncs = t[(t["arm"] == tde.OFF) & (t["per transaction"] == "fsyncs")].iloc[0]
+    fsyncs = t[(t["arm"] == tde_declarations.OFF) & (t["per transaction"] == "fsyncs")].iloc[0]
     assert fsyncs["many / one"] == pytest.approx(0.25)
     assert set(t["workload"]) == {"oltp_write_only"} and len(t) == 2 * 5  # two arms x five quantities
 
 
 def test_concurrency_table_is_empty_with_one_thread_count():
     runs = _runs(1.0)
-    assert tde.concurrency_table(SimpleNamespace(runs=lambda: runs[runs["threads"] == 4])).empty
+    assert tde_mechanism.concurrency_table(SimpleNamespace(runs=lambda: runs[runs["threads"] == 4])).empty

@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from secoverhead import threadwaits
+from secoverhead.host import threadwaits
 
 
 def test_summarise_counts_only_threads_that_ran_and_are_in_both_readings():

@@ -1,5 +1,5 @@
 """Links with a set round-trip time between a client and a server the project starts (namespaces, a delay line)."""
 
-from .link import Link, available, connect_rtts, sweep_stale
+from secoverhead.network.link import Link, available, connect_rtts, sweep_stale
 
 __all__ = ["Link", "available", "connect_rtts", "sweep_stale"]

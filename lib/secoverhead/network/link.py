@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from ..errors import ConfigError, ServerStartError
-from ..lifecycle import Started
-from ..owners import alive
-from ..servers.process import ServerProcess, run_command
-from ..servers.rundirs import make_run_dir
+from secoverhead.core.errors import ConfigError, ServerStartError
+from secoverhead.core.lifecycle import Started
+from secoverhead.core.owners import alive
+from secoverhead.host.process import ServerProcess, run_command
+from secoverhead.host.rundirs import make_run_dir
 
 _NAME = re.compile(r"^so-(\d+)-(\d+)$")
 _SUBNET = ipaddress.ip_network("10.211.0.0/16")

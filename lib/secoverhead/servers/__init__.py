@@ -1,14 +1,14 @@
 """Servers: start and stop real engines on loopback with security features toggled, or name
 existing ones. Every class is a context manager; see each module."""
 
-from .base import Server
-from .certs import CertificateSet, make_certificates, probe_tls
-from .endpoints import HttpEndpoint, MongoEndpoint, MySQLEndpoint, server_offers_tls, session_tls
-from .external import ExternalMongo, ExternalMySQL
-from .ferretdb import FerretDBServer
-from .mariadb import MariaDBServer
-from .nginx import NginxServer
-from .process import live_processes, stop_all, sweep_stale
+from secoverhead.host.process import live_processes, stop_all, sweep_stale
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import CertificateSet, make_certificates, probe_tls
+from secoverhead.servers.endpoints import HttpEndpoint, MongoEndpoint, MySQLEndpoint, server_offers_tls, session_tls
+from secoverhead.servers.external import ExternalMongo, ExternalMySQL
+from secoverhead.servers.ferretdb import FerretDBServer
+from secoverhead.servers.mariadb import MariaDBServer
+from secoverhead.servers.nginx import NginxServer
 
 __all__ = [
     "CertificateSet",

@@ -11,14 +11,14 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ..cgroups import CpuAccount, Group
-from ..lifecycle import Started
-from ..metrics import CgroupCpu, CpuSource, ProcCpu
-from .process import ServerProcess
-from .rundirs import make_run_dir
+from secoverhead.core.lifecycle import Started
+from secoverhead.host.cgroups import CpuAccount, Group
+from secoverhead.host.metrics import CgroupCpu, CpuSource, ProcCpu
+from secoverhead.host.process import ServerProcess
+from secoverhead.host.rundirs import make_run_dir
 
 if TYPE_CHECKING:
-    from ..network.link import Link
+    from secoverhead.network.link import Link
 
 
 class Server(Started):

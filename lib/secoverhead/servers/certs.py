@@ -8,9 +8,9 @@ import ssl
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..paths import file_problem
-from .process import run_command
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.paths import file_problem
+from secoverhead.host.process import run_command
 
 KEY_TYPES = ("rsa", "ecdsa")
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..secrets import Secret
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.secrets import Secret
 
 
 def _public(obj: Any) -> dict[str, Any]:
@@ -70,6 +70,7 @@ class MySQLEndpoint:
 
     def connect(self, *, tls: bool, **extra: Any):
         """A mysql.connector connection (C extension when it loads)."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
 
         return mysql.connector.connect(**self.connect_args(tls=tls, **extra))
@@ -124,6 +125,7 @@ class MongoEndpoint:
         return args
 
     def client(self, *, tls: bool = False, mechanism: str | None = None, **extra: Any):
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import pymongo
 
         return pymongo.MongoClient(**self.client_args(tls=tls, mechanism=mechanism, **extra))

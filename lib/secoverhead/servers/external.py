@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import AuthenticationError, ConfigError, UnreachableServerError
-from ..paths import file_problem
-from ..secrets import Secret, redact, secret_from
-from . import ownership
-from .base import Server
-from .endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
+from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
+from secoverhead.core.paths import file_problem
+from secoverhead.core.secrets import Secret, redact, secret_from
+from secoverhead.servers import ownership
+from secoverhead.servers.base import Server
+from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
 
 def _check_reachable(host: str, port: int, timeout: float) -> None:
@@ -109,6 +109,7 @@ class ExternalMySQL(Server):
         self._facts = self._query_facts()
 
     def _query_facts(self) -> dict[str, Any]:
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
 
         conn = self._connect(self.tls)
@@ -130,6 +131,7 @@ class ExternalMySQL(Server):
 
     def _connect(self, tls: bool):
         """A checking connection; a refusal says whether TLS, the password or the network is the cause."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
         from mysql.connector import errorcode
 
@@ -155,6 +157,7 @@ class ExternalMySQL(Server):
             raise UnreachableServerError(f"cannot connect to {self.host}:{self.port}: {msg}") from None
 
     def _tls_works(self) -> bool:
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
 
         try:
@@ -229,6 +232,7 @@ class ExternalMongo(Server):
         self.tls_error = ""
 
     def _start(self) -> None:
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import pymongo
         from pymongo import errors
 
@@ -263,6 +267,7 @@ class ExternalMongo(Server):
 
     def _probe_tls(self, kwargs: dict[str, Any]) -> str:
         """Whether a TLS client gets through ("" if so, else why): arms with TLS need it."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import pymongo
 
         client = pymongo.MongoClient(**self.endpoint.client_args(tls=True, **kwargs))

@@ -12,14 +12,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ServerStartError
-from ..paths import ferretdb_binary
-from ..secrets import generate_password
-from .base import Server
-from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
-from .endpoints import MongoEndpoint
-from .limits import check_cpu_limit, cpu_limit
-from .process import ServerProcess, free_ports, pick_port
+from secoverhead.core.errors import ConfigError, ServerStartError
+from secoverhead.core.paths import ferretdb_binary
+from secoverhead.core.secrets import generate_password
+from secoverhead.host.process import ServerProcess, free_ports, pick_port
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
+from secoverhead.servers.endpoints import MongoEndpoint
+from secoverhead.servers.limits import check_cpu_limit, cpu_limit
 
 MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
 USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}

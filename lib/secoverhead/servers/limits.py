@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import cgroups
-from ..errors import ConfigError
+from secoverhead.core.errors import ConfigError
+from secoverhead.host import cgroups
 
 PERIOD_US = 100_000
 

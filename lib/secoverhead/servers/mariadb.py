@@ -13,14 +13,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ServerStartError
-from ..secrets import Secret, generate_password
-from .base import Server
-from .certs import KEY_TYPES, CertificateSet, make_certificates
-from .endpoints import MYSQL_FACTS, MySQLEndpoint, session_tls
-from .limits import check_cpu_limit, cpu_limit, iops_limit
-from .process import ServerProcess, pick_port, run_command
-from .rundirs import make_run_dir
+from secoverhead.core.errors import ConfigError, ServerStartError
+from secoverhead.core.secrets import Secret, generate_password
+from secoverhead.host.process import ServerProcess, pick_port, run_command
+from secoverhead.host.rundirs import make_run_dir
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
+from secoverhead.servers.endpoints import MYSQL_FACTS, MySQLEndpoint, session_tls
+from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
 
 TLS_MODES = ("off", "on", "required")
 AUDIT_MODES = ("none", "general_log", "server_audit", "init_connect_binlog")
@@ -288,6 +288,7 @@ class MariaDBServer(Server):
 
     def admin(self):
         """A root connection over the private socket (for set-up and checks, not for load)."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
 
         return mysql.connector.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
@@ -331,6 +332,7 @@ class MariaDBServer(Server):
     def flush_dirty_pages(self, timeout: float = 60.0) -> int:
         """Write every dirty buffer-pool page now (after loading data), so the page cleaner does not do it
         during a later measurement; returns the dirty pages left (0 unless the timeout passed)."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import time
 
         conn = self.admin()
@@ -360,6 +362,7 @@ class MariaDBServer(Server):
         pages, is sized for pools of GBs and InnoDB keeps about half of it free, so a pool of a few MiB stayed
         mostly empty (measured on a 13 MiB pool: 600-800 of 832 pages free, write-only TPS a quarter of
         what it is with the target at 100, with multi-second stalls)."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import time
 
         conn = self.admin()

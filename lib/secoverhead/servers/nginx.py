@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ServerStartError
-from .base import Server
-from .certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
-from .endpoints import HttpEndpoint
-from .process import ServerProcess, pick_port
+from secoverhead.core.errors import ConfigError, ServerStartError
+from secoverhead.host.process import ServerProcess, pick_port
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
+from secoverhead.servers.endpoints import HttpEndpoint
 
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 RESPONSE_BODY = '{"status":"ok","service":"secoverhead","items":[1,2,3]}'

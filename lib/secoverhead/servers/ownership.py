@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigError
+from secoverhead.core.errors import ConfigError
 
 MARKER = "secoverhead_owned"
 

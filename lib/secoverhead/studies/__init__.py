@@ -1,52 +1,17 @@
-"""The five studies: one notebook each, one module each (the protocol in base.py). This registry is light:
-it names modules and notebooks without importing them."""
+"""The registry of studies: one package each, of one shape (see protocol/ and docs/adding-a-study.md). The
+pipeline, the CLI and the notebooks reach a study's pieces through here only: STUDIES[id] is its StudySpec (light:
+names, notebook, Params), load(id) its StudyCode (run, claims, tables)."""
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
+from secoverhead.studies import audit, auth, https, tde, tls
+from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
-from .. import paths
+Study = StudySpec  # the name the pipeline and CLI use
 
-
-@dataclass(frozen=True)
-class Study:
-    id: str
-    notebook: str
-    title: str
-    seed: str
-
-    @property
-    def notebook_path(self) -> Path:
-        return paths.NOTEBOOKS / self.notebook
-
-    @property
-    def params_dir(self) -> Path:
-        return paths.PARAMS / self.id
-
-    @property
-    def available(self) -> bool:
-        return self.notebook_path.is_file()
-
-    def parameter_files(self) -> list[Path]:
-        return sorted(self.params_dir.glob("*.yaml")) if self.params_dir.is_dir() else []
-
-    def module(self) -> ModuleType:
-        return importlib.import_module(f"{__name__}.{self.id}")
-
-    def params_class(self) -> type:
-        return self.module().Params
+STUDIES: dict[str, StudySpec] = {s.id: s for s in (tls.SPEC, auth.SPEC, tde.SPEC, https.SPEC, audit.SPEC)}
 
 
-STUDIES: dict[str, Study] = {
-    s.id: s
-    for s in (
-        Study("tls", "01_tls_overhead.ipynb", "TLS overhead on connections: MongoDB and MySQL", "000"),
-        Study("auth", "02_auth_short_connections.ipynb", "Authentication cost with short connections", "001"),
-        Study("tde", "03_tde_impact.ipynb", "Transparent data encryption impact", "002"),
-        Study("https", "04_https_handshake.ipynb", "HTTPS vs HTTP under load", "003"),
-        Study("audit", "05_audit_comparison.ipynb", "Audit approaches compared", "004"),
-    )
-}
+def load(study_id: str) -> StudyCode:
+    """A study's code, for a notebook: `tls = studies.load("tls")`, then tls.params(globals()), tls.run(p)."""
+    return STUDIES[study_id].load()

@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from ..errors import ConfigError, SecoverheadError
-from ..measurement import Measurement
-from ..metrics import CpuMeter, CpuSource
-from ..servers.nginx import read_access_log
-from ..servers.process import dies_with_owner
-from ..servers.rundirs import make_run_dir
+from secoverhead.core.errors import ConfigError, SecoverheadError
+from secoverhead.host.metrics import CpuMeter, CpuSource
+from secoverhead.host.process import dies_with_owner
+from secoverhead.host.rundirs import make_run_dir
+from secoverhead.servers.nginx import read_access_log
+from secoverhead.workloads.measurement import Measurement
 
 AB_PROTOCOLS = ("TLS1.2", "TLS1.3", "ALL")
 S_TIME_VERSIONS = {"TLSv1.2": "-tls1_2", "TLSv1.3": "-tls1_3"}

@@ -10,8 +10,8 @@ import random
 import time
 from typing import Any
 
-from ..measurement import Measurement
-from ..metrics import CpuMeter
+from secoverhead.host.metrics import CpuMeter
+from secoverhead.workloads.measurement import Measurement
 
 SOURCES = ("syscall", "userspace")
 

@@ -8,12 +8,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import mysql.connector
 import numpy as np
 import pandas as pd
+import pymongo
+from pymongo import monitoring
 
-from ..measurement import Measurement
-from ..metrics import CpuMeter, CpuSource
-from ..servers.endpoints import MongoEndpoint, MySQLEndpoint
+from secoverhead.host.metrics import CpuMeter, CpuSource
+from secoverhead.servers.endpoints import MongoEndpoint, MySQLEndpoint, session_tls
+from secoverhead.workloads.measurement import Measurement
 
 _MS = 1e-6  # perf_counter_ns -> ms
 
@@ -60,7 +63,6 @@ class _PoolTimer:
 
 
 def _pool_listener(timer: _PoolTimer):
-    from pymongo import monitoring
 
     class Listener(monitoring.ConnectionPoolListener):
         def __getattribute__(self, name: str):
@@ -83,7 +85,6 @@ def mongo_connection_probe(
 ) -> Measurement:
     """Per iteration: build a MongoClient (construct_ms), its first find_one (first_query_ms), their sum
     (total_ms), the first pool checkout (checkout_ms, from CMAP events) and connection-ready time; close."""
-    import pymongo
 
     rows = []
     with CpuMeter(server_cpu) as meter:
@@ -152,7 +153,6 @@ def mongo_reused_probe(
 
 
 def _mongo_info(tls: bool, mechanism: str | None) -> dict[str, Any]:
-    import pymongo
 
     return {
         "client": f"pymongo {pymongo.version}",
@@ -172,7 +172,6 @@ def mysql_connection_probe(
     use_pure: bool = False,
 ) -> Measurement:
     """Per iteration: connect (TCP + TLS + auth: connect_ms), run `query` (first_query_ms), their sum; close."""
-    import mysql.connector
 
     args = endpoint.connect_args(tls=tls, use_pure=use_pure)
     impl = None
@@ -233,9 +232,6 @@ def mysql_reused_probe(
 
 
 def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str) -> dict[str, Any]:
-    import mysql.connector
-
-    from ..servers.endpoints import session_tls
 
     info: dict[str, Any] = {
         "client": f"mysql-connector-python {mysql.connector.__version__}",

@@ -10,13 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import mysql.connector
 import numpy as np
 import pandas as pd
+import pymongo
 
-from ..errors import SecoverheadError
-from ..measurement import Measurement
-from ..metrics import CpuMeter, CpuSource
-from ..servers.process import _set_pdeathsig
+from secoverhead.core.errors import SecoverheadError
+from secoverhead.host.metrics import CpuMeter, CpuSource
+from secoverhead.host.process import _set_pdeathsig
+from secoverhead.workloads.measurement import Measurement
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,6 @@ class ConnectSpec:
 
 
 def _one_op_mongo(args: dict[str, Any]) -> None:
-    import pymongo
 
     client = pymongo.MongoClient(**args)
     try:
@@ -39,7 +40,6 @@ def _one_op_mongo(args: dict[str, Any]) -> None:
 
 
 def _one_op_mysql(args: dict[str, Any], query: str) -> None:
-    import mysql.connector
 
     conn = mysql.connector.connect(**args)
     try:
@@ -58,15 +58,11 @@ def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: A
     try:
         if pooled:  # one connection per worker, opened before the clock starts
             if spec.engine == "mongo":
-                import pymongo
-
                 keep = pymongo.MongoClient(**spec.client_args)
                 coll = keep["ycsb"]["usertable"]
                 coll.find_one()
                 op = coll.find_one
             else:
-                import mysql.connector
-
                 keep = mysql.connector.connect(**spec.client_args)
                 cur = keep.cursor()
 

@@ -23,15 +23,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..cgroups import CpuAccount
-from ..errors import ConfigError, SecoverheadError
-from ..measurement import Measurement
-from ..metrics import CgroupCpu, CpuMeter, CpuSource
-from ..secrets import redact
-from ..servers import ownership
-from ..servers.endpoints import MySQLEndpoint
-from ..servers.process import dies_with_owner
-from ..servers.rundirs import make_run_dir
+from secoverhead.core.errors import ConfigError, SecoverheadError
+from secoverhead.core.secrets import redact
+from secoverhead.host.cgroups import CpuAccount
+from secoverhead.host.metrics import CgroupCpu, CpuMeter, CpuSource
+from secoverhead.host.process import dies_with_owner
+from secoverhead.host.rundirs import make_run_dir
+from secoverhead.servers import ownership
+from secoverhead.servers.endpoints import MySQLEndpoint
+from secoverhead.workloads.measurement import Measurement
 
 SCRIPT_DIR = Path("/usr/share/sysbench")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto", "zipfian")

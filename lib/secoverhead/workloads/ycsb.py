@@ -8,6 +8,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from bson.binary import Binary
 
 FNV_OFFSET_64 = 0xCBF29CE484222325
 FNV_PRIME_64 = 1099511628211
@@ -54,7 +55,6 @@ def load_usertable(
     collection: str = "usertable",
 ) -> LoadResult:
     """Insert record_count documents in batches; skip when the collection already holds exactly that many."""
-    from bson.binary import Binary
 
     if record_count < 1 or batch_size < 1:
         raise ValueError("record_count and batch_size must be >= 1")

@@ -1,0 +1,1 @@
+"""Statistics and claim readings: pure functions of run tables (they never know where numbers came from)."""

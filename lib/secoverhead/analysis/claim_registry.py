@@ -1,0 +1,126 @@
+"""The registry of claims (data/claims/registry.yaml): per claim the original's words, the metric it used and
+the reading that decides it, declared before any data. The studies decide from here, so a reading lives in one
+place; data/claims/CHANGES.md records why any reading ever changed."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from secoverhead.analysis.readings import Reading, verdict
+from secoverhead.analysis.verdicts import Verdict
+from secoverhead.core import paths
+
+SOURCES = ("published", "suite")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One registered claim. `claim` may name {part} (an engine or instance profile) and {level}."""
+
+    id: str
+    study: str
+    source: str  # published | suite
+    original: str  # which original (seed), for a published claim
+    claim: str
+    quote: str  # the original's words, in its language
+    translation: str
+    metric: str  # the run metric the original's figure is on
+    metric_text: str
+    reading: Reading
+    also: tuple[Reading, ...]  # further readings that must all reproduce (any refutes)
+    why: str
+
+    @property
+    def published(self) -> bool:
+        return self.source == "published"
+
+    def readings(self) -> tuple[Reading, ...]:
+        return (self.reading, *self.also)
+
+    def decide(self, *interval_sets: tuple[list, list | None]) -> Verdict:
+        """One (intervals, refuting) pair per reading, in order: reproduced when every reading reproduces,
+        refuted when any refutes."""
+        holds = [r.holds(i, f) for r, (i, f) in zip(self.readings(), interval_sets, strict=True)]
+        return verdict(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
+
+    def rounds_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
+        """Rough rounds every undecided cell needs to leave its straddle (the largest; see
+        Reading.rounds_to_decide), None when some cell's estimate sits where no number of rounds decides."""
+        need = []
+        for reading, (intervals, _) in zip(self.readings(), interval_sets, strict=True):
+            for lo, hi in intervals:
+                if reading.label_of(lo, hi) is None:
+                    need.append(reading.rounds_to_decide(lo, hi, n))
+        if not need or any(x is None for x in need):
+            return None
+        return max(need)
+
+    def describe(self) -> str:
+        return "; ".join(r.describe() for r in self.readings())
+
+    def record(self) -> dict[str, Any]:
+        """What verdicts.json carries of the claim: where it comes from, its words, metric and reading."""
+        return {
+            "study": self.study,
+            "id": self.id,
+            "source": self.source,
+            "original": self.original,
+            "quote": self.quote,
+            "translation": self.translation,
+            "metric": self.metric,
+            "metric_text": self.metric_text,
+            "reading": [r.as_dict() for r in self.readings()],
+            "reading_text": self.describe(),
+            "why": self.why,
+        }
+
+
+def _claim(d: dict[str, Any]) -> Claim:
+    if d.get("source") not in SOURCES:
+        raise ValueError(f"{d.get('id')}: source must be one of {SOURCES}")
+    if d["source"] == "published" and not (d.get("original") and d.get("quote") and d.get("translation")):
+        raise ValueError(f"{d['id']}: a published claim names its original, quotes it and translates the quote")
+    return Claim(
+        id=d["id"],
+        study=d["study"],
+        source=d["source"],
+        original=d.get("original", ""),
+        claim=d["claim"],
+        quote=d.get("quote", ""),
+        translation=d.get("translation", ""),
+        metric=d["metric"],
+        metric_text=d.get("metric_text", d["metric"]),
+        reading=Reading.from_dict(d["reading"]),
+        also=tuple(Reading.from_dict({**a, "combine": a.get("combine", "all")}) for a in d.get("also", ())),
+        why=" ".join(str(d["why"]).split()),
+    )
+
+
+@functools.cache
+def claims() -> dict[tuple[str, str], Claim]:
+    """Every registered claim, by (study, id)."""
+    with open(paths.CLAIMS, encoding="utf-8") as f:
+        entries = yaml.safe_load(f)
+    out: dict[tuple[str, str], Claim] = {}
+    for d in entries:
+        c = _claim(d)
+        if (c.study, c.id) in out:
+            raise ValueError(f"{c.study}:{c.id} is registered twice")
+        out[(c.study, c.id)] = c
+    return out
+
+
+def get(study: str, claim_id: str) -> Claim:
+    """The registered claim (KeyError names it when the code asks for a claim the registry lacks)."""
+    try:
+        return claims()[(study, claim_id)]
+    except KeyError:
+        raise KeyError(f"claim {study}:{claim_id} is not in {paths.CLAIMS.name}") from None
+
+
+def of_study(study: str) -> list[Claim]:
+    return [c for (s, _), c in claims().items() if s == study]

@@ -1,0 +1,417 @@
+"""The one comparison path (after benchstat's benchproc): from a table of runs to comparisons.
+
+`compare_arms(runs, metric, baseline=..., by=[...])` groups runs into cells (one combination of the `by`
+factors), compares every candidate arm with the baseline inside each cell, on run summaries, paired by round
+where the rounds are complete. The comparisons made in one call are one family: their intervals are
+Bonferroni-widened (confidence 1 - alpha / m) and their p-values Holm-adjusted, so whatever a claim reads from
+one call holds together at the stated confidence. A claim asks for exactly the comparisons it rests on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from secoverhead.analysis.stats import (
+    CONFIDENCE,
+    DUET,
+    NOISE,
+    PAIRED,
+    Comparison,
+    RatioEstimate,
+    change,
+    holm,
+    paired_difference,
+    paired_ratio,
+    welch_difference,
+    welch_ratio,
+)
+
+Key = Any  # candidate name, or (candidate, *cell values) when grouping by factors
+
+
+def _block_column(g: pd.DataFrame) -> str | None:
+    """Runs are compared within blocks: the round (interleaved), or one duet of a round (both arms at once)."""
+    return "block" if "block" in g else "round" if "round" in g else None
+
+
+def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
+    """One summary per block: where a run was repeated in its block (a noisy run re-taken), the last one."""
+    g = g[np.isfinite(g[metric].to_numpy(dtype=float))]
+    key = _block_column(g)
+    if key is None:
+        return pd.Series(dtype=float)
+    g = g.sort_values("run_id") if "run_id" in g else g
+    return g.groupby(key)[metric].last()
+
+
+def _common_blocks(base: pd.DataFrame, cand: pd.DataFrame, metric: str) -> tuple[pd.Series, pd.Series, pd.Index]:
+    """Each arm's summary per block, and the blocks that hold both (what a paired comparison reads)."""
+    b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
+    return b, c, b.index.intersection(c.index)
+
+
+def estimate(
+    base: pd.DataFrame, cand: pd.DataFrame, metric: str, *, confidence: float, paired: bool | None, scale: str = "ratio"
+) -> tuple[RatioEstimate, list[str]]:
+    """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
+    paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
+    warnings: list[str] = []
+    if paired is not False and _block_column(base) and _block_column(cand):
+        b, c, common = _common_blocks(base, cand, metric)
+        if len(common) >= 2:
+            left = len(b) + len(c) - 2 * len(common)
+            if left:
+                warnings.append(f"{left} run(s) without a partner in their round left out of the pairing")
+            est = paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence)
+            if any(":" in str(k) for k in common):  # duet blocks: "round:candidate:cell"
+                est.design = DUET
+            return est, warnings
+        if paired:
+            warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
+    return unpaired_fn(base[metric], cand[metric], confidence=confidence), warnings
+
+
+def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFrame:
+    """Rounds x arms of one metric (the last run per round), complete rounds only: for statistics of several
+    arms at once, computed within each round."""
+    if not len(runs) or metric not in runs:
+        return pd.DataFrame(columns=list(arms))
+    cols = {a: _latest_per_round(runs[runs["arm"] == a], metric) for a in arms}
+    return pd.DataFrame(cols).dropna()
+
+
+def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: str) -> np.ndarray:
+    """log(candidate / baseline) within each block (round or duet) that holds both arms."""
+    if not len(runs) or metric not in runs:
+        return np.array([])
+    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
+    c = _latest_per_round(runs[runs["arm"] == candidate], metric)
+    common = b.index.intersection(c.index)
+    ratio = (c[common] / b[common]).to_numpy(dtype=float)
+    return np.log(ratio[np.isfinite(ratio) & (ratio > 0)])
+
+
+def compare_arms(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str] | None = None,
+    by: Sequence[str] = (),
+    higher_is_better: bool = False,
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+    noise: float = NOISE,
+    paired: bool | None = None,
+    scale: str = "ratio",
+) -> dict[Key, Comparison]:
+    """Every candidate against baseline on metric, per cell of `by`. family: how many comparisons share the
+    error budget (default: the ones made here). scale: "ratio" (candidate / baseline, the default) or
+    "difference" (candidate - baseline, for quantities such as percentage points)."""
+    if runs is None or not len(runs) or metric not in runs:
+        return {}
+    arms = list(candidates) if candidates is not None else [a for a in dict.fromkeys(runs["arm"]) if a != baseline]
+    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+    planned: list[tuple[Key, dict, pd.DataFrame, pd.DataFrame, str]] = []
+    for cell_key, g in groups:
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+        base = g[g["arm"] == baseline]
+        for arm in arms:
+            cand = g[g["arm"] == arm]
+            if len(base) and len(cand):
+                key = (arm, *cell.values()) if by else arm
+                planned.append((key, cell, base, cand, arm))
+    m = family or len(planned) or 1
+    level = 1.0 - (1.0 - confidence) / m
+    out: dict[Key, Comparison] = {}
+    for key, cell, base, cand, arm in planned:
+        est, warnings = estimate(base, cand, metric, confidence=level, paired=paired, scale=scale)
+        bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
+        # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
+        # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
+        # paired ratio of 0.984, the baseline's taken over duets with four other arms).
+        mb, mc = bv, cv
+        if est.design in (PAIRED, DUET):
+            b, c, common = _common_blocks(base, cand, metric)
+            mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
+        if est.n < 2:
+            warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
+        out[key] = Comparison(
+            metric=metric,
+            baseline=baseline,
+            candidate=arm,
+            cell=cell,
+            baseline_median=float(np.nanmedian(mb)) if len(mb) else float("nan"),
+            candidate_median=float(np.nanmedian(mc)) if len(mc) else float("nan"),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=level,
+            p_value=est.p_value,
+            change=(
+                change(est.ratio, est.ci_low, est.ci_high, noise=noise, higher_is_better=higher_is_better)
+                if scale == "ratio"
+                else change(
+                    1 + est.ratio, 1 + est.ci_low, 1 + est.ci_high, noise=noise, higher_is_better=higher_is_better
+                )
+            ),
+            n_baseline=int(np.isfinite(bv).sum()),
+            n_candidate=int(np.isfinite(cv).sum()),
+            n_pairs=est.n if est.design in (PAIRED, DUET) else 0,
+            design=est.design,
+            test=est.test,
+            ci_method=est.ci_method,
+            higher_is_better=higher_is_better,
+            noise=noise,
+            family=m,
+            scale=scale,
+            warnings=warnings,
+        )
+    if len(out) > 1:
+        for c, p in zip(out.values(), holm([c.p_value for c in out.values()]), strict=True):
+            c.p_value = float(p)
+            c.test += ", Holm-adjusted"
+    return out
+
+
+def table(comparisons: dict[Key, Comparison], *, unit: str = "") -> pd.DataFrame:
+    """One row per comparison, benchstat-style: medians, ratio with CI, p, change, n as runs or rounds."""
+    rows = []
+    for key, c in comparisons.items():
+        label = key if isinstance(key, str) else " / ".join(map(str, key))
+        u = f" ({unit})" if unit else ""
+        rows.append(
+            {
+                "comparison": f"{label} vs {c.baseline}",
+                "metric": c.metric,
+                f"baseline median{u}": c.baseline_median,
+                f"candidate median{u}": c.candidate_median,
+                "change %": round(c.change_pct, 1) if np.isfinite(c.ratio) else np.nan,
+                "CI of ratio": f"{c.ci_low:.3f} - {c.ci_high:.3f} ({c.confidence * 100:.3g} %)",
+                "p": float(f"{c.p_value:.2g}") if np.isfinite(c.p_value) else np.nan,
+                "change": str(c.change),
+                "n": c.n_text,
+                "design": c.design,
+                "warnings": "; ".join(c.warnings),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _interaction_logs(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    level: Any,
+    reference: Any,
+    by: Sequence[str],
+) -> list[tuple[dict, pd.Series, pd.Series]]:
+    """Per cell of `by`: the candidate/baseline ratio at `level` and at `reference`, each indexed by round (the
+    rounds holding both levels)."""
+    if runs is None or not len(runs) or metric not in runs or "round" not in runs:
+        return []
+    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+    out = []
+    for cell_key, g in groups:
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+        ratios = {lv: _ratios_by_round(g[g[factor] == lv], metric, baseline, candidate) for lv in (level, reference)}
+        common = ratios[level].index.intersection(ratios[reference].index)
+        if len(common):
+            out.append((cell, ratios[level][common], ratios[reference][common]))
+    return out
+
+
+def _interaction_comparison(
+    cell: dict,
+    at_level,
+    at_ref,
+    *,
+    metric: str,
+    baseline: str,
+    candidate: str,
+    level: Any,
+    reference: Any,
+    confidence: float,
+    family: int,
+    test: str = "paired t test on per-round log ratios of ratios",
+) -> Comparison:
+    est = paired_ratio(at_ref, at_level, confidence=confidence)
+    return Comparison(
+        metric=metric,
+        baseline=f"{candidate}/{baseline} at {reference}",
+        candidate=f"{candidate}/{baseline} at {level}",
+        cell=cell,
+        baseline_median=float(np.median(at_ref)),
+        candidate_median=float(np.median(at_level)),
+        ratio=est.ratio,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        confidence=est.confidence,
+        p_value=est.p_value,
+        change=change(est.ratio, est.ci_low, est.ci_high),
+        n_baseline=len(at_ref),
+        n_candidate=len(at_level),
+        n_pairs=est.n,
+        design=PAIRED,
+        test=test,
+        ci_method=est.ci_method,
+        family=family,
+    )
+
+
+def interaction(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    level: Any,
+    reference: Any,
+    by: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+) -> dict[Key, Comparison]:
+    """Does the candidate's effect differ between two levels of a factor? Per round, log(candidate/baseline)
+    at `level` minus the same at `reference` (a ratio of ratios), paired by round, per cell of `by`.
+    ratio < 1: the candidate loses more at `level` than at `reference` (for a higher-is-better metric)."""
+    planned = _interaction_logs(
+        runs, metric, baseline=baseline, candidate=candidate, factor=factor, level=level, reference=reference, by=by
+    )
+    m = family or len(planned) or 1
+    out: dict[Key, Comparison] = {}
+    for cell, at_level, at_ref in planned:
+        key = (f"{level} vs {reference}", *cell.values()) if by else f"{level} vs {reference}"
+        out[key] = _interaction_comparison(
+            {**cell, factor: f"{level} vs {reference}"},
+            at_level.to_numpy(),
+            at_ref.to_numpy(),
+            metric=metric,
+            baseline=baseline,
+            candidate=candidate,
+            level=level,
+            reference=reference,
+            confidence=1.0 - (1.0 - confidence) / m,
+            family=m,
+        )
+    return out
+
+
+def pooled_interaction(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidate: str,
+    factor: str,
+    pairs: Sequence[tuple[Any, Any]],
+    over: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
+) -> Comparison | None:
+    """One comparison for "the candidate's effect is larger at these levels than at those": per round, the mean
+    over every (level, reference) pair and every cell of `over` of the log ratio of ratios, then a paired t
+    test over rounds (rounds missing any of them are left out). One family member instead of one per cell:
+    a claim about the levels, not about each cell, gets the precision of all of them."""
+    series = []
+    for level, reference in pairs:
+        for _, at_level, at_ref in _interaction_logs(
+            runs,
+            metric,
+            baseline=baseline,
+            candidate=candidate,
+            factor=factor,
+            level=level,
+            reference=reference,
+            by=over,
+        ):
+            series.append(np.log(at_level) - np.log(at_ref))
+    if not series:
+        return None
+    d = pd.concat(series, axis=1).dropna().mean(axis=1)
+    levels = " / ".join(dict.fromkeys(str(lv) for lv, _ in pairs))
+    refs = " / ".join(dict.fromkeys(str(r) for _, r in pairs))
+    return _interaction_comparison(
+        {factor: f"{levels} vs {refs}", **({o: "pooled" for o in over})},
+        np.exp(d.to_numpy()),
+        np.ones(len(d)),
+        metric=metric,
+        baseline=baseline,
+        candidate=candidate,
+        level=levels,
+        reference=refs,
+        confidence=confidence,
+        family=1,
+        test=f"paired t test on per-round log ratios of ratios, averaged over {', '.join(over) or 'pairs'}",
+    )
+
+
+def _ratios_by_round(runs: pd.DataFrame, metric: str, baseline: str, arm: str) -> pd.Series:
+    """arm / baseline within each block that holds both, indexed by the block's round."""
+    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
+    c = _latest_per_round(runs[runs["arm"] == arm], metric)
+    common = b.index.intersection(c.index)
+    ratio = (c[common] / b[common]).where(lambda s: s > 0).dropna()
+    if _block_column(runs) == "block":
+        rounds = runs.groupby("block")["round"].first()
+        ratio.index = rounds.reindex(ratio.index).to_numpy()
+        ratio = ratio.groupby(level=0).last()
+    return ratio
+
+
+def relative(
+    runs: pd.DataFrame,
+    metric: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str],
+    reference: str,
+    higher_is_better: bool = False,
+    confidence: float = CONFIDENCE,
+    family: int | None = None,
+) -> dict[str, Comparison]:
+    """Each candidate against a reference arm that is not the baseline, through the baseline: per round,
+    (candidate / baseline) / (reference / baseline). In a duet design the two never ran together, but each ran
+    beside the baseline, so this keeps what the duets cancel; interleaved, it equals candidate / reference."""
+    ref = _ratios_by_round(runs, metric, baseline, reference)
+    planned = [(c, _ratios_by_round(runs, metric, baseline, c)) for c in candidates]
+    m = family or len(planned) or 1
+    level = 1.0 - (1.0 - confidence) / m
+    out: dict[str, Comparison] = {}
+    for cand, series in planned:
+        common = ref.index.intersection(series.index)
+        if not len(common):
+            continue
+        est = paired_ratio(ref[common].to_numpy(), series[common].to_numpy(), confidence=level)
+        rr, rc = runs[runs["arm"] == reference][metric], runs[runs["arm"] == cand][metric]
+        out[cand] = Comparison(
+            metric=metric,
+            baseline=reference,
+            candidate=cand,
+            cell={},
+            baseline_median=float(rr.median()),
+            candidate_median=float(rc.median()),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=level,
+            p_value=est.p_value,
+            change=change(est.ratio, est.ci_low, est.ci_high, higher_is_better=higher_is_better),
+            n_baseline=len(rr),
+            n_candidate=len(rc),
+            n_pairs=est.n,
+            design=f"through {baseline}, paired by round",
+            test="paired t test on per-round log ratios of ratios",
+            ci_method=est.ci_method,
+            higher_is_better=higher_is_better,
+            family=m,
+        )
+    return out

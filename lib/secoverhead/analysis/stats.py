@@ -1,0 +1,324 @@
+"""Statistics of run summaries (after benchstat's benchmath): the unit of replication is the run.
+
+Each run is summarised by one number per metric (its median latency, its server CPU per operation, its
+throughput). Arms are interleaved per round, so a round is a block: the candidate/baseline ratio is taken
+within each round and the comparison is made on those per-round log ratios,
+
+    ratio = exp(mean(log(candidate_r / baseline_r)))       (the geometric mean of per-round ratios)
+    CI    = exp(mean +- t(n-1) * sd / sqrt(n))             (Student t on the log ratios)
+    p     = two-sided paired t test on the log ratios
+
+which is exact when run-to-run noise is log-normal and, unlike a rank test, has no floor on p at small n
+(Wilcoxon's signed-rank test cannot go below p = 2/2^n: 0.0625 at 5 rounds). Where rounds are incomplete,
+Welch's unpaired t test on the logs is used instead and said so. Per-sample distributions (every
+connection, every query) never enter a test: samples inside one run share the machine's state.
+
+Values are costs by default (higher is worse); pass higher_is_better=True for throughput.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+CONFIDENCE = 0.95
+NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
+PAIRED = "paired by round"
+DUET = "paired by duet (both arms at once)"
+UNPAIRED = "unpaired (rounds incomplete)"
+PAIRED_TEST = "paired t test on per-round log ratios"
+UNPAIRED_TEST = "Welch t test on log run summaries"
+PAIRED_CI = "Student t interval of the geometric mean of per-round ratios"
+UNPAIRED_CI = "Welch interval of the ratio of geometric means"
+PAIRED_DIFF_TEST = "paired t test on per-round differences"
+UNPAIRED_DIFF_TEST = "Welch t test on run summaries"
+PAIRED_DIFF_CI = "Student t interval of the mean per-round difference"
+UNPAIRED_DIFF_CI = "Welch interval of the difference of means"
+
+
+class Change(StrEnum):
+    """What a comparison says about the candidate, in words a DBA reads."""
+
+    WORSE = "worse"
+    BETTER = "better"
+    SAME = "no change"
+    UNCLEAR = "inconclusive"
+
+
+def _t():
+    # deferred: studies import this; the CLI checks their parameters before heavy modules load
+    from scipy import special  # light next to scipy.stats; only the t distribution is needed
+
+    return special
+
+
+def t_quantile(df: float, q: float) -> float:
+    return float(_t().stdtrit(df, q))
+
+
+def t_sf2(df: float, t: float) -> float:
+    """Two-sided p-value of a t statistic."""
+    return float(2 * _t().stdtr(df, -abs(t)))
+
+
+@dataclass
+class RatioEstimate:
+    """candidate / baseline, with its interval and test."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int  # rounds (paired) or the smaller arm's runs (unpaired)
+    design: str
+    test: str
+    ci_method: str
+    confidence: float
+
+
+def _positive(x: Sequence[float] | np.ndarray) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    return a[np.isfinite(a) & (a > 0)]
+
+
+def paired_ratio(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Per-round pairs (baseline[i], candidate[i]); pairs with a non-positive or missing value are dropped."""
+    b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    ok = np.isfinite(b) & np.isfinite(c) & (b > 0) & (c > 0)
+    d = np.log(c[ok]) - np.log(b[ok])
+    n = len(d)
+    nan = float("nan")
+    if n == 0:
+        return RatioEstimate(nan, nan, nan, nan, 0, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
+    mean = float(d.mean())
+    if n < 2:
+        return RatioEstimate(math.exp(mean), nan, nan, nan, n, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+        lo = hi = math.exp(mean)
+    else:
+        p = t_sf2(n - 1, mean / se)
+        half = t_quantile(n - 1, 0.5 + confidence / 2) * se
+        lo, hi = math.exp(mean - half), math.exp(mean + half)
+    return RatioEstimate(math.exp(mean), lo, hi, p, n, PAIRED, PAIRED_TEST, PAIRED_CI, confidence)
+
+
+def welch_ratio(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Ratio of geometric means of two independent sets of run summaries."""
+    a, b = np.log(_positive(baseline)), np.log(_positive(candidate))
+    n = min(len(a), len(b))
+    nan = float("nan")
+    if len(a) == 0 or len(b) == 0:
+        return RatioEstimate(nan, nan, nan, nan, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+    diff = float(b.mean() - a.mean())
+    if n < 2:
+        return RatioEstimate(math.exp(diff), nan, nan, nan, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        p = 1.0 if diff == 0.0 else 0.0
+        lo = hi = math.exp(diff)
+    else:
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+        p = t_sf2(df, diff / se)
+        half = t_quantile(df, 0.5 + confidence / 2) * se
+        lo, hi = math.exp(diff - half), math.exp(diff + half)
+    return RatioEstimate(math.exp(diff), lo, hi, p, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
+
+
+def mean_interval(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float, float, int]:
+    """Mean of d, its two-sided t interval and p against 0, and n."""
+    n = len(d)
+    nan = float("nan")
+    if n == 0:
+        return nan, nan, nan, nan, 0
+    mean = float(d.mean())
+    if n < 2:
+        return mean, nan, nan, nan, n
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:
+        return mean, mean, mean, 1.0 if mean == 0.0 else 0.0, n
+    half = t_quantile(n - 1, 0.5 + confidence / 2) * se
+    return mean, mean - half, mean + half, t_sf2(n - 1, mean / se), n
+
+
+def paired_difference(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    """Per-round differences candidate - baseline (for percentage points, where a ratio means nothing)."""
+    b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    ok = np.isfinite(b) & np.isfinite(c)
+    mean, lo, hi, p, n = mean_interval(c[ok] - b[ok], confidence)
+    return RatioEstimate(mean, lo, hi, p, n, PAIRED, PAIRED_DIFF_TEST, PAIRED_DIFF_CI, confidence)
+
+
+def welch_difference(
+    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+) -> RatioEstimate:
+    a, b = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    n = min(len(a), len(b))
+    nan = float("nan")
+    if n == 0 or n < 2:
+        diff = float(b.mean() - a.mean()) if n else nan
+        return RatioEstimate(diff, nan, nan, nan, n, UNPAIRED, UNPAIRED_DIFF_TEST, UNPAIRED_DIFF_CI, confidence)
+    diff = float(b.mean() - a.mean())
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return RatioEstimate(
+            diff, diff, diff, 1.0 if diff == 0 else 0.0, n, UNPAIRED, UNPAIRED_DIFF_TEST, UNPAIRED_DIFF_CI, confidence
+        )
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile(df, 0.5 + confidence / 2) * se
+    return RatioEstimate(
+        diff,
+        diff - half,
+        diff + half,
+        t_sf2(df, diff / se),
+        n,
+        UNPAIRED,
+        UNPAIRED_DIFF_TEST,
+        UNPAIRED_DIFF_CI,
+        confidence,
+    )
+
+
+def change(ratio: float, lo: float, hi: float, *, noise: float = NOISE, higher_is_better: bool = False) -> Change:
+    """Worse or better when the interval excludes 1 and the estimate lies outside the noise band; no change
+    when the interval lies inside the band (or excludes 1 by less than the band); inconclusive otherwise."""
+    if not all(map(math.isfinite, (ratio, lo, hi))):
+        return Change.UNCLEAR
+    inside = abs(ratio - 1.0) <= noise
+    excludes_one = lo > 1.0 or hi < 1.0
+    if excludes_one and not inside:
+        up = ratio > 1.0
+        return Change.BETTER if up == higher_is_better else Change.WORSE
+    if inside and (excludes_one or (1.0 - noise <= lo and hi <= 1.0 + noise)):
+        return Change.SAME
+    return Change.UNCLEAR
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone), NaN kept as NaN."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    order = ok[np.argsort(p[ok])]
+    running = 0.0
+    for i, idx in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[idx]))
+        out[idx] = running
+    return out
+
+
+@dataclass
+class Comparison:
+    """One candidate arm against the baseline on one metric in one cell (factor combination)."""
+
+    metric: str
+    baseline: str
+    candidate: str
+    cell: dict
+    baseline_median: float  # median of the baseline's run summaries
+    candidate_median: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    p_value: float  # Holm-adjusted over the comparisons made together
+    change: Change
+    n_baseline: int  # runs
+    n_candidate: int
+    n_pairs: int  # rounds with both arms
+    design: str
+    test: str
+    ci_method: str
+    higher_is_better: bool = False
+    noise: float = NOISE
+    family: int = 1
+    scale: str = "ratio"  # "ratio": ratio/ci are candidate/baseline; "difference": candidate - baseline
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def change_pct(self) -> float:
+        if self.scale == "difference":
+            return self.ratio / self.baseline_median * 100.0 if self.baseline_median else float("nan")
+        return (self.ratio - 1.0) * 100.0
+
+    @property
+    def n_text(self) -> str:
+        if self.design == PAIRED or self.design.endswith("paired by round"):
+            return f"n={self.n_pairs} rounds"
+        if self.design == DUET:
+            return f"n={self.n_pairs} duet runs"
+        return f"n={self.n_baseline}/{self.n_candidate} runs"
+
+    def evidence(self, unit: str = "") -> str:
+        """The numbers, n, test and CI that decide, in one line."""
+        u = f" {unit}" if unit else ""
+        corr = f", Bonferroni over {self.family}" if self.family > 1 else ""
+        if self.scale == "difference":
+            return (
+                f"median {self.baseline_median:.4g}{u} -> "
+                f"{self.candidate_median:.4g}{u}; difference {self.ratio:+.3g}{u}, "
+                f"{self.confidence * 100:.4g} % CI {self.ci_low:+.3g} to {self.ci_high:+.3g}{corr}; "
+                f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
+            )
+        return (
+            f"median {self.baseline_median:.4g}{u} -> {self.candidate_median:.4g}{u}; ratio {self.ratio:.3f} "
+            f"({self.change_pct:+.1f} %), {self.confidence * 100:.4g} % CI {self.ci_low:.3f}-{self.ci_high:.3f}{corr}; "
+            f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
+        )
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"change_pct": self.change_pct, "change": str(self.change)}
+
+
+def bootstrap_medians(sorted_x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of n_boot bootstrap resamples of sorted_x, drawn exactly in O(n_boot).
+
+    A resample's k-th order statistic is sorted_x[floor(U_(k) * n)] with U_(k) the k-th order statistic of n
+    uniforms, which is Beta(k, n - k + 1); for even n the next one is U_(k) + (1 - U_(k)) * Beta(1, n - k).
+    """
+    n = len(sorted_x)
+    k = (n + 1) // 2
+    u_k = rng.beta(k, n - k + 1, size=n_boot)
+    lo = sorted_x[np.minimum((u_k * n).astype(np.int64), n - 1)]
+    if n % 2:
+        return lo
+    u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=n_boot)
+    hi = sorted_x[np.minimum((u_next * n).astype(np.int64), n - 1)]
+    return (lo + hi) / 2.0
+
+
+N_BOOT = 4000
+
+
+def median_ci(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[float, float, float]:
+    """Median of run summaries and its bootstrap 95 % CI (for tables; tests use the t intervals above)."""
+    x = np.asarray(values, dtype=float)
+    x = np.sort(x[np.isfinite(x)])
+    if not len(x):
+        return (np.nan, np.nan, np.nan)
+    boot = bootstrap_medians(x, N_BOOT, np.random.default_rng(seed))
+    return float(np.median(x)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
+def tukey_outliers(x: np.ndarray) -> int:
+    """Number of values outside the 1.5 IQR fences."""
+    if len(x) < 4:
+        return 0
+    q1, q3 = np.percentile(x, [25, 75])
+    iqr = q3 - q1
+    return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))

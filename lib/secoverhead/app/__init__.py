@@ -1,0 +1,1 @@
+"""The application: the papermill pipeline, the CLI and the Jupyter kernel launcher."""

@@ -1,0 +1,488 @@
+"""Headless runs: validate parameters against the study's schema, execute its notebook with papermill into a
+versioned report directory, render HTML, scan every artefact for secrets, record run.json, point `latest`.
+
+    reports/<study>/<UTC timestamp>-<host>-<params name>/
+        report.ipynb  report.html  run.json  run.log  calibration.json  results/<experiment>/...  verdicts.json
+
+Everything that can be checked is checked in `prepare` before any server or kernel starts. A run that stops
+(an error, Ctrl-C, SIGTERM, an output that became unwritable) is finalised: its status recorded, what can be
+rendered rendered. `--resume` continues an interrupted run in place: completed runs are not repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import json
+import logging
+import os
+import re
+import secrets as _stdlib_secrets
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from secoverhead.core import signals
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import atomic_write_bytes, read_json, sanitize, write_in_place
+from secoverhead.core.owners import alive
+from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
+from secoverhead.core.paths import user_path
+from secoverhead.core.runlock import RunLock
+from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
+from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
+from secoverhead.host import calibration, environment, leaks
+from secoverhead.studies import STUDIES, Study
+
+KERNEL = "secoverhead"
+MAX_PLANNED_RUNS = 100_000
+
+
+RUN_JSON_RESERVE = 256 << 10  # run.json is written padded to this size first, so a full disk can still record
+
+
+@dataclass
+class Prepared:
+    """A validated run: nothing has started yet."""
+
+    study: Study
+    params: Any
+    values: dict[str, Any]
+    name: str
+    files: list[str] = field(default_factory=list)
+    plan_notes: list[str] = field(default_factory=list)  # what the plan check said (and did) before the run
+
+
+@dataclass
+class RunOutcome:
+    study: str
+    run_dir: Path
+    status: str  # ok | failed | interrupted
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def get_study(study_id: str) -> Study:
+    if study_id not in STUDIES:
+        raise ConfigError(f"unknown study {study_id!r}; studies: {', '.join(STUDIES)}")
+    study = STUDIES[study_id]
+    if not study.available:
+        raise ConfigError(f"study {study_id!r} has no notebook ({study.notebook_path})")
+    return study
+
+
+def prepare(
+    study_id: str,
+    *,
+    files: list[str | os.PathLike] | None = None,
+    profile: str | None = None,
+    overrides: list[tuple[str, str]] | None = None,
+    values: dict[str, Any] | None = None,
+    check_servers: bool = True,
+) -> Prepared:
+    """Parameters from files (a profile first, then -f files in order) and -p pairs, checked against the
+    study's Params, bounded, and pre-flighted (secrets present, files present, named servers answering)."""
+    study = get_study(study_id)
+    chain = [str(f) for f in files or []]
+    if profile is not None:
+        path = study.params_dir / f"{profile}.yaml"
+        if not path.is_file():
+            known = ", ".join(p.stem for p in study.parameter_files()) or "none"
+            raise ConfigError(f"study {study.id!r} has no profile {profile!r} (have: {known})")
+        chain.insert(0, str(path))
+    cls = study.Params
+    merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
+    p = build(cls, merged, study=study.id)
+    _check_secrets_scannable(study, p, merged)
+    notes = p.check_plan() if values is None else []  # a resumed run keeps its plan
+    if "repetitions" in merged or notes:
+        merged["repetitions"] = p.repetitions
+    planned = p.planned_runs()
+    if planned > MAX_PLANNED_RUNS:
+        raise ConfigError(
+            f"{study.id}: the plan has up to {planned:,} runs (limit "
+            f"{MAX_PLANNED_RUNS:,}): lower repetitions or the factor levels"
+        )
+    if check_servers:
+        preflight(p)
+    name = params_name(chain, overrides or []) if values is None else "resumed"
+    return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
+
+
+def _check_secrets_scannable(study: Study, p: Any, values: dict[str, Any]) -> None:
+    """Every artefact is scanned for the user's secrets: one too short or too common to tell from what a report
+    always holds would fail every run (or be 'found' everywhere), so it is refused here, saying why."""
+    try:
+        notebook = study.notebook_path.read_text(errors="replace")
+    except OSError:
+        notebook = ""
+    ordinary = [notebook, *(str(v) for v in values.values()), study.id, study.title]
+    for name, (kind, where) in secret_parameters(p).items():
+        try:
+            value = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
+        except ConfigError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+        if why := leaks.scan_problem(value, ordinary):
+            raise ConfigError(
+                f"{name}: the password cannot be scanned for safely: {why}; every report is checked for it, so "
+                "give the benchmark account a longer, unusual password"
+            )
+
+
+def check_reports_root(root: str | os.PathLike) -> Path:
+    """The reports directory exists (or can be made) and is writable."""
+    try:
+        path = user_path(root)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--reports {path} is a file, not a directory")
+        path.mkdir(parents=True, exist_ok=True)
+        for child in path.iterdir():  # reports/<study> must be folders: a file there would fail the run midway
+            if child.name in STUDIES and not child.is_dir():
+                raise ConfigError(f"--reports {path}: {child.name} is a file, not a study's folder; move it away")
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(f"--reports {str(root)[:120]} cannot be created: {why}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"--reports {path} is not writable")
+    return path
+
+
+def check_kernel(name: str = KERNEL) -> None:
+    from jupyter_client.kernelspec import (  # deferred: the CLI answers bad input before papermill loads (seconds)
+        KernelSpecManager,
+        NoSuchKernel,
+    )
+
+    try:
+        KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:
+        raise ConfigError(f"Jupyter kernel {name!r} is not registered: run `make setup`") from None
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:24] or "host"
+
+
+def _new_run_dir(root: Path, study: str, name: str, secret_values: list[str]) -> Path:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    for v in secret_values:  # a file or parameter named like a password must not put it in a folder name
+        if v and v in name:
+            name = name.replace(v, "redacted")
+    base = root / study / f"{stamp}-{_host()}-{name}"
+    path, n = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True, exist_ok=False)  # never overwrite an earlier run
+            return path
+        except FileExistsError:
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+
+
+def _secret_values(p: Any) -> list[str]:
+    """The secrets this run can touch: every *_password_env / *_password_file parameter's value, read here."""
+    out = []
+    for kind, where in secret_parameters(p).values():
+        out.append(secret_from(env=where).reveal() if kind == "env" else secret_from(file=where).reveal())
+    return out
+
+
+def _point_latest(run_dir: Path) -> None:
+    """reports/<study>/latest -> the newest run; a `latest` that is not a link (a folder someone made) is left
+    alone and said."""
+    latest = run_dir.parent / "latest"
+    if latest.exists() and not latest.is_symlink():
+        raise OSError(f"{latest} is not a link; left as it is")
+    tmp = run_dir.parent / f".latest-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(run_dir.name)
+    os.replace(tmp, latest)
+
+
+def _concurrent(root: Path, me: Path) -> list[str]:
+    """Other runs under root whose owner is still alive: they share the CPU with this one."""
+    found = []
+    for rj in root.glob("*/*/run.json"):
+        if rj.parent == me:
+            continue
+        meta = read_json(rj)
+        if isinstance(meta, dict) and meta.get("status") == "running" and alive(meta.get("owner_pid")):
+            found.append(str(rj.parent.relative_to(root)))
+    return found
+
+
+class _Progress(threading.Thread):
+    """Shows the experiments' progress files while papermill executes (a bar on a terminal, a line every
+    30 s in a log)."""
+
+    def __init__(self, results: Path, study: str) -> None:
+        super().__init__(daemon=True)
+        self.results, self.study, self.stop_event = results, study, threading.Event()
+        self.tty = sys.stderr.isatty()
+
+    def run(self) -> None:
+        last_print = 0.0
+        while not self.stop_event.wait(1.0 if self.tty else 5.0):
+            states = [read_json(p) for p in sorted(self.results.glob("*/progress.json"))]
+            states = [s for s in states if isinstance(s, dict)]
+            if not states:
+                continue
+            s = max(states, key=lambda x: x.get("updated", 0))
+            done, planned, eta = s.get("done", 0), max(s.get("planned", 1), 1), s.get("eta_s")
+            width = 24
+            bar = "#" * int(width * min(done / planned, 1)) + "-" * (width - int(width * min(done / planned, 1)))
+            eta_txt = f"ETA {int(eta // 60)}m{int(eta % 60):02d}s" if eta is not None else "ETA -"
+            current = str(s.get("current", ""))[:40]
+            line = f"{self.study}: {s.get('experiment')} [{bar}] {done}/{planned} runs, {eta_txt}  {current}"
+            if self.tty:
+                sys.stderr.write("\r" + line.ljust(110)[:110])
+                sys.stderr.flush()
+            elif time.monotonic() - last_print > 30:
+                print(line, file=sys.stderr, flush=True)
+                last_print = time.monotonic()
+        if self.tty:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.ident is not None:  # a signal during calibration stops the run before this thread started
+            self.join(3)
+
+
+_CALIBRATION: Path | None = None
+
+
+def _shared_calibration(run_dir: Path) -> Path:
+    """One machine-speed calibration per CLI invocation (or the fresh one $SECOVERHEAD_CALIBRATION names),
+    copied into every report it makes."""
+    global _CALIBRATION
+    cal = calibration.fresh(_CALIBRATION) if _CALIBRATION is not None else None
+    _CALIBRATION = calibration.save(cal or calibration.shared(), run_dir / "calibration.json")
+    return _CALIBRATION
+
+
+def notebook_parameters(study: Study, values: dict[str, Any], results_dir: Path, record: Path) -> dict[str, Any]:
+    """What papermill injects: the values of the names the notebook's parameters cell declares, where the results
+    go, and the run.json that records the whole checked set (the notebook reads the rest from there). Injecting
+    only declared names keeps papermill from warning of unknown parameters."""
+    declared = _declared(str(study.notebook_path))
+    return {k: v for k, v in values.items() if k in declared} | {
+        "output_dir": str(results_dir),
+        "params_from": str(record),
+    }
+
+
+@functools.cache
+def _declared(notebook: str) -> frozenset[str]:
+    import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
+
+    return frozenset(papermill.inspect_notebook(notebook))
+
+
+def run_study(
+    prepared: Prepared,
+    *,
+    reports_root: str | os.PathLike = "reports",
+    kernel: str = KERNEL,
+    log: logging.Logger | None = None,
+    resume: Path | None = None,
+    lock: RunLock | None = None,
+) -> RunOutcome:
+    """Execute, render, scan, record. Raises only before a run directory exists (or, resuming, when another
+    process holds its lock); after, every outcome is recorded and returned (KeyboardInterrupt / Terminated are
+    re-raised once recorded). One process writes a run directory at a time: `lock`, or one taken here."""
+    import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
+    from papermill.exceptions import PapermillExecutionError
+
+    from secoverhead.reporting.render import render_html
+
+    log = log or logging.getLogger("secoverhead")
+    study, p = prepared.study, prepared.params
+    root = check_reports_root(reports_root)
+    check_kernel(kernel)
+    secret_values = _secret_values(p)
+    if resume is not None and lock is None:
+        lock = RunLock(resume).acquire()
+    run_dir = resume if resume is not None else _new_run_dir(root, study.id, prepared.name, secret_values)
+    if lock is None:
+        lock = RunLock(run_dir).acquire()  # a new directory: nobody else can hold it yet
+    results_dir = run_dir / "results"
+    embedded_pw = _stdlib_secrets.token_urlsafe(18)  # so the scan knows embedded servers' password too
+    secret_values.append(embedded_pw)
+    started, t0 = environment.utc_now(), time.monotonic()
+    previous = read_json(run_dir / "run.json") if resume is not None else None
+    previous = previous if isinstance(previous, dict) else None
+    record: dict[str, Any] = {
+        "study": study.id,
+        "title": study.title,
+        "notebook": study.notebook,
+        "params_name": prepared.name if previous is None else previous.get("params_name", prepared.name),
+        "params_files": prepared.files if previous is None else previous.get("params_files", []),
+        "parameters": prepared.values,
+        "started": started if previous is None else previous.get("started", started),
+        "host": socket.gethostname(),
+        "owner_pid": os.getpid(),
+        "status": "running",
+        "resumed": (previous or {}).get("resumed", 0) + (1 if previous is not None else 0),
+    }
+    status, error = "ok", None
+    handler = None
+    pm_log = logging.getLogger("papermill")
+    env_before = {k: os.environ.get(k) for k in (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")}
+    progress = _Progress(results_dir, study.id)
+    try:
+        _write_record(run_dir, record, reserve=True)
+        others = _concurrent(root, run_dir)
+        if others:
+            record["concurrent_runs"] = others
+            log.warning(
+                "warning: %d other run(s) are running on this machine and share its CPU: %s",
+                len(others),
+                ", ".join(others),
+            )
+        handler = logging.FileHandler(run_dir / "run.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        pm_log.addHandler(handler)
+        pm_log.setLevel(logging.INFO)
+        pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
+        os.environ[EMBEDDED_PASSWORD_ENV] = embedded_pw
+        os.environ[calibration.ENV] = str(_shared_calibration(run_dir))
+        os.environ["SECOVERHEAD_HEADLESS"] = "1"
+        log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
+        progress.start()
+        papermill.execute_notebook(
+            str(study.notebook_path),
+            str(run_dir / "report.ipynb"),
+            parameters=notebook_parameters(study, prepared.values, results_dir, run_dir / "run.json"),
+            kernel_name=kernel,
+            cwd=str(run_dir),
+            progress_bar=False,
+            log_output=True,
+        )
+    except PapermillExecutionError as exc:
+        status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0][:300] if exc.evalue else ''}"
+    except KeyboardInterrupt as exc:
+        sig = signals.as_terminated(exc)
+        status, error = "interrupted", f"interrupted by {sig.name}" + (" (Ctrl-C)" if sig.name == "SIGINT" else "")
+        sig.outcome = f"{study.id}: interrupted  {run_dir}"
+        raise sig from None
+    except Exception as exc:  # kernel died, outputs unwritable, disk full, ...
+        status, error = "failed", _one_line(exc)
+    finally:
+        with signals.deferred():  # a second Ctrl-C must not leave the record half-done
+            progress.stop()
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if handler is not None:
+                pm_log.removeHandler(handler)
+                pm_log.propagate = True
+                with contextlib.suppress(OSError):
+                    handler.close()
+            status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
+            lock.release()
+    log.info("%s: %s (%s)", study.id, status, error or "no error")
+    return RunOutcome(study.id, run_dir, status, error)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one bounded line (no traceback)."""
+    text = "".join(traceback.format_exception_only(exc)).strip().splitlines()
+    return (text[-1] if text else type(exc).__name__)[:300]
+
+
+def _write_record(run_dir: Path, record: dict[str, Any], *, reserve: bool = False) -> None:
+    """run.json, atomically. The first write is padded with trailing white space (valid JSON) so the file holds
+    blocks the final record can be written into in place when the disk is full or the folder stops taking new
+    files; a record that cannot be written either way raises OSError."""
+    data = json.dumps(sanitize(record), indent=1, sort_keys=True).encode()
+    path = run_dir / "run.json"
+    try:
+        atomic_write_bytes(path, data + b" " * max(0, RUN_JSON_RESERVE - len(data)) if reserve else data)
+    except OSError:
+        if reserve or not path.is_file():
+            raise
+        write_in_place(path, data)
+
+
+def _finalise(run_dir, study, record, status, error, secret_values, t0, render_html) -> tuple[str, str | None]:
+    """Render, scan, record, point latest: each step on its own, so one failing (a full disk, a directory
+    made read-only) leaves the others done and is said in run.json when it can be written at all."""
+
+    def add(msg: str) -> None:
+        nonlocal error, status
+        error = (error + "; " if error else "") + msg
+        if status == "ok":
+            status = "failed"
+
+    if (run_dir / "report.ipynb").exists():
+        try:
+            render_html(
+                run_dir / "report.ipynb", run_dir / "report.html", title=f"{study.title} ({record['params_name']})"
+            )
+        except Exception as exc:
+            add(f"HTML rendering failed: {_one_line(exc)[:200]}")
+    try:
+        found = leaks.scan(run_dir, secret_values)
+        if found:
+            add(leaks.describe(found))
+    except OSError as exc:
+        add(f"secret scan failed: {exc.strerror}")
+    try:
+        outputs = sorted(
+            str(p.relative_to(run_dir))
+            for p in run_dir.rglob("*")
+            if p.is_file() and p.suffix in (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
+        )
+    except OSError:
+        outputs = []
+    record.update(
+        status=status,
+        error=error,
+        finished=environment.utc_now(),
+        duration_s=round(time.monotonic() - t0, 1),
+        environment=environment.collect(),
+        outputs=outputs,
+    )
+    try:
+        _write_record(run_dir, record)
+    except OSError as exc:
+        print(f"error: could not record the run in {run_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return "failed", error
+    try:  # every run, whatever its status: latest is the newest
+        _point_latest(run_dir)
+    except OSError as exc:
+        print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
+    return status, error
+
+
+def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """The study and parameters an earlier run recorded, to continue it in place."""
+    try:
+        run_dir = user_path(run_dir)
+    except ValueError as exc:
+        raise ConfigError(f"--resume {exc}") from None
+    meta = read_json(run_dir / "run.json")
+    if not isinstance(meta, dict) or "study" not in meta:
+        raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")
+    if meta.get("status") == "running" and alive(meta.get("owner_pid")) and int(meta.get("owner_pid")) != os.getpid():
+        raise ConfigError(f"--resume {run_dir}: that run is still running (pid {meta.get('owner_pid')})")
+    if meta.get("status") == "ok":
+        raise ConfigError(f"--resume {run_dir}: that run completed; nothing to resume")
+    return meta["study"], dict(meta.get("parameters") or {})
+
+
+def json_dumps(obj: Any) -> str:
+    return json.dumps(sanitize(obj), indent=1, sort_keys=True)

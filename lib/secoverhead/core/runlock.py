@@ -1,0 +1,68 @@
+"""One writer per run directory: `run.lock`, held with flock(2) for the run's life.
+
+The kernel releases a flock when its holder exits in any way (SIGKILL included), so a lock is never stale; the
+file also records the holder's PID and command, to say who holds it. Two `--resume` of one run would otherwise
+both measure and overwrite each other's records."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from secoverhead.core.errors import ConfigError
+
+NAME = "run.lock"
+
+
+class RunLock:
+    """Held from acquire() until release() or the process's end."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        """Take the lock or raise ConfigError naming its holder."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{self.path.parent}: cannot lock the run ({exc.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ConfigError(
+                f"{self.path.parent.name} is being written by {holder[:120]}: "
+                "wait for it to end, or stop it, then resume"
+            ) from None
+        with contextlib.suppress(OSError):  # who holds it, for the next one's message; the lock does not need it
+            line = f"pid {os.getpid()} (secoverhead)\n".encode()
+            os.pwrite(fd, line, 0)  # written over the old line, then cut to length: never empty in between
+            os.ftruncate(fd, len(line))
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
+def _holder(fd: int, wait_s: float = 1.0) -> str:
+    """The holder's line. A holder that has just taken the lock writes its PID a moment later (seen empty, or
+    still naming a holder that is gone, beside a busy core): read again for up to wait_s."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        pid = text.split()[1] if text.startswith("pid ") and len(text.split()) > 1 else ""
+        if pid.isdigit() and Path(f"/proc/{pid}").exists() and int(pid) != os.getpid():
+            return text.splitlines()[0]
+        if time.monotonic() > deadline:
+            return text.splitlines()[0] if text else "another process"
+        time.sleep(0.05)

@@ -1,0 +1,1 @@
+"""This machine: processes the project starts, cgroups, CPU accounting, noise, the speed reference, perf."""

@@ -1,0 +1,219 @@
+"""Machine speed: a short calibration recorded with every experiment.
+
+Machines of one kind differ (an RSA-2048 signature took 268 us on one and 611 us on another), so absolute
+per-operation costs from two reports are never compared without a reference. The calibration times, with the
+system OpenSSL the servers link against (`openssl speed -mr`): an RSA-2048 and an ECDSA P-256 signature, an
+X25519 key exchange, AES-128-GCM and AES-256-CTR per byte (16 KiB blocks: an InnoDB page); AES-256-CTR per
+page the way InnoDB decrypts one (cipher set up for every page, over 32 MiB of distinct pages, through the same
+libcrypto: `openssl speed` reuses one context over one hot buffer, which a server does not); PBKDF2 at SCRAM's
+iteration counts (SHA-1 x 10,000, SHA-256 x 15,000, via hashlib on OpenSSL); and a fixed pure-Python loop
+(the Python clients' speed). About 7 s. Reports express costs both in us and in these units where that
+means something ("a full handshake costs N RSA signatures").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from secoverhead.core.errors import SecoverheadError
+from secoverhead.core.files import atomic_write_json
+
+PAGE_BYTES = 16384
+MAX_AGE_S = 30 * 60  # a calibration shared by the studies of one `secoverhead run` is at most this old
+ENV = "SECOVERHEAD_CALIBRATION"  # the pipeline points kernels at the calibration it took
+
+
+def _openssl_mr(args: list[str], timeout: float = 60) -> str:
+    exe = shutil.which("openssl")
+    if exe is None:
+        raise SecoverheadError("openssl not found: run `make setup`")
+    res = subprocess.run([exe, "speed", "-mr", *args], capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise SecoverheadError(f"openssl speed failed: {res.stderr.strip()[-300:]}")
+    return res.stdout
+
+
+def parse_mr(text: str) -> dict[str, float]:
+    """Per-operation costs from `openssl speed -mr` output (RSA/ECDSA/ECDH lines, and EVP bytes/s lines)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        f = line.split(":")
+        if line.startswith("+F2:") and len(f) >= 5 and f[2] == "2048":
+            out["rsa2048_sign_us"], out["rsa2048_verify_us"] = 1e6 / float(f[3]), 1e6 / float(f[4])
+        elif line.startswith("+F4:") and len(f) >= 5 and f[2] == "256":
+            out["ecdsa_p256_sign_us"], out["ecdsa_p256_verify_us"] = 1e6 / float(f[3]), 1e6 / float(f[4])
+        elif line.startswith("+F5:") and len(f) >= 4 and f[2] == "253":
+            out["x25519_derive_us"] = 1e6 / float(f[3])
+        elif line.startswith("+F:") and len(f) >= 4:
+            name = re.sub(r"[^a-z0-9]+", "_", f[2].lower()).strip("_")
+            bytes_per_s = float(f[-1])
+            if bytes_per_s > 0:
+                out[f"{name}_ns_per_byte"] = 1e9 / bytes_per_s
+    return out
+
+
+def _pbkdf2_ms(digest: str, iterations: int, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        hashlib.pbkdf2_hmac(digest, b"calibration-password", b"0123456789abcdef", iterations)
+        best = min(best, time.process_time() - t0)
+    return best * 1e3
+
+
+def _python_loop_ms(repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        total = 0
+        for i in range(1_000_000):
+            total += i * i & 7
+        best = min(best, time.process_time() - t0)
+    return best * 1e3
+
+
+def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:
+    """AES-256-CTR decryption of one 16 KiB page as a server does it: EVP_CipherInit_ex (key and IV of the
+    page) then one EVP_CipherUpdate, over `pages` distinct pages (beyond the CPU caches). The cost of the two
+    ctypes calls per page, timed as two empty updates (same argument conversions, no work), is subtracted.
+    None without libcrypto."""
+    name = ctypes.util.find_library("crypto")
+    if not name:
+        return None
+    lib = ctypes.CDLL(name)
+    vp, cp, ip = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+    lib.EVP_CIPHER_CTX_new.restype = vp
+    lib.EVP_CIPHER_CTX_free.argtypes = [vp]
+    lib.EVP_aes_256_ctr.restype = vp
+    lib.EVP_CipherInit_ex.argtypes = [vp, vp, vp, cp, cp, ip]
+    lib.EVP_CipherUpdate.argtypes = [vp, vp, ctypes.POINTER(ip), vp, ip]
+    ctx, cipher = lib.EVP_CIPHER_CTX_new(), lib.EVP_aes_256_ctr()
+    key, iv = os.urandom(32), os.urandom(16)
+    src = ctypes.create_string_buffer(os.urandom(PAGE_BYTES) * pages)
+    dst = ctypes.create_string_buffer(PAGE_BYTES * pages)
+    s0, d0, outl = ctypes.addressof(src), ctypes.addressof(dst), ip()
+    best, call = float("inf"), float("inf")
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for i in range(pages):
+                lib.EVP_CipherInit_ex(ctx, cipher, None, key, iv, 0)
+                lib.EVP_CipherUpdate(ctx, d0 + i * PAGE_BYTES, ctypes.byref(outl), s0 + i * PAGE_BYTES, PAGE_BYTES)
+            best = min(best, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            for _ in range(pages):
+                lib.EVP_CipherUpdate(ctx, d0, ctypes.byref(outl), s0, 0)
+                lib.EVP_CipherUpdate(ctx, d0, ctypes.byref(outl), s0, 0)
+            call = min(call, time.perf_counter() - t0)
+    finally:
+        lib.EVP_CIPHER_CTX_free(ctx)
+    return max(best - call, 0.0) / pages * 1e6
+
+
+def measure() -> dict[str, Any]:
+    """Take a calibration now (about 7 s of one core)."""
+    t0 = time.monotonic()
+    out: dict[str, Any] = {
+        "taken_at": time.time(),
+        "openssl": subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout.strip(),
+    }
+    out |= parse_mr(_openssl_mr(["-seconds", "1", "rsa2048", "ecdsap256", "ecdhx25519"]))
+    for cipher in ("aes-128-gcm", "aes-256-ctr"):
+        out |= parse_mr(_openssl_mr(["-seconds", "1", "-bytes", str(PAGE_BYTES), "-evp", cipher]))
+    if "aes_256_ctr_ns_per_byte" in out:
+        out["aes_256_ctr_us_per_page"] = out["aes_256_ctr_ns_per_byte"] * PAGE_BYTES / 1e3
+    page = _aes_page_us()
+    if page is not None:
+        out["aes_256_ctr_page_as_server_us"] = page
+    out["pbkdf2_sha1_10000_ms"] = _pbkdf2_ms("sha1", 10_000)
+    out["pbkdf2_sha256_15000_ms"] = _pbkdf2_ms("sha256", 15_000)
+    out["python_loop_ms"] = _python_loop_ms()
+    out["duration_s"] = round(time.monotonic() - t0, 2)
+    return out
+
+
+def fresh(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The calibration saved at path when it is under MAX_AGE_S old, else None."""
+    try:
+        cal = json.loads(Path(path).read_text())
+        if isinstance(cal, dict) and time.time() - float(cal.get("taken_at", 0)) < MAX_AGE_S:
+            return cal
+    except (OSError, ValueError, TypeError):
+        pass
+    return None
+
+
+def shared(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The calibration at path (default: $SECOVERHEAD_CALIBRATION) when fresh, else a new one, saved there so
+    that the next run within MAX_AGE_S reuses it (the pipeline points kernels at its own; a scheduled job or a
+    test session may point every run at one file)."""
+    path = path or os.environ.get(ENV)
+    cal = fresh(path) if path else None
+    if cal is None:
+        cal = measure()
+        if path:
+            with contextlib.suppress(OSError):
+                save(cal, Path(path))
+    return cal
+
+
+def save(cal: dict[str, Any], path: Path) -> Path:
+    atomic_write_json(path, cal)
+    return path
+
+
+UNITS = {
+    "rsa2048_sign_us": "RSA-2048 signatures",
+    "ecdsa_p256_sign_us": "ECDSA P-256 signatures",
+    "x25519_derive_us": "X25519 key exchanges",
+    "aes_256_ctr_us_per_page": "AES-256-CTR 16 KiB pages",
+    "aes_256_ctr_page_as_server_us": "AES-256-CTR page decryptions (set up per page)",
+    "pbkdf2_sha1_10000_ms": "PBKDF2-SHA-1 x 10,000 derivations",
+    "pbkdf2_sha256_15000_ms": "PBKDF2-SHA-256 x 15,000 derivations",
+    "aes_128_gcm_ns_per_byte": "AES-128-GCM bytes",
+}
+
+
+def in_units(cost_us: float, cal: dict[str, Any], key: str) -> float | None:
+    """A cost in machine-independent units: how many of the calibration's `key` operations it equals."""
+    ref = cal.get(key)
+    if not ref:
+        return None
+    ref_us = ref * 1e3 if key.endswith("_ms") else ref
+    return cost_us / ref_us
+
+
+@dataclass(frozen=True)
+class CryptoBound:
+    """The cryptography one operation of an arm needs, beyond its baseline's: e.g. a full TLS 1.2 handshake
+    with an RSA certificate signs once with RSA-2048 and makes and derives an X25519 key (two operations)."""
+
+    arm: str
+    baseline: str
+    metric: str  # the run metric of the extra cost, e.g. server_cpu_us_per_op
+    primitives: tuple[tuple[str, float], ...]  # (calibration key, how many per operation)
+    what: str = "per operation"
+
+    def cost_us(self, cal: dict[str, Any]) -> float | None:
+        total = 0.0
+        for key, count in self.primitives:
+            value = cal.get(key)
+            if value is None:
+                return None
+            total += count * (value * 1e3 if key.endswith("_ms") else value)
+        return total
+
+    def describe(self) -> str:
+        return " + ".join(f"{n:g} x {UNITS.get(k, k).rstrip('s')}" for k, n in self.primitives) or "none"

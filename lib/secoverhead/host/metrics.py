@@ -1,0 +1,192 @@
+"""CPU and I/O accounting: server CPU (user and system apart) over a run, client CPU, CPU per operation,
+bytes written to files, and the client-bound flag.
+
+Server CPU comes from the server's own cgroup v1 `cpuacct` group where the library could make one
+(nanoseconds; threads and processes that exited stay counted), else from utime/stime in /proc/PID/stat
+(clock ticks, usually 10 ms: a run should then burn >= 2 s of server CPU, and `low_resolution` says when
+not). Each run records which method measured it. Client CPU is this process's and its reaped children's.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from secoverhead.host.cgroups import CpuAccount, split
+
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+CLIENT_BOUND_CORES = 0.8
+
+
+class CpuSource(Protocol):
+    """Where a server's CPU is read: take() a reading, seconds(a, b) -> (user, system) between two."""
+
+    method: str
+
+    def take(self) -> Any: ...
+
+    def seconds(self, a: Any, b: Any) -> tuple[float, float]: ...
+
+
+def _read_ticks(pid: int) -> tuple[int, int]:
+    """(utime, stime) in ticks for a whole process (all its threads, live and exited)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5), counted after "(comm)"
+
+
+class ProcCpu:
+    """/proc ticks of a fixed set of processes; a process gone by the second reading counts nothing."""
+
+    method = "proc-ticks"
+
+    def __init__(self, pids: Iterable[int]) -> None:
+        self.pids = list(pids)
+
+    def take(self) -> dict[int, tuple[int, int]]:
+        ticks = {}
+        for pid in self.pids:
+            try:
+                ticks[pid] = _read_ticks(pid)
+            except (OSError, IndexError):
+                continue
+        return ticks
+
+    def seconds(self, a: dict, b: dict) -> tuple[float, float]:
+        user = sum(u1 - a[pid][0] for pid, (u1, _) in b.items() if pid in a)
+        system = sum(s1 - a[pid][1] for pid, (_, s1) in b.items() if pid in a)
+        return user * TICK_S, system * TICK_S
+
+
+class CgroupCpu:
+    """A cpuacct group's nanosecond counters."""
+
+    method = CpuAccount.method
+
+    def __init__(self, account: CpuAccount) -> None:
+        self.account = account
+
+    def take(self) -> tuple[int, int, int]:
+        return self.account.counters()
+
+    def seconds(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[float, float]:
+        user, system = split(a, b)
+        return user / 1e9, system / 1e9
+
+
+def cpu_source(server: CpuSource | Sequence[int] | None) -> CpuSource | None:
+    """A CpuSource from a server's source, a list of PIDs (/proc), or None (nothing to measure)."""
+    if server is None:
+        return None
+    if hasattr(server, "take"):
+        return server  # type: ignore[return-value]
+    pids = list(server)  # type: ignore[arg-type]
+    return ProcCpu(pids) if pids else None
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """CPU seconds used over an interval."""
+
+    wall_s: float
+    user_s: float
+    system_s: float
+    method: str = "rusage"
+
+    @property
+    def total_s(self) -> float:
+        return self.user_s + self.system_s
+
+    @property
+    def cores(self) -> float:
+        """Average number of cores busy over the interval."""
+        return self.total_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def low_resolution(self) -> bool:
+        """Tick-based and fewer than 200 ticks: uncertain by more than 0.5 % from rounding alone."""
+        return self.method == ProcCpu.method and self.total_s < 200 * TICK_S
+
+    def per_op_us(self, operations: int) -> dict[str, float]:
+        """CPU microseconds per operation, total and split user/system."""
+        if operations <= 0:
+            return {"cpu_us_per_op": float("nan"), "user_us_per_op": float("nan"), "system_us_per_op": float("nan")}
+        return {
+            "cpu_us_per_op": self.total_s / operations * 1e6,
+            "user_us_per_op": self.user_s / operations * 1e6,
+            "system_us_per_op": self.system_s / operations * 1e6,
+        }
+
+    def as_dict(self, prefix: str = "") -> dict[str, float]:
+        d = {k: v for k, v in asdict(self).items() if k != "method"} | {"total_s": self.total_s, "cores": self.cores}
+        return {f"{prefix}{k}": v for k, v in d.items()}
+
+
+class CpuMeter:
+    """Measure server CPU (from its source) and this process's own CPU over a `with` block.
+
+    Child processes the block started and reaped (sysbench, ab, wrk) are counted as client CPU too."""
+
+    def __init__(self, server: CpuSource | Sequence[int] | None, client: CpuSource | None = None) -> None:
+        self.source = cpu_source(server)
+        self.client_source = client  # the load client's own group (runs at once must not share rusage)
+        self.server: CpuUsage | None = None
+        self.client: CpuUsage | None = None
+
+    def __enter__(self) -> CpuMeter:
+        self._server0 = self.source.take() if self.source is not None else None
+        self._client0 = self.client_source.take() if self.client_source is not None else None
+        self._self0 = resource.getrusage(resource.RUSAGE_SELF)
+        self._children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self._wall0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.monotonic() - self._wall0
+        if self.source is not None:
+            user, system = self.source.seconds(self._server0, self.source.take())
+            self.server = CpuUsage(wall, user, system, self.source.method)
+        if self.client_source is not None:
+            user, system = self.client_source.seconds(self._client0, self.client_source.take())
+            self.client = CpuUsage(wall, user, system, self.client_source.method)
+            return
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.client = CpuUsage(
+            wall,
+            (me.ru_utime - self._self0.ru_utime) + (kids.ru_utime - self._children0.ru_utime),
+            (me.ru_stime - self._self0.ru_stime) + (kids.ru_stime - self._children0.ru_stime),
+        )
+
+    def metrics(self, operations: int) -> dict[str, float | bool]:
+        """Server (when measured) and client CPU totals, per operation, and the client-bound flag."""
+        out: dict[str, float | bool] = {}
+        if self.server is not None:
+            out.update(self.server.as_dict("server_cpu_"))
+            out.update({f"server_{k}": v for k, v in self.server.per_op_us(operations).items()})
+            out["server_cpu_low_resolution"] = self.server.low_resolution
+            out["server_cpu_ns_resolution"] = self.server.method == CgroupCpu.method
+        out.update(self.client.as_dict("client_cpu_"))
+        out.update({f"client_{k}": v for k, v in self.client.per_op_us(operations).items()})
+        out["client_bound"] = client_bound(self.client, self.server)
+        return out
+
+
+def client_bound(client: CpuUsage, server: CpuUsage | None) -> bool:
+    """The client, not the server, may have limited throughput: it used >= 0.8 core, or more CPU than the
+    server (a loaded 2-core machine cannot give both sides a core each)."""
+    return client.cores >= CLIENT_BOUND_CORES or (server is not None and client.total_s > server.total_s)
+
+
+def bytes_in(paths: Iterable[str | os.PathLike]) -> int:
+    """Total size of files (directories: every file below them); missing ones count 0."""
+    total = 0
+    for p in map(Path, paths):
+        if p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        elif p.exists():
+            total += p.stat().st_size
+    return total

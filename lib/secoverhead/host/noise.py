@@ -1,0 +1,129 @@
+"""Noise diagnostics per run, from inside the VM: host steal time (/proc/stat), CPU pressure
+(/proc/pressure/cpu, PSI), and the CPU used by everything outside the experiment: the machine's busy CPU
+minus the experiment's own over the same interval (this process and its children, and every cpuacct group
+this process owns, i.e. the servers it started). A run beyond a threshold is flagged; the runner may take it
+again within the budget, and reports show every flag."""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from secoverhead.host import cgroups
+
+HZ = os.sysconf("SC_CLK_TCK")
+STEAL_LIMIT = 0.05  # more than 5 % of the machine's CPU time taken by the host
+OUTSIDE_LIMIT = 0.35  # more than a third of a core busy with work that is not the experiment's
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process, its reaped children, and the cgroups it owns (its servers), so far."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    base = cgroups.ROOT / "cpuacct" / cgroups.PREFIX
+    if base.is_dir():
+        for d in base.glob(f"{os.getpid()}-*"):
+            try:
+                total += int((d / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                continue
+    return total
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    wall: float
+    busy_ticks: int  # user + nice + system + irq + softirq
+    steal_ticks: int
+    total_ticks: int
+    pressure_us: int | None  # PSI "some" total, microseconds
+    own_s: float  # this experiment's CPU so far (see own_cpu_s)
+
+    @classmethod
+    def take(cls) -> Snapshot:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+        pressure = None
+        try:
+            some = Path("/proc/pressure/cpu").read_text().split("\n", 1)[0]
+            pressure = int(some.rsplit("total=", 1)[1])
+        except (OSError, IndexError, ValueError):
+            pass
+        busy = user + nice + system + irq + softirq
+        return cls(time.monotonic(), busy, steal, busy + idle + iowait + steal, pressure, own_cpu_s())
+
+
+@dataclass(frozen=True)
+class Noise:
+    wall_s: float
+    steal_fraction: float  # of all CPU time on the machine
+    busy_cores: float  # everything, the experiment included
+    pressure: float | None  # share of wall time some task waited for a CPU
+    own_cores: float  # the experiment's own (this process tree and its servers)
+
+    @property
+    def outside_cores(self) -> float:
+        return max(0.0, self.busy_cores - self.own_cores)
+
+    def metrics(self) -> dict[str, float | bool]:
+        """Per-run noise metrics, and whether the run crossed a threshold."""
+        out: dict[str, float | bool] = {
+            "noise_steal_fraction": self.steal_fraction,
+            "noise_busy_cores": self.busy_cores,
+            "noise_outside_cores": self.outside_cores,
+        }
+        if self.pressure is not None:
+            out["noise_cpu_pressure"] = self.pressure
+        out["noise_flagged"] = bool(self.steal_fraction > STEAL_LIMIT or self.outside_cores > OUTSIDE_LIMIT)
+        return out
+
+
+def between(a: Snapshot, b: Snapshot) -> Noise:
+    wall = max(b.wall - a.wall, 1e-9)
+    total = max(b.total_ticks - a.total_ticks, 1)
+    pressure = (
+        (b.pressure_us - a.pressure_us) / (wall * 1e6)
+        if a.pressure_us is not None and b.pressure_us is not None
+        else None
+    )
+    return Noise(
+        wall_s=wall,
+        steal_fraction=(b.steal_ticks - a.steal_ticks) / total,
+        busy_cores=(b.busy_ticks - a.busy_ticks) / HZ / wall,
+        pressure=pressure,
+        own_cores=(b.own_s - a.own_s) / wall,
+    )
+
+
+class NoiseMonitor:
+    """`with NoiseMonitor() as nm: ...; nm.stop()` then nm.noise. stop() is idempotent and thread-safe: the
+    runs of a duet share one window, closed by the first of them to end."""
+
+    def __enter__(self) -> NoiseMonitor:
+        self._lock = threading.Lock()
+        self._a = Snapshot.take()
+        self.noise: Noise | None = None
+        return self
+
+    def stop(self) -> Noise:
+        with self._lock:
+            if self.noise is None:
+                self.noise = between(self._a, Snapshot.take())
+            return self.noise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def reason(metrics: dict) -> str:
+    """Why a run was flagged, in words."""
+    parts = []
+    if metrics.get("noise_steal_fraction", 0) > STEAL_LIMIT:
+        parts.append(f"steal {metrics['noise_steal_fraction']:.1%}")
+    if metrics.get("noise_outside_cores", 0) > OUTSIDE_LIMIT:
+        parts.append(f"{metrics['noise_outside_cores']:.2f} cores busy outside the experiment")
+    return ", ".join(parts)

@@ -1,0 +1,315 @@
+"""Where the cost goes: CPU profiles of the servers, taken in a profiling round that is excluded from the
+statistics (its runs are marked and never compared).
+
+During a profiling run of an arm, `perf record -e cpu-clock -g` samples every thread of the arm's server
+processes (threads they start while sampled included; there is no hardware PMU in these VMs, so the
+software clock it is). Afterwards `perf script` gives the sampled stacks; inferno (the Rust port of Brendan
+Gregg's FlameGraph) folds them and draws an interactive SVG flame graph per arm, and a differential one per
+arm against its baseline (what grew). Each sample's leaf frame is attributed to a library (libcrypto,
+libssl, the server's own binary, libc, the kernel; Go's crypto packages inside FerretDB's binary), so a
+report can say how many microseconds per operation each library costs and how many more than the baseline.
+
+Where perf or inferno is missing (or perf may not sample), the profiler records why and does nothing: the
+report says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from secoverhead.core import paths
+from secoverhead.core.files import atomic_write_json, atomic_write_text, read_json
+
+# A fixed sampling period of task CPU time (not perf's -F, whose period adapts per thread and starts afresh in
+# every new connection thread): each sample is then the same CPU time, so samples x period is the CPU spent.
+PERIOD_NS = 1_000_003  # about 1 kHz, not a round number so it does not beat with periodic work
+FREQUENCY = 1e9 / PERIOD_NS  # samples per CPU-second
+MAX_SECONDS = 120  # perf stops by itself after this, whatever happens
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def available() -> tuple[bool, str]:
+    """Whether profiles can be taken here, and if not, why."""
+    if shutil.which("perf") is None:
+        return False, "perf is not installed (Debian package linux-perf)"
+    try:
+        paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        paranoid = 2
+    if os.geteuid() != 0 and paranoid > 1:
+        return False, f"perf may not sample other processes here (kernel.perf_event_paranoid={paranoid}, not root)"
+    if not (paths.inferno_bin() / "inferno-flamegraph").exists():
+        return False, "inferno is not built (run `make setup`; it needs cargo)"
+    return True, ""
+
+
+def _enable(proc: subprocess.Popen, ctl: Path, ack: Path, timeout: float = 15.0) -> None:
+    """Tell a perf started with events disabled to enable them, and wait for its acknowledgement."""
+    deadline = time.monotonic() + timeout
+    fd = -1
+    while fd < 0:  # the write end opens once perf holds the read end
+        try:
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("perf did not start listening on its control fifo") from None
+            time.sleep(0.01)
+    afd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"enable\n")
+        while b"ack" not in _read_nonblocking(afd):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("perf did not acknowledge enabling its events")
+            select.select([afd], [], [], 0.05)
+    finally:
+        os.close(fd)
+        os.close(afd)
+
+
+def _read_nonblocking(fd: int) -> bytes:
+    try:
+        return os.read(fd, 64)
+    except BlockingIOError:
+        return b""
+
+
+def slug(arm: str, factors: Mapping[str, Any]) -> str:
+    text = arm + "".join(f"-{k}{v}" for k, v in sorted(factors.items()))
+    return _SLUG.sub("_", text).strip("_")[:100]
+
+
+def category(dso: str, symbol: str) -> str:
+    """The library a leaf frame belongs to, in the terms a DBA reads."""
+    name = Path(dso.strip("()")).name
+    if "kernel" in name or name.startswith("[k"):
+        return "kernel"
+    if name.startswith("libcrypto"):
+        return "libcrypto (OpenSSL)"
+    if name.startswith("libssl"):
+        return "libssl (OpenSSL)"
+    if name.startswith(("libc.so", "libc-", "ld-linux")):
+        return "libc"
+    if name in ("mariadbd", "mysqld", "nginx"):
+        return f"server binary ({name})"
+    if name == "ferretdb":
+        if symbol.startswith(("crypto/", "vendor/golang.org/x/crypto", "golang.org/x/crypto")):
+            return "Go crypto (in ferretdb)"
+        if symbol.startswith("runtime."):
+            return "Go runtime (in ferretdb)"
+        return "server binary (ferretdb)"
+    if name in ("[unknown]", "unknown", ""):
+        return "unknown"
+    return "other libraries"
+
+
+_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
+
+
+def leaves(script: str) -> Counter:
+    """(category, symbol) -> samples, from `perf script` output: the first frame under each sample header."""
+    counts: Counter = Counter()
+    expect_leaf = False
+    for line in script.splitlines():
+        if not line.strip():
+            expect_leaf = False
+            continue
+        if not line.startswith((" ", "\t")):
+            expect_leaf = True  # a sample header: the next frame line is its leaf
+            continue
+        if expect_leaf:
+            m = _FRAME.match(line)
+            if m:
+                sym = re.sub(r"\+0x[0-9a-f]+$", "", m.group("sym"))
+                counts[(category(m.group("dso"), sym), sym)] += 1
+            expect_leaf = False
+    return counts
+
+
+@dataclass
+class Profile:
+    """One arm's profile: samples by library and by function, and its flame graph."""
+
+    arm: str
+    factors: dict[str, Any]
+    samples: int
+    frequency: float  # samples per CPU-second
+    by_category: dict[str, int]
+    top: list[tuple[str, str, int]]  # (category, symbol, samples)
+    folded: str  # file names, relative to the profiles directory
+    svg: str
+
+    @property
+    def cpu_s(self) -> float:
+        return self.samples / self.frequency
+
+
+class Profiler:
+    """Profiles each arm's server during the runner's profiling round (see Experiment.run(profile=...))."""
+
+    def __init__(self, servers: Mapping[str, Any], *, ops_metric: str) -> None:
+        self.servers, self.ops_metric = dict(servers), ops_metric
+        self.dir: Path | None = None
+        self.ok, self.why = available()
+
+    def bind(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(
+            self.dir / "status.json", {"available": self.ok, "why": self.why, "ops_metric": self.ops_metric}
+        )
+
+    @contextlib.contextmanager
+    def attach(self, arm: str, factors: Mapping[str, Any]) -> Iterator[None]:
+        server = self.servers.get(arm)
+        pids = list(getattr(server, "pids", []) or [])
+        if not self.ok or self.dir is None or not pids:
+            yield
+            return
+        name = slug(arm, factors)
+        data = self.dir / f"{name}.perf.data"
+        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(PERIOD_NS), "-g", "-p", ",".join(map(str, pids))]
+        ctl, ack = self.dir / f"{name}.ctl", self.dir / f"{name}.ack"
+        for fifo in (ctl, ack):
+            fifo.unlink(missing_ok=True)
+            os.mkfifo(fifo, 0o600)
+        # Events start disabled and are enabled over perf's control fifo, whose acknowledgement says sampling
+        # is on: a short run (150 plain connections take 0.1 s) would otherwise end before perf attached.
+        proc = subprocess.Popen(
+            [*argv, "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-o", str(data)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        timer = threading.Timer(MAX_SECONDS, lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
+        timer.start()
+        try:
+            _enable(proc, ctl, ack)
+            yield
+        finally:
+            timer.cancel()
+            ctl.unlink(missing_ok=True)
+            ack.unlink(missing_ok=True)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            with contextlib.suppress(Exception):
+                self._finish(arm, dict(factors), name, data)
+            data.unlink(missing_ok=True)
+
+    def _finish(self, arm: str, factors: dict[str, Any], name: str, data: Path) -> None:
+        if not data.exists():
+            return
+        script = subprocess.run(
+            ["perf", "script", "-i", str(data), "-F", "comm,tid,time,ip,sym,dso"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
+        folded = _inferno("inferno-collapse-perf", script)
+        atomic_write_text(self.dir / f"{name}.folded", folded)
+        title = f"{arm} {' '.join(f'{k}={v}' for k, v in factors.items())}".strip()
+        svg = _inferno("inferno-flamegraph", folded, "--title", title, "--countname", "samples")
+        atomic_write_text(self.dir / f"{name}.svg", svg)
+        counts = leaves(script)
+        by_cat: Counter = Counter()
+        for (cat, _), n in counts.items():
+            by_cat[cat] += n
+        profile = {
+            "arm": arm,
+            "factors": factors,
+            "samples": sum(counts.values()),
+            "frequency": FREQUENCY,
+            "by_category": dict(by_cat.most_common()),
+            "top": [[c, s, n] for (c, s), n in counts.most_common(25)],
+            "folded": f"{name}.folded",
+            "svg": f"{name}.svg",
+        }
+        atomic_write_json(self.dir / f"{name}.json", profile)
+
+
+def _inferno(tool: str, stdin: str, *args: str) -> str:
+    res = subprocess.run(
+        [str(paths.inferno_bin() / tool), *args], input=stdin, capture_output=True, text=True, timeout=300
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"{tool} failed: {res.stderr.strip()[-300:]}")
+    return res.stdout
+
+
+def profiler_for(p: Any, servers_by_arm: Mapping[str, Any], *, ops_metric: str) -> Profiler | None:
+    """A profiler for the arms' servers when p.profile is on (None otherwise)."""
+    if not getattr(p, "profile", False) or not servers_by_arm:
+        return None
+    return Profiler(servers_by_arm, ops_metric=ops_metric)
+
+
+# -- reading profiles back ---------------------------------------------------------------------------------
+def status(store_path: Path) -> dict[str, Any]:
+    data = read_json(Path(store_path) / "profiles" / "status.json")
+    return data if isinstance(data, dict) else {"available": False, "why": "no profiling round in this run"}
+
+
+def profiles(store_path: Path) -> dict[str, Profile]:
+    """arm -> its profile (the first cell profiled for it)."""
+    out: dict[str, Profile] = {}
+    for f in sorted((Path(store_path) / "profiles").glob("*.json")):
+        data = read_json(f)
+        if isinstance(data, dict) and "samples" in data:
+            data["top"] = [tuple(x) for x in data.get("top", [])]
+            out.setdefault(data["arm"], Profile(**data))
+    return out
+
+
+def diff_svg(store_path: Path, baseline: Profile, arm: Profile) -> str | None:
+    """A differential flame graph: the arm's stacks, coloured by how much each grew against the baseline."""
+    d = Path(store_path) / "profiles"
+    out = d / f"diff-{Path(arm.folded).stem}.svg"
+    if out.exists():
+        return out.read_text()
+    try:
+        diff = subprocess.run(
+            [
+                str(paths.inferno_bin() / "inferno-diff-folded"),
+                "--normalize",
+                str(d / baseline.folded),
+                str(d / arm.folded),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        svg = _inferno(
+            "inferno-flamegraph",
+            diff,
+            "--title",
+            f"{arm.arm} against {baseline.arm} (red: grew)",
+            "--countname",
+            "samples",
+        )
+    except (OSError, RuntimeError, subprocess.SubprocessError):
+        return None
+    atomic_write_text(out, svg)
+    return svg
+
+
+def profile_json(p: Profile) -> str:
+    return json.dumps(p.__dict__)

@@ -1,0 +1,1 @@
+"""Running experiments: rounds, arms, sequential looks, and the result store they write."""

@@ -1,0 +1,1 @@
+"""Tables, plots and rendered reports of one study's results."""

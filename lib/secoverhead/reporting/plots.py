@@ -1,0 +1,144 @@
+"""Plots a DBA looks at rather than reads. Each function returns a figure; `show(fig, caption)` displays it
+with its one-line caption and closes it (notebooks never reach for matplotlib themselves)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from IPython.display import Markdown, display
+
+
+def show(fig, caption: str = "") -> None:
+    """Display a figure and its caption in a notebook, then free it."""
+
+    display(fig)
+    plt.close(fig)
+    if caption:
+        display(Markdown(f"*{caption}*"))
+
+
+def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str, log: bool = False):
+    """ECDF of value per group: the whole distribution, tails included (a picture; runs are the unit of n)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, g in samples.groupby(by, sort=True):
+        x = np.sort(g[value].dropna().to_numpy())
+        if len(x):
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{name} ({len(x)} samples)")
+    ax.set(title=title, xlabel=xlabel, ylabel="fraction of samples <= x")
+    if log:
+        ax.set_xscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def bar_with_ci(
+    table: pd.DataFrame, *, x: str, y: str, lo: str, hi: str, title: str, ylabel: str, hue: str | None = None
+):
+    """Medians as bars with their CI as error bars."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=False))
+    width = 0.8 / len(groups)
+    labels = list(dict.fromkeys(table[x]))
+    for i, (name, g) in enumerate(groups):
+        g = g.set_index(x).reindex(labels)
+        pos = np.arange(len(labels)) + i * width - 0.4 + width / 2
+        err = np.vstack([g[y] - g[lo], g[hi] - g[y]]).clip(min=0)
+        ax.bar(pos, g[y], width, yerr=err, capsize=3, label=name)
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=20, ha="right")
+    ax.set(title=title, ylabel=ylabel)
+    if hue is not None:
+        ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def lines(
+    table: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    hue: str,
+    title: str,
+    ylabel: str,
+    xlabel: str | None = None,
+    lo: str | None = None,
+    hi: str | None = None,
+    logx: bool = False,
+):
+    """A metric over a factor (threads, concurrency), one line per arm, with CI bands when given."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, g in table.groupby(hue, sort=False):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], marker="o", label=str(name))
+        if lo and hi:
+            ax.fill_between(g[x], g[lo], g[hi], alpha=0.15)
+    ax.set(title=title, ylabel=ylabel, xlabel=xlabel or x)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Sequence[str], title: str, ylabel: str):
+    """One bar per row of table, split into parts (e.g. user and system CPU)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bottom = np.zeros(len(table))
+    for col, label in zip(parts, labels, strict=True):
+        vals = table[col].to_numpy(dtype=float)
+        ax.bar(table[x].astype(str), vals, bottom=bottom, label=label)
+        bottom += np.nan_to_num(vals)
+    ax.set(title=title, ylabel=ylabel)
+    ax.tick_params(axis="x", labelrotation=25)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(
+    table: pd.DataFrame,
+    *,
+    index: str,
+    columns: str,
+    values: str,
+    title: str,
+    fmt: str = ".1f",
+    center: float | None = 0.0,
+    label: str = "",
+):
+    """A grid of one value (e.g. loss %) over two factors, annotated with the numbers."""
+
+    grid = table.pivot_table(index=index, columns=columns, values=values, aggfunc="median")
+    fig, ax = plt.subplots(figsize=(1.2 * max(4, grid.shape[1]) + 2, 0.6 * max(3, grid.shape[0]) + 1.5))
+    sns.heatmap(grid, annot=True, fmt=fmt, cmap="RdBu_r", center=center, ax=ax, cbar_kws={"label": label})
+    ax.set(title=title)
+    fig.tight_layout()
+    return fig
+
+
+def ratios(
+    comparisons: dict, *, title: str, xlabel: str = "ratio candidate / baseline", threshold: float | None = None
+):
+    """Each comparison's ratio with its interval, against 1 (and a claim's threshold): a forest plot."""
+    items = list(comparisons.items())
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(items) + 1.5))
+    for i, (_, c) in enumerate(items):
+        ax.errorbar(c.ratio, i, xerr=[[max(c.ratio - c.ci_low, 0)], [max(c.ci_high - c.ratio, 0)]], fmt="o", capsize=3)
+    ax.set_yticks(range(len(items)), [k if isinstance(k, str) else " / ".join(map(str, k)) for k, _ in items])
+    ax.axvline(1.0, color="grey", lw=1)
+    if threshold is not None:
+        ax.axvline(threshold, color="tab:red", lw=1, ls="--", label=f"claim's threshold {threshold:g}")
+        ax.legend(fontsize=8)
+    ax.set(title=title, xlabel=xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig

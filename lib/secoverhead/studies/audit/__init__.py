@@ -1,0 +1,20 @@
+"""Audit approaches compared (seed 004).
+
+One package of the study shape: declarations (parameters, arms, the claims' plans), runner (servers and load),
+claims (the original's claims on the runs), tables (tables and figures)."""
+
+from __future__ import annotations
+
+from secoverhead.studies.audit.declarations import Params
+from secoverhead.studies.protocol.spec import StudyCode, StudySpec
+
+
+def load() -> StudyCode:
+    # deferred: the runner, claims and tables bring pandas, matplotlib and the servers; the CLI checks
+    # parameters with the declarations alone, before anything heavy loads
+    from secoverhead.studies.audit import claims, runner, tables
+
+    return StudyCode(SPEC, runner.run, claims.claims, tables)
+
+
+SPEC = StudySpec("audit", "05_audit_comparison.ipynb", "Audit approaches compared", "004", Params, load)

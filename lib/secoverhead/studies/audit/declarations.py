@@ -1,0 +1,178 @@
+"""Audit study (seed 004): parameters, the audit approaches as arms, and the claims' plans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from secoverhead.analysis.design import ClaimPlan
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import param
+from secoverhead.studies.protocol.external import ExternalMySQLParams
+from secoverhead.studies.protocol.params import StudyParams, aa_copy
+
+if TYPE_CHECKING:
+    pass
+
+
+STUDY = "audit"
+
+
+PRIMARY_METRICS = ("tps", "tps_per_server_core", "server_cpu_us_per_query")
+
+
+BASELINE = "A: no audit"
+
+
+class Target(NamedTuple):
+    """One arm's load and server: sysbench, the server (None when external), its audit logs, and the SQL
+    that switches it on and off on an external server (None when embedded)."""
+
+    sb: Any
+    db: Any
+    logs: list[Path]
+    toggle: Any
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    audit: str = "none"  # MariaDBServer audit mode
+    binlog: bool = False
+    is_audit: bool = True  # binlog alone is a control, not an audit approach
+
+
+ARMS = (
+    Arm(BASELINE, is_audit=False),
+    Arm("binlog only", binlog=True, is_audit=False),
+    Arm("init_connect + binlog", "init_connect_binlog"),
+    Arm("general_log", "general_log"),
+    Arm("server_audit", "server_audit"),
+)
+
+
+NOT_RUN = {
+    "McAfee audit plugin": "not installable here: no build for MariaDB 10.11 in Debian or any reachable registry, and "
+    "it targets Oracle MySQL 5.x",
+    "Percona audit_log": "ships only with Percona Server, which is in no reachable registry; against an external "
+    "Percona Server, define it as an SQL arm (external_arms)",
+    "Alibaba RDS (no audit)": "a cloud service; point mysql_host at an RDS instance to measure it",
+}
+
+
+SIX_MONTHS_S = 182.5 * 86400
+
+
+# What the claims need (they are read on TPS: data/claims/registry.yaml). Noise prior: sysbench TPS in duet
+# rounds at the quick settings varied 1-3 % between rounds in every TDE cell (per-round sd of log on/off,
+# 2026-11-23); the audit duets run the same sysbench on the same machine, so TPS is taken at 3 % until an audit
+# A/A run on TPS measures it (server CPU per query varied 1.8 % here).
+PLANS = (
+    ClaimPlan.from_aa("each approach against A, within or beyond 10 % (+-5 %)", 0.03, 0.05, comparisons=4),
+    ClaimPlan.from_aa("general_log about 30 %, 15-45 % (+-10 %)", 0.03, 0.10),
+)
+
+
+@dataclass
+class Params(StudyParams, ExternalMySQLParams):
+    STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    experiment_id: str = param(
+        "audit", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+    )
+    arms: list[str] = param(
+        [a.name for a in ARMS],
+        "embedded arms to run (the baseline is always needed)",
+        choices=tuple(a.name for a in ARMS),
+        min_items=1,
+        max_items=len(ARMS),
+    )
+    tables: int = param(2, "sysbench tables (the original: 10)", min=1, max=128)
+    table_size: int = param(5000, "rows per table (the original: 2,000,000)", min=100, max=100_000_000)
+    threads: int = param(8, "sysbench threads (the original: 200)", min=1, max=1024)
+    run_seconds: int = param(2, "seconds per sysbench run (the original: 300)", min=1, max=3600)
+    report_interval: int = param(1, "sysbench report interval, s (the original: 5)", min=1, max=60)
+    server_cpu_limit: float = param(
+        0.0,
+        "each embedded server's CPU quota in cores (0: none): a server CPU-bound at its quota while its client "
+        "has room, as the original's server near its VM's CPU",
+        min=0.0,
+        max=64.0,
+    )
+    compress_sample_mb: int = param(
+        16, "MiB of each arm's real log compressed to measure gzip and zstd ratios", min=1, max=1024
+    )
+    # external only: {"arm name": {"enable": [SQL, ...], "disable": [SQL, ...]}}, run by mysql_admin_user
+    external_arms: dict[str, Any] = param(
+        {}, "external: arms as SQL, {name: {enable: [...], disable: [...]}}", max_items=10
+    )
+    mysql_admin_user: str = param("", "external: who runs those statements", pattern=r"[^\s]{0,80}")
+    mysql_admin_password_env: str = param(
+        "", "external: environment variable holding that user's password", pattern=r"[A-Za-z_][A-Za-z0-9_]*"
+    )
+    mysql_admin_password_file: str = param("", "external: or a file holding it")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_mysql()
+        if not self.mysql_host and BASELINE not in self.arms:
+            raise ConfigError(f"the baseline arm {BASELINE!r} is needed for comparisons")
+        for name, spec in self.external_arms.items():
+            if (
+                not isinstance(spec, dict)
+                or set(spec) - {"enable", "disable"}
+                or not all(
+                    isinstance(spec.get(k, []), list) and all(isinstance(s, str) for s in spec.get(k, []))
+                    for k in ("enable", "disable")
+                )
+            ):
+                raise ConfigError(f"external arm {name!r} must be {{enable: [SQL, ...], disable: [SQL, ...]}}")
+        if self.external_arms and not self.mysql_host:
+            raise ConfigError("external_arms need mysql_host (embedded arms are chosen with arms)")
+        if self.external_arms and not (
+            self.mysql_admin_user and (self.mysql_admin_password_env or self.mysql_admin_password_file)
+        ):
+            raise ConfigError("external_arms need mysql_admin_user and mysql_admin_password_env (or _file)")
+
+    def external_servers(self) -> list:
+        if not self.mysql_host:
+            return []
+        out = [self.user_mysql()]
+        if self.external_arms:
+            out.append(self.admin())
+        return out
+
+    def check_clients(self) -> None:
+        from secoverhead.workloads.sysbench import Sysbench  # deferred, as in user_mysql
+
+        with self.user_mysql() as ext:
+            Sysbench(ext.endpoint, tls=self.mysql_tls).check_login()
+
+    def user_mysql(self):
+        from secoverhead.workloads.sysbench import (
+            table_names,  # deferred: pandas, which `secoverhead params` never needs
+        )
+
+        return self.external_mysql(tables=table_names(self.tables))
+
+    def admin(self):
+        return self.external_mysql(
+            user=self.mysql_admin_user,
+            password_env=self.mysql_admin_password_env,
+            password_file=self.mysql_admin_password_file,
+        )
+
+    DUET_ABLE = True
+
+    def arm_list(self) -> list[Arm]:
+        if self.aa:
+            return [ARMS[0], replace(ARMS[0], name=aa_copy(BASELINE))]
+        return [a for a in ARMS if a.name in self.arms]
+
+    def arm_names(self) -> list[str]:
+        return [BASELINE, *self.external_arms] if self.mysql_host else [a.name for a in self.arm_list()]
+
+    def planned_runs(self) -> int:
+        return len(self.arm_names()) * (self.repetitions + self.warmup + 1)

@@ -1,0 +1,193 @@
+"""Audit study: each approach switched on and verified, the load, and what each approach writes."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.core.errors import SecoverheadError
+from secoverhead.host.threadwaits import WaitMeter
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+
+if TYPE_CHECKING:
+    pass
+import gzip
+
+import zstandard
+
+from secoverhead.host.metrics import bytes_in
+from secoverhead.servers import MariaDBServer
+from secoverhead.servers.journal import Journal
+from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
+
+from .claims import part_claims
+from .declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Target
+
+
+# -- running ------------------------------------------------------------------------------------------
+def verify_audit(db: Any, arm: Arm) -> str:
+    """Prove the arm audits before measuring it: run marker statements as the bench user, find them."""
+    marker = f"audit_check_{uuid.uuid4().hex[:10]}"
+    conn = db.endpoint.connect(tls=False, autocommit=True)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE IF NOT EXISTS audit_check (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(64))")
+        cur.execute("INSERT INTO audit_check (note) VALUES (%s)", (marker,))
+        cur.execute("SELECT note FROM audit_check WHERE note = %s", (marker,))
+        cur.fetchall()
+    finally:
+        conn.close()
+    time.sleep(0.3)
+    found = []
+    for log in db.audit_logs:
+        files = [log] if log.is_file() else sorted(p for p in log.glob("*") if p.is_file())
+        if any(marker.encode() in f.read_bytes() for f in files):
+            found.append(log.name)
+    if arm.audit == "init_connect_binlog":
+        admin = db.admin()
+        try:
+            cur = admin.cursor()
+            cur.execute("SELECT COUNT(*) FROM secoverhead_audit.accesslog WHERE user_host LIKE 'bench@%'")
+            logins = cur.fetchone()[0]
+        finally:
+            admin.close()
+        if not logins:
+            raise SecoverheadError("init_connect recorded no login of the bench user")
+        found.append(f"{logins} login row(s)")
+    binlogs = (db.run_dir / "binlog").glob("mariadb-bin.0*")
+    if arm.binlog and arm.audit == "none" and any(marker.encode() in p.read_bytes() for p in binlogs):
+        found.append("binlog")
+    if arm.audit != "none" and not found:
+        raise SecoverheadError(f"audit mode {arm.audit} wrote no record of the marker {marker}")
+    if arm.audit == "none" and not arm.binlog and (db.audit_logs or found):
+        raise SecoverheadError("the baseline unexpectedly audits")
+    return ", ".join(found) or "no audit records (baseline)"
+
+
+def _proc_io(pid: int) -> dict[str, int]:
+    """write syscalls and bytes of a process (all its threads), from /proc/PID/io."""
+    out = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            k, v = line.split(":")
+            out[k] = int(v)
+    return out
+
+
+def run(p: Params) -> StudyResult:
+    return run_parts(p, STUDY, [STUDY], lambda name, stack: _plan(p, stack))
+
+
+def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
+
+    opts = SysbenchOptions(
+        script="oltp_read_write",
+        tables=p.tables,
+        table_size=p.table_size,
+        threads=p.threads,
+        time=p.run_seconds,
+        report_interval=p.report_interval,
+    )
+    notes = [f"{arm}: not run - {why}" for arm, why in NOT_RUN.items()]
+    targets: dict[str, Target] = {}
+    facts, verification = {}, {}
+    if p.mysql_host:
+        ext = stack.enter_context(p.user_mysql())
+        admin = stack.enter_context(p.admin()) if p.external_arms else None
+        journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
+        sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
+        sb.prepare(opts)
+        targets[BASELINE] = Target(sb, None, [], None)
+        for name, spec in p.external_arms.items():
+            targets[name] = Target(sb, None, [], (admin, journal, spec, name))
+        facts["mysql"] = ext.describe()
+        notes.append(
+            "external server: arms are toggled with the given SQL around each run, journaled before they run and "
+            "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
+        )
+    else:
+        if p.server_cpu_limit:
+            notes.append(
+                f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
+                "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
+            )
+        for arm in p.arm_list():
+            db = stack.enter_context(
+                MariaDBServer(
+                    buffer_pool="128M",
+                    max_connections=max(600, 2 * p.threads + 50),
+                    audit=arm.audit,
+                    binlog=arm.binlog,
+                    cpu_limit=p.server_cpu_limit or None,
+                )
+            )
+            verification[arm.name] = verify_audit(db, arm)
+            sb = Sysbench(db.endpoint, via="socket")
+            if (acct := sb.own_client_group()) is not None:
+                stack.callback(acct.remove)
+            sb.prepare(opts)
+            logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
+            targets[arm.name] = Target(sb, db, logs, None)
+            facts[f"mysql {arm.name} (MariaDB)"] = db.describe()
+
+    def measure(arm: str, factors: dict) -> Measurement:
+        sb, db, logs, toggle = targets[arm]
+        admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
+        with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
+            before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
+            with WaitMeter(db.pids if db is not None else []) as waits:
+                m = sb.measure(opts, db.cpu if db is not None else None)
+            written = bytes_in(logs) - before
+            io1 = _proc_io(db.pids[0]) if db is not None else {}
+        txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
+        m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
+        if logs:
+            m.metrics |= {
+                "audit_bytes": written,
+                "audit_bytes_per_transaction": written / txn,
+                "audit_bytes_per_query": written / queries,
+            }
+        if io0 and io1:
+            m.metrics |= {
+                "server_write_syscalls_per_query": (io1["syscw"] - io0["syscw"]) / queries,
+                "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
+            }
+        return m
+
+    return PartPlan(
+        arms=list(targets),
+        measure=measure,
+        facts=facts,
+        notes=notes,
+        servers={a: t.db for a, t in targets.items() if t.db is not None},
+        judge=functools.partial(part_claims, STUDY),
+        ops_metric="queries",
+        extras={"verification": verification},
+        finish=lambda store: {
+            "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs}
+        },
+    )
+
+
+def _compression(logs: list[Path], limit: int) -> dict[str, float]:
+    """gzip (level 6) and zstd (level 3, when the module is there) ratios of up to `limit` bytes of a real log."""
+
+    data = bytearray()
+    for log in logs:
+        for f in [log] if log.is_file() else sorted(x for x in log.glob("*") if x.is_file()):
+            with open(f, "rb") as fh:
+                data += fh.read(limit - len(data))
+            if len(data) >= limit:
+                break
+    if not data:
+        return {}
+    out = {"sample_bytes": len(data), "gzip_ratio": len(data) / len(gzip.compress(bytes(data), 6))}
+    with contextlib.suppress(ImportError):
+        out["zstd_ratio"] = len(data) / len(zstandard.ZstdCompressor(level=3).compress(bytes(data)))
+    return out

@@ -1,0 +1,97 @@
+"""Auth study: the original's claims (MongoDB's SCRAM and pooling, MySQL's pooling) and the nonce mechanism."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from secoverhead.analysis.claimcheck import RatioClaim
+from secoverhead.analysis.verdicts import ClaimVerdict
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.judging import study_verdicts
+
+if TYPE_CHECKING:
+    import pandas as pd
+from .declarations import STUDY
+
+# -- claims ---------------------------------------------------------------------------------------------
+CLAIMS: dict[str, tuple[RatioClaim, ...]] = {  # words, metrics and readings: data/claims/registry.yaml
+    "MongoDB": (
+        RatioClaim(
+            STUDY,
+            "auth-server-cpu",
+            "auth off",
+            "SCRAM-SHA-256",
+            measure="server CPU us per connection, per run",
+            engine_note="FerretDB, not mongod",
+            unit="us",
+            at="concurrency",
+        ),
+        RatioClaim(
+            STUDY,
+            "auth-client-cpu",
+            "auth off",
+            "SCRAM-SHA-256",
+            measure="client CPU us per connection, per run",
+            engine_note="pymongo",
+            unit="us",
+            at="concurrency",
+        ),
+        RatioClaim(
+            STUDY,
+            "pooling",
+            "SCRAM-SHA-256",
+            "pooled SCRAM-SHA-256",
+            measure="server CPU us per request, per run",
+            engine_note="FerretDB, not mongod",
+            through="auth off",
+            unit="us",
+            at="concurrency",
+        ),
+    ),
+    "MySQL": (
+        RatioClaim(
+            STUDY,
+            "pooling",
+            "password",
+            "pooled password",
+            measure="server CPU us per request, per run",
+            engine_note="MariaDB 10.11, not MySQL",
+            unit="us",
+            at="concurrency",
+        ),
+    ),
+    "nonce": (
+        RatioClaim(
+            STUDY,
+            "system-cpu",
+            "userspace",
+            "syscall",
+            measure="system CPU ns per nonce, per run",
+            engine_note="this kernel's /dev/urandom, Python workers",
+            unit="ns",
+            at="workers",
+        ),
+    ),
+}
+
+
+def part_claims(
+    part: str, runs: pd.DataFrame, alpha: float = 0.05, *, top: int, top_workers: int = 8
+) -> list[ClaimVerdict]:
+    """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
+    each at the highest concurrency (or worker count) measured."""
+    out = []
+    for claim in CLAIMS.get(part, ()):
+        v = claim.check(runs, alpha, level=top_workers if claim.at == "workers" else top, part=part)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def claims(result: StudyResult) -> list[ClaimVerdict]:
+    p = result.params
+    top, top_workers = max(p.concurrency), max(p.nonce_workers)
+    return study_verdicts(
+        result,
+        lambda part: lambda runs, alpha: part_claims(part.name, runs, alpha, top=top, top_workers=top_workers),
+    )

@@ -1,0 +1,186 @@
+"""Auth study (seed 001): parameters, arms and the claims' plans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar
+
+from secoverhead.analysis.design import ClaimPlan
+from secoverhead.core.params import param
+from secoverhead.host.calibration import CryptoBound
+from secoverhead.studies.protocol.external import BothEngines
+from secoverhead.studies.protocol.params import StudyParams, aa_copy
+
+if TYPE_CHECKING:
+    pass
+
+
+STUDY = "auth"
+
+
+PRIMARY_METRICS = ("ops_per_s", "server_cpu_us_per_op", "client_cpu_us_per_op")
+
+
+POOLED_FACTOR = 20  # a pooled arm runs this many queries per worker for each short connection of the others
+
+
+DUET_COUNT_FACTOR = 10  # duets are time-bound; their counts are bounded at this many times ops_per_worker
+
+
+# What the claims need. Noise priors: per-round sd of the claims' log ratios in the quick run of 2026-11-22
+# (0.01-0.21 for CPU per connection, 0.1-0.4 for system CPU per nonce, whose effect is 8x or more).
+PLANS = (
+    ClaimPlan.from_aa("authentication raises CPU per short connection (+-25 %)", 0.21, 0.25, comparisons=2),
+    ClaimPlan.from_aa("pooling removes most of the per-request server CPU (+-25 %)", 0.21, 0.25),
+)
+
+
+# The client derives the SCRAM key with PBKDF2 per new connection (pymongo, per MongoClient); a TLS arm adds a
+# full handshake on the server (FerretDB: Go's crypto, priced with OpenSSL's speed: an estimate).
+CRYPTO = (
+    CryptoBound(
+        "SCRAM-SHA-256", "auth off", "client_cpu_us_per_op", (("pbkdf2_sha256_15000_ms", 1),), "per connection, client"
+    ),
+    CryptoBound(
+        "SCRAM-SHA-1", "auth off", "client_cpu_us_per_op", (("pbkdf2_sha1_10000_ms", 1),), "per connection, client"
+    ),
+    CryptoBound(
+        "SCRAM-SHA-256 + TLS",
+        "SCRAM-SHA-256",
+        "server_cpu_us_per_op",
+        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        "per connection, server",
+    ),
+    CryptoBound(
+        "password + TLS",
+        "password",
+        "server_cpu_us_per_op",
+        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        "per connection, server",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    engine: str  # mongo | mysql | nonce
+    server: str = ""  # which server: "off" / "on" (FerretDB), "db" (MariaDB)
+    mechanism: str | None = None
+    tls: bool = False
+    pooled: bool = False
+
+
+def _mongo_arms(
+    mechanisms: tuple[str, ...] = ("SCRAM-SHA-1", "SCRAM-SHA-256"), auth_off: bool = True
+) -> tuple[Arm, ...]:
+    arms = []
+    for tls in (False, True):
+        suffix = " + TLS" if tls else ""
+        if auth_off:
+            arms.append(Arm(f"auth off{suffix}", "mongo", "off", None, tls))
+        arms += [Arm(f"{m}{suffix}", "mongo", "on", m, tls) for m in mechanisms]
+    return (*arms, Arm("pooled SCRAM-SHA-256", "mongo", "on", "SCRAM-SHA-256", pooled=True))
+
+
+ARMS: dict[str, tuple[Arm, ...]] = {
+    "MongoDB": _mongo_arms(),
+    "MySQL": (
+        Arm("password", "mysql", "db"),
+        Arm("password + TLS", "mysql", "db", tls=True),
+        Arm("pooled password", "mysql", "db", pooled=True),
+    ),
+    "nonce": (Arm("syscall", "nonce", mechanism="syscall"), Arm("userspace", "nonce", mechanism="userspace")),
+}
+
+
+@dataclass
+class Params(BothEngines, StudyParams):
+    # Shares of the time budget. A MongoDB round (7 arms, 6 duets) takes several times a MySQL or nonce one, and
+    # its server-CPU claim needs about 6 rounds (duet sd ~0.1 against a +-25 % precision); after the first look
+    # only the undecided claim's duets run. (Shares by noise, 1.5 / 2 / 1.5, left it 3 rounds: inconclusive.)
+    # MariaDB's CPU per connection is the noisiest metric (duet A/A per-round sd 0.11-0.17): its part gets more.
+    STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 2.0, "MySQL": 1.5}
+    # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
+    # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved
+    DUET_ABLE = True
+    experiment_id: str = param(
+        "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+    )
+    concurrency: list[int] = param(
+        [1, 4], "client worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+    )
+    ops_per_worker: int = param(
+        8, "MongoDB short connections per worker per run (pooled: 20x as many queries)", min=1, max=100_000
+    )
+    mysql_ops_per_worker: int = param(60, "MySQL short connections per worker per run", min=1, max=1_000_000)
+    max_seconds_per_run: float = param(60.0, "a run stops after this, whatever its count", min=1, max=3600)
+    duet_seconds: float = param(
+        1.0,
+        "duet design: each run lasts this long, so both arms of a duet end together (counts up to 10x the "
+        "ops_per_worker settings bound it as well)",
+        min=0.5,
+        max=3600,
+    )
+    mongo_enabled: bool = param(True, "measure MongoDB (two FerretDB, auth off and on; or mongo_uri)")
+    mongo_mechanisms: list[str] = param(
+        ["SCRAM-SHA-256"],
+        "for an external MongoDB: mechanisms to try",
+        choices=("SCRAM-SHA-1", "SCRAM-SHA-256"),
+        min_items=1,
+        max_items=2,
+    )
+    mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
+    nonce_enabled: bool = param(True, "measure the nonce mechanism on its own")
+    nonce_workers: list[int] = param(
+        [1, 4], "nonce worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+    )
+    nonces_per_run: int = param(300_000, "nonces generated per run, over all workers", min=1, max=100_000_000)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_engines("nonce_enabled")
+
+    def part_design(self, part: str) -> str:
+        """Duets need a server per arm: the nonce part has none, and a user's server is one, so those parts run
+        interleaved whatever the design (the report's design table says which ran how)."""
+        external = (part == "MongoDB" and self.mongo_uri) or (part == "MySQL" and self.mysql_host)
+        return "interleaved" if part == "nonce" or external else self.design
+
+    def server_keys(self, part: str) -> dict[str, str]:
+        """arm -> the server it runs on. A duet runs the baseline beside each other arm at once, so an arm
+        that would share the baseline's server gets an identical one of its own (off2, on2)."""
+        arms = self.arms(part)
+        keys = {a.name: a.server for a in arms}
+        if self.part_design(part) == "duet":
+            keys |= {a.name: f"{a.server}2" for a in arms[1:] if a.server == arms[0].server}
+        return keys
+
+    def mongo_mechanisms_used(self) -> tuple[str, ...]:
+        return tuple(self.mongo_mechanisms)
+
+    def parts(self) -> list[str]:
+        flags = {"MongoDB": self.mongo_enabled, "MySQL": self.mysql_enabled, "nonce": self.nonce_enabled}
+        return [name for name, on in flags.items() if on]
+
+    def arms(self, part: str) -> tuple[Arm, ...]:
+        if self.aa:  # the arm whose cost the claims are about, and its identical copy
+            base = {"MongoDB": ARMS["MongoDB"][2], "MySQL": ARMS["MySQL"][0], "nonce": ARMS["nonce"][0]}[part]
+            if part == "MongoDB" and self.mongo_uri:
+                base = self._external_mongo_arms()[0]
+            return (base, replace(base, name=aa_copy(base.name)))
+        if part == "MongoDB" and self.mongo_uri:
+            return self._external_mongo_arms()
+        return ARMS[part]
+
+    def _external_mongo_arms(self) -> tuple[Arm, ...]:
+        if not self.mongo_username:  # the server's own setting, whatever it is
+            return (Arm("as configured", "mongo", "on"), Arm("as configured + TLS", "mongo", "on", tls=True))
+        return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=False)
+
+    def planned_runs(self) -> int:
+        rounds = self.repetitions + self.warmup + 1
+        per_round = {e: len(self.arms(e)) * (2 if self.part_design(e) == "duet" else 1) for e in self.parts()}
+        n = sum(per_round[e] * len(self.concurrency) for e in ("MongoDB", "MySQL") if e in per_round)
+        return (n + (2 * len(self.nonce_workers) if self.nonce_enabled else 0)) * rounds

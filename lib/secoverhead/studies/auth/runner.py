@@ -1,0 +1,140 @@
+"""Auth study: servers with and without authentication, short connections and pooled ones."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+
+if TYPE_CHECKING:
+    pass
+from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.nonce import nonce_benchmark
+from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
+
+from .claims import part_claims
+from .declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
+
+
+# -- running ------------------------------------------------------------------------------------------
+def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if k not in ("username", "password", "authSource", "authMechanism")}
+
+
+def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+
+    if part == "MongoDB":
+        if p.mongo_uri:
+            ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
+            notes = [
+                "external MongoDB: auth-off arms need a server without "
+                "auth, so they are skipped; server CPU is not measured"
+            ]
+            return {"on": ext}, {"mongodb": ext.describe()}, notes
+        keys = sorted(set(p.server_keys(part).values()))
+        servers = {k: stack.enter_context(FerretDBServer(tls=True, auth=k.startswith("on"))) for k in keys}
+        notes = [
+            "auth on/off needs FerretDB processes of their own (FerretDB's --test-enable-new-auth); they are "
+            "identical otherwise and all run throughout",
+            "FerretDB stores SCRAM keys and does no PBKDF2 per login; the client (pymongo) does, per new client",
+        ]
+        if p.part_design(part) == "duet":
+            notes.append(
+                "duet: each arm ran at the same time as auth off, each server with its own client, so both met the "
+                "same interference; arms that never ran together (pooling) are compared through auth off"
+            )
+        facts = {f"mongodb auth {_SERVER_NAMES[k]} (FerretDB)": srv.describe() for k, srv in servers.items()}
+        return servers, facts, notes
+    notes = [
+        "password auth is mysql_native_password (MariaDB's default); MariaDB's ed25519 plugin is not an arm "
+        "because mysql-connector-python cannot speak it"
+    ]
+    if p.mysql_host:
+        ext = stack.enter_context(p.both_ways_mysql())
+        return {"db": ext}, {"mysql": ext.describe()}, notes
+    keys = sorted(set(p.server_keys(part).values()))
+    dbs = {k: stack.enter_context(MariaDBServer(tls="on")) for k in keys}
+    if p.part_design(part) == "duet":
+        notes.append(
+            "duet: each arm ran at the same time as password (no TLS, no pooling) on a MariaDB of its own, each "
+            "server with its own client"
+        )
+    return (
+        dbs,
+        {f"mysql (MariaDB{', a second' if k.endswith('2') else ''})": d.describe() for k, d in dbs.items()},
+        notes,
+    )
+
+
+_SERVER_NAMES = {"off": "off", "on": "on", "off2": "off (a second)", "on2": "on (a second)"}
+
+
+def _measure(p: Params, part: str, servers: dict[str, Any]):
+
+    arms = {a.name: a for a in p.arms(part)}
+    keys = p.server_keys(part) if part != "nonce" else {}
+    duet = p.part_design(part) == "duet"
+
+    def measure(arm_name: str, factors: dict) -> Measurement:
+        arm = arms[arm_name]
+        if arm.engine == "nonce":
+            w = int(factors["workers"])
+            source = arm.mechanism or arm.name  # the source, also under an A/A copy's name
+            return nonce_benchmark(source, workers=w, nonces_per_worker=max(1, p.nonces_per_run // w))
+        srv = servers[keys[arm_name]]
+        e = srv.endpoint
+        if arm.engine == "mongo":
+            args = (
+                e.client_args(tls=arm.tls, mechanism=arm.mechanism)
+                if arm.mechanism
+                else _strip_auth(e.client_args(tls=arm.tls))
+            )
+            spec, ops = ConnectSpec("mongo", args), p.ops_per_worker
+        else:
+            spec, ops = ConnectSpec("mysql", e.connect_args(tls=arm.tls)), p.mysql_ops_per_worker
+        seconds = p.max_seconds_per_run
+        if duet:  # time-bound: a count-bound auth-off run ended in half the time of its SCRAM partner, which then
+            ops, seconds = ops * DUET_COUNT_FACTOR, min(seconds, p.duet_seconds)  # ran alone (duet sd 0.23)
+        return run_short_connections(
+            spec,
+            concurrency=int(factors["concurrency"]),
+            ops_per_worker=ops * (POOLED_FACTOR if arm.pooled else 1),
+            max_seconds=seconds,
+            pooled=arm.pooled,
+            server_cpu=srv.cpu,
+        )
+
+    return measure
+
+
+NONCE_NOTE = (
+    "nonces of 24 bytes, as a SCRAM server nonce; Python workers, so per-call interpreter overhead is in the "
+    "user time of both sources"
+)
+
+
+def run(p: Params) -> StudyResult:
+    top, top_workers = max(p.concurrency), max(p.nonce_workers)
+
+    def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+        servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
+        arms, keys = p.arms(name), p.server_keys(name) if name != "nonce" else {}
+        refused = getattr(servers.get("on"), "tls_error", "") if name == "MongoDB" else ""
+        if refused:  # a user's server without TLS (or one we cannot verify): its TLS arms cannot run
+            arms = tuple(a for a in arms if not a.tls)
+            notes = [*notes, f"TLS arms skipped: the server refused a TLS client ({refused})"]
+        return PartPlan(
+            arms=[a.name for a in arms],
+            measure=_measure(p, name, servers),
+            facts=facts,
+            notes=notes,
+            factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
+            servers={a.name: servers[keys[a.name]] for a in arms} if servers else {},
+            judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
+            profile_factors=[{"concurrency": top}],
+        )
+
+    return run_parts(p, STUDY, p.parts(), plan)

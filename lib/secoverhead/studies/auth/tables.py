@@ -1,0 +1,114 @@
+"""Auth study: tables and figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import Part
+
+if TYPE_CHECKING:
+    import pandas as pd
+# what the notebook shows from the rest of the study (tables is its view of the study)
+from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.reporting import plots
+from secoverhead.reporting.tables import summarize_runs
+from secoverhead.studies.auth.declarations import CRYPTO as CRYPTO
+from secoverhead.studies.protocol.judging import published
+
+from .declarations import STUDY
+
+# -- tables and figures ------------------------------------------------------------------------------------
+SUMMARY = [
+    "ops_per_s",
+    "server_cpu_us_per_op",
+    "server_user_us_per_op",
+    "server_system_us_per_op",
+    "client_cpu_us_per_op",
+    "latency_median_ms",
+]
+
+
+def summary(part: Part) -> pd.DataFrame:
+
+    if part.name == "nonce":
+        return summarize_runs(
+            part.runs(), ["nonces_per_s", "user_ns_per_nonce", "system_ns_per_nonce"], ["arm", "workers"]
+        )
+    return summarize_runs(part.runs(), SUMMARY, ["arm", "concurrency"])
+
+
+def nonce_table(part: Part) -> pd.DataFrame:
+
+    return table(
+        compare_arms(
+            part.runs(),
+            "system_ns_per_nonce",
+            baseline="userspace",
+            candidates=["syscall"],
+            by=["workers"],
+            confidence=1 - part.alpha,
+        ),
+        unit="ns",
+    )
+
+
+def published_table() -> pd.DataFrame:
+
+    return published(STUDY)
+
+
+def figures(part: Part, top: int) -> list[tuple[Any, str]]:
+
+    table = summary(part)
+    if not len(table):
+        return []
+    if part.name == "nonce":
+        return [
+            (
+                plots.lines(
+                    table,
+                    x="workers",
+                    y="system_ns_per_nonce",
+                    hue="arm",
+                    lo="system_ns_per_nonce_ci_low",
+                    hi="system_ns_per_nonce_ci_high",
+                    title="System CPU per nonce",
+                    ylabel="ns of system CPU per nonce",
+                    logx=True,
+                ),
+                "A rising syscall line with more workers is the original's collapse; "
+                "a flat one means this kernel does not serialise the reads.",
+            )
+        ]
+    out = [
+        (
+            plots.lines(
+                table,
+                x="concurrency",
+                y="ops_per_s",
+                hue="arm",
+                lo="ops_per_s_ci_low",
+                hi="ops_per_s_ci_high",
+                title=f"{part.name}: short connections per second",
+                ylabel="operations / s",
+                logx=True,
+            ),
+            "Throughput by client concurrency: lower lines pay more per connection.",
+        )
+    ]
+    at_top = table[table["concurrency"] == top]
+    if "server_user_us_per_op" in at_top:
+        out.append(
+            (
+                plots.stacked_bar(
+                    at_top,
+                    x="arm",
+                    parts=["server_user_us_per_op", "server_system_us_per_op"],
+                    labels=["user", "system"],
+                    title=f"{part.name}: server CPU per operation at concurrency {top}",
+                    ylabel="CPU us per operation",
+                ),
+                "Where the server's time goes per request: the original's symptom was the system share.",
+            )
+        )
+    return out

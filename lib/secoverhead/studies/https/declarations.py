@@ -1,0 +1,120 @@
+"""HTTPS study (seed 003): parameters, arms (handshake kinds) and the claims' plans."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from secoverhead.analysis.design import ClaimPlan
+from secoverhead.core.params import param
+from secoverhead.host.calibration import CryptoBound
+from secoverhead.studies.protocol.params import StudyParams
+
+if TYPE_CHECKING:
+    pass
+
+
+STUDY = "https"
+
+
+PRIMARY_METRICS = ("server_cpu_us_per_op", "rps")
+
+
+BASELINE = "HTTP"
+
+
+FULL = "TLS 1.2 full, RSA"
+
+
+# What the claims need: a full handshake costs ~15x the CPU of plain HTTP here, resumption and keep-alive win back
+# 80-97 % of it, so +-25 % decides both. Noise prior: per-round sd of log server CPU per request, 0.1.
+PLANS = (
+    ClaimPlan.from_aa("full handshake several times the CPU (+-25 %)", 0.10, 0.25),
+    ClaimPlan.from_aa("resumption and keep-alive win back most (+-25 %)", 0.10, 0.25, comparisons=3),
+)
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    server: str  # key of the nginx instance
+    tool: str  # ab | wrk | s_time
+    tls: str | None  # None (HTTP), "TLSv1.2", "TLSv1.3"
+    keepalive: bool = False
+    resume: bool = False
+    signature: str | None = None  # the calibration key of the certificate's signature (full handshakes)
+
+
+ARMS = (
+    Arm(BASELINE, "rsa", "ab", None),
+    Arm("HTTP keep-alive", "rsa", "wrk", None, keepalive=True),
+    Arm(FULL, "rsa", "ab", "TLSv1.2", signature="rsa2048_sign_us"),
+    Arm("TLS 1.2 full, ECDSA", "ecdsa", "ab", "TLSv1.2", signature="ecdsa_p256_sign_us"),
+    Arm("TLS 1.3 full, RSA", "rsa", "ab", "TLSv1.3", signature="rsa2048_sign_us"),
+    Arm("TLS 1.3 full, ECDSA", "ecdsa", "ab", "TLSv1.3", signature="ecdsa_p256_sign_us"),
+    Arm("TLS 1.2 full, RSA (s_time)", "rsa", "s_time", "TLSv1.2", signature="rsa2048_sign_us"),
+    Arm("TLS 1.2 resumed, session cache", "cache", "s_time", "TLSv1.2", resume=True),
+    Arm("TLS 1.2 resumed, ticket", "tickets", "s_time", "TLSv1.2", resume=True),
+    Arm("TLS 1.3 resumed, session cache", "cache", "s_time", "TLSv1.3", resume=True),
+    Arm("TLS 1.3 resumed, ticket", "tickets", "s_time", "TLSv1.3", resume=True),
+    Arm("HTTPS keep-alive", "rsa", "wrk", "TLSv1.3", keepalive=True),
+)
+
+
+SERVERS = {
+    "rsa": {"cert_type": "rsa"},
+    "ecdsa": {"cert_type": "ecdsa"},
+    "cache": {"cert_type": "rsa", "session_tickets": False},
+    "tickets": {"cert_type": "rsa", "session_cache": False},
+}
+
+
+_FULL_RSA = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))  # a signature, an X25519 key made and derived
+
+
+_FULL_ECDSA = (("ecdsa_p256_sign_us", 1), ("x25519_derive_us", 2))
+
+
+CRYPTO = tuple(
+    CryptoBound(arm, BASELINE, "server_cpu_us_per_op", prims, "per request")
+    for arm, prims in (
+        (FULL, _FULL_RSA),
+        ("TLS 1.2 full, ECDSA", _FULL_ECDSA),
+        ("TLS 1.3 full, RSA", _FULL_RSA),
+        ("TLS 1.3 full, ECDSA", _FULL_ECDSA),
+        ("TLS 1.3 resumed, session cache", (("x25519_derive_us", 2),)),  # TLS 1.3 resumes with a fresh ECDHE
+        ("TLS 1.3 resumed, ticket", (("x25519_derive_us", 2),)),
+        ("TLS 1.2 resumed, session cache", ()),
+    )
+)
+
+
+@dataclass
+class Params(StudyParams):
+    STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
+    experiment_id: str = param(
+        "https", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+    )
+    arms: list[str] = param(
+        [a.name for a in ARMS], "arms to run", choices=tuple(a.name for a in ARMS), min_items=1, max_items=len(ARMS)
+    )
+    run_seconds: int = param(1, "seconds per load run (ab -t, wrk -d, s_time -time)", min=1, max=3600)
+    concurrency: int = param(4, "ab -c / wrk connections / s_time processes (the original: ab -c 100)", min=1, max=1000)
+    max_requests: int = param(1_000_000, "ab -n: each run is bounded in count as well as time", min=1, max=100_000_000)
+    client_cpus: str = param(
+        "auto",
+        "CPUs for the load clients: auto (the core nginx is not on), empty (no pinning), or a list like 1",
+        pattern=r"auto|[0-9,\-]*",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.client_cpus == "auto":
+            self.client_cpus = "1" if (os.cpu_count() or 1) > 1 else ""
+
+    def planned_runs(self) -> int:
+        return len(self.arms) * (self.repetitions + self.warmup + 1)

@@ -1,0 +1,99 @@
+"""HTTPS study: nginx per arm, and the load each arm runs."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.params import aa_copy
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+
+if TYPE_CHECKING:
+    pass
+from secoverhead.servers import NginxServer
+from secoverhead.workloads import http
+
+from .claims import part_claims
+from .declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params
+
+
+# -- running ------------------------------------------------------------------------------------------
+def _load(arm: Arm, server: Any, p: Params):
+
+    e = server.endpoint
+    if arm.tool == "ab":
+        proto = {"TLSv1.2": "TLS1.2", "TLSv1.3": "TLS1.3"}.get(arm.tls or "")
+        return lambda: http.run_ab(
+            e.url(tls=arm.tls is not None),
+            requests=p.max_requests,
+            concurrency=p.concurrency,
+            tls_protocol=proto,
+            time_limit_s=p.run_seconds,
+            cpus=p.client_cpus,
+        )[::2]
+    if arm.tool == "wrk":
+        return partial(
+            http.run_wrk,
+            e.url(tls=arm.tls is not None),
+            duration_s=p.run_seconds,
+            connections=p.concurrency,
+            cpus=p.client_cpus,
+        )
+    return partial(
+        http.run_s_time,
+        e.host,
+        e.https_port,
+        resume=arm.resume,
+        tls_version=arm.tls,
+        seconds=p.run_seconds,
+        processes=p.concurrency,
+        ca_file=e.ca_file,
+        cpus=p.client_cpus,
+    )
+
+
+NOTES = [
+    "ab is single-threaded and pays a full handshake's client crypto per request: full-handshake arms are usually "
+    "client-bound, so their requests/s is the client's limit; server CPU per request is not",
+    "resumed arms use openssl s_time -reuse (ab never resumes); every arm's resumption is checked in nginx's log",
+]
+
+
+def run(p: Params) -> StudyResult:
+
+    arms = {a.name: a for a in ARMS if a.name in p.arms}
+    if p.aa:  # the full handshake against itself: the arm every claim is measured against
+        full = next(a for a in ARMS if a.name == FULL)
+        arms = {FULL: full, aa_copy(FULL): replace(full, name=aa_copy(FULL))}
+
+    def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+        needed = {a.server for a in arms.values()}
+        servers = {k: stack.enter_context(NginxServer(worker_core=0, **kw)) for k, kw in SERVERS.items() if k in needed}
+
+        def measure(arm_name: str, factors: dict):
+            arm = arms[arm_name]
+            srv = servers[arm.server]
+            m = http.measure(
+                _load(arm, srv, p),
+                server_cpu=srv.cpu,
+                access_log=srv.access_log_path,
+                https_port=srv.endpoint.https_port if arm.tls else None,
+            )
+            m.info |= {"tool": arm.tool, "tls": arm.tls, "keepalive": arm.keepalive, "resume": arm.resume}
+            return m
+
+        return PartPlan(
+            arms=list(arms),
+            measure=measure,
+            facts={f"nginx ({k})": s.describe() for k, s in servers.items()},
+            notes=[f"nginx worker pinned to core 0; load clients pinned to core(s) {p.client_cpus or 'any'}", *NOTES],
+            servers={a: servers[arms[a].server] for a in arms},
+            judge=functools.partial(part_claims, STUDY),
+            ops_metric="requests",
+        )
+
+    return run_parts(p, STUDY, [STUDY], plan)

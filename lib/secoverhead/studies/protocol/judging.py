@@ -1,0 +1,78 @@
+"""Claims judged on a part's runs: one-off duets as a sensitivity check, Holm over a study's claims."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from secoverhead.core import paths
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from secoverhead.analysis.verdicts import ClaimVerdict
+import pandas as pd
+
+from secoverhead.measurement.parts import Part, StudyResult
+
+
+def judged(
+    part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]], runs: pd.DataFrame | None = None
+) -> list[ClaimVerdict]:
+    """The part's claims on all its runs (`runs`, when the caller has read them already): the verdicts. Where
+    duets were recorded as one-offs (outliers.py), each verdict carries what the same rule gives without them,
+    labelled as a sensitivity check: it never decides."""
+    runs = part.runs() if runs is None else runs
+    verdicts = judge(runs, part.alpha)
+    strays = part.metadata().get("outlier_duets") or []
+    blocks = {d.get("block") for d in strays}
+    if not verdicts or not blocks or "block" not in runs:
+        return verdicts
+    without = {v.id: v for v in judge(runs[~runs["block"].isin(blocks)], part.alpha)}
+    fell = ", ".join(sorted({str(d.get("low_arm")) for d in strays}))
+    for v in verdicts:
+        if v.id in without:
+            v.sensitivity = (
+                f"without the {len(blocks)} one-off duet(s) (metric fell in: {fell}): {without[v.id].verdict} "
+                "(a check, not the verdict)"
+            )
+    return verdicts
+
+
+def study_verdicts(
+    result: StudyResult, judge_of: Callable[[Part], Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None]
+) -> list[ClaimVerdict]:
+    """Every claim of the study, each part judged by judge_of(part) (None: the part has no claims). With
+    claim_errors=holm, Holm's step-down over all the study's claims: with k claims still undecided, each is
+    judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again at
+    alpha over the claims still left, until none more decides. A claim is decided at the first level where its
+    rule decides, which is Holm's procedure on the level at which each claim first decides."""
+    pairs = [(part, j, part.runs()) for part in result if (j := judge_of(part)) is not None]  # read once
+    first = {(part.name, v.id): v for part, j, runs in pairs for v in judged(part, j, runs)}
+    if result.params.claim_errors != "holm" or not first:
+        return list(first.values())
+    m, settled = len(first), {}
+    latest: dict[tuple[str, str], ClaimVerdict] = {}
+    while len(settled) < m:
+        k = m - len(settled)
+        latest = {(part.name, v.id): v for part, j, runs in pairs for v in j(runs, part.alpha / k)}
+        newly = {key: v for key, v in latest.items() if key not in settled and v.decided}
+        if not newly:
+            break
+        for v in newly.values():
+            v.evidence += f" [Holm over the study's {m} claims: decided at alpha/{k}]"
+        settled |= newly
+    out = []
+    for key, v in first.items():
+        w = settled.get(key) or latest.get(key) or v
+        if key not in settled:
+            w.evidence += f" [Holm over the study's {m} claims: undecided at alpha/{m - len(settled)}]"
+        w.sensitivity = v.sensitivity
+        out.append(w)
+    return out
+
+
+def published(study: str) -> pd.DataFrame:
+    """The original study's figures, one row per figure, with units and sources."""
+
+    return pd.read_csv(paths.PUBLISHED / f"{study}.csv")

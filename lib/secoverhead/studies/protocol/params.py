@@ -1,0 +1,209 @@
+"""The parameters every study has (its design: rounds, looks, budget, A/A) and the time budget its parts share."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from secoverhead.analysis.design import SPENDING_POWER, check, fixed, schedule, size_up
+from secoverhead.core import paths
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import ID_PATTERN, build, param
+from secoverhead.servers import Server
+
+if TYPE_CHECKING:
+    from secoverhead.analysis.design import Looks
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+
+
+HOST_PATTERN = rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?|\[?[0-9A-Fa-f:.]+\]?"  # a DNS name or an IP address
+
+
+MAX_MINUTES = 7 * 24 * 60
+
+
+@dataclass
+class StudyParams:
+    """Design parameters every study has."""
+
+    output_dir: str = param("", "where results go; the pipeline sets it (empty: results/interactive/)", internal=True)
+    params_from: str = param(
+        "", "run.json whose checked parameters this run uses; the pipeline sets it (empty: defaults)", internal=True
+    )
+    experiment_id: str = param("study", "name of the experiment directories", pattern=ID_PATTERN)
+    seed: int = param(0, "seed of the randomised arm order (recorded)", min=0, max=2**31 - 1)
+    repetitions: int = param(3, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(3, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    looks: int = param(3, "planned looks at the claims; rounds stop when all are decided", min=1, max=10)
+    spending: float = param(
+        SPENDING_POWER,
+        "alpha spending over the looks: look k of K has spent alpha * (k/K)^spending; higher keeps more of it for "
+        "the last look (narrower final intervals, early looks that decide only large effects)",
+        min=0.5,
+        max=8.0,
+    )
+    warmup: int = param(1, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
+    max_minutes: float = param(10.0, "time budget: no run starts after it", min=0.05, max=MAX_MINUTES)
+    profile: bool = param(
+        False, "take CPU profiles (perf, flame graphs) in a round of their own, outside the statistics"
+    )
+    design: str = param(
+        "interleaved",
+        "interleaved (arms one after another, a round a block) or duet (the baseline and each arm at the same "
+        "time, where every arm has its own server)",
+        choices=("interleaved", "duet"),
+    )
+    aa: bool = param(False, "A/A calibration, the baseline against an identical copy of itself (the noise floor)")
+    plan_check: str = param(
+        "warn",
+        "before running, can the plan decide its claims (A/A noise priors)? size-up raises repetitions to what "
+        "they need (the time budget still bounds the run), warn only says so, refuse stops with exit 2",
+        choices=("size-up", "warn", "refuse"),
+    )
+    progress: str = param("auto", "progress bar: auto (when interactive), on, off", choices=("auto", "on", "off"))
+    claim_errors: str = param(
+        "per-claim",
+        "error rate of the verdicts: per-claim (each claim spends alpha) or holm (Holm over the study's claims: "
+        "at most alpha that any verdict of the study is wrong; fewer decide)",
+        choices=("per-claim", "holm"),
+    )
+
+    DUET_ABLE = False  # whether every arm runs on a server of its own, so two arms can run at once
+    STUDY: ClassVar[str] = ""  # the study's id (each study's Params sets it)
+    PLANS: ClassVar[tuple] = ()  # what the study's claims need: design.ClaimPlan per claim (each study sets it)
+    PRIMARY_METRICS: ClassVar[tuple[str, ...]] = ()  # the metrics its A/A and design tables show
+
+    def __post_init__(self) -> None:
+        if self.design == "duet" and not self.DUET_ABLE:
+            raise ConfigError("design duet needs a server per arm; in this study arms share servers (use interleaved)")
+        if self.min_rounds > self.repetitions:
+            self.min_rounds = self.repetitions if self.repetitions >= 2 else 2
+        if self.repetitions < 2 and self.looks > 1:
+            self.looks = 1
+
+    @classmethod
+    def from_namespace(cls, namespace: Mapping[str, Any], *, study: str = "") -> StudyParams:
+        """Build from a notebook's globals: the parameters the pipeline checked and recorded in run.json
+        (params_from), under the names the parameters cell and papermill's injected cell set (the pipeline injects
+        every cell name it has a value for, so the two agree). Checked by the same schema the pipeline used."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in namespace.items() if k in names}
+        output_dir = values.pop("output_dir", "")
+        source = values.pop("params_from", "")
+        if source:
+            values = dict(json.loads(Path(source).read_text()).get("parameters") or {}) | values
+        p = build(cls, values, study=study or cls.STUDY)
+        p.output_dir = output_dir
+        return p
+
+    # -- what the pipeline asks before anything starts ----------------------------------------
+    def external_servers(self) -> list[Server]:
+        """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
+        return []
+
+    def check_clients(self) -> None:
+        """After the external servers answered: log in with every client tool the run uses besides the Python
+        drivers (sysbench), so credentials a tool cannot use fail before any load."""
+
+    # part -> its share of the time budget, relative to the others (default 1): parts whose runs are slow get more
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {}
+
+    def planned_runs(self) -> int:
+        """Upper bound of the runs this plan can take (each study counts its arms and cells)."""
+        return 0
+
+    def claim_plans(self) -> list:
+        """What the study's claims need (its PLANS: A/A noise priors and precisions); none for A/A runs and
+        external servers, whose claims differ."""
+        if self.aa or self.external_servers():
+            return []
+        return list(self.PLANS)
+
+    def feasibility(self) -> list:
+
+        plans = self.claim_plans()
+        return check(plans, self.look_schedule()) if plans and self.repetitions >= 2 else []
+
+    def check_plan(self) -> list[str]:
+        """Before anything starts: say which claims the plan cannot decide and, with plan_check size-up, raise
+        repetitions (at most 1000) to what they need; refuse raises ConfigError. Returns the lines to print."""
+
+        short = [f for f in self.feasibility() if not f.feasible]
+        if not short:
+            return []
+        lines = [f.message(self.repetitions) for f in short]
+        if self.plan_check == "refuse":
+            raise ConfigError(lines[0] + " (plan_check: refuse)")
+        if self.plan_check == "size-up":
+            need = size_up(self.claim_plans(), self.look_schedule())
+            if need is not None and need > self.repetitions:
+                lines.append(
+                    f"repetitions raised from {self.repetitions} to {need} (rounds still stop when the claims are "
+                    f"decided, and no run starts after max_minutes={self.max_minutes:g})"
+                )
+                self.repetitions = need
+            elif need is None:
+                lines.append("no plan of at most 1000 rounds can decide it on this noise: running as planned")
+        return lines
+
+    def results_dir(self) -> Path:
+        if self.output_dir:
+            return Path(self.output_dir)
+
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        self.output_dir = str(paths.interactive_results() / f"{self.experiment_id}-{stamp}")
+        return Path(self.output_dir)
+
+    def show_progress(self) -> bool:
+        if self.progress != "auto":
+            return self.progress == "on"
+        return os.environ.get("SECOVERHEAD_HEADLESS") != "1" and "PYTEST_CURRENT_TEST" not in os.environ
+
+    def part_design(self, part: str) -> str:
+        """The design one part runs in (a study whose parts differ in servers may keep some interleaved)."""
+        return self.design
+
+    def budget(self) -> Budget:
+        return Budget(self.max_minutes * 60)
+
+    def look_schedule(self) -> Looks:
+
+        if self.repetitions < 2:
+            return fixed(self.repetitions)
+        return schedule(self.min_rounds, self.repetitions, self.looks, power=self.spending)
+
+
+def _check_host(name: str, host: str) -> None:
+
+    if host and not re.fullmatch(HOST_PATTERN, host):
+        raise ConfigError(f"{name} {host[:80]!r} is not a host name or address")
+
+
+def aa_copy(arm: str) -> str:
+    """The name of an A/A run's second arm: the same configuration as `arm`."""
+    return f"{arm} (A/A copy)"
+
+
+class Budget:
+    """A study's time budget shared by its experiments: each gets its weight's share of what is left, so time
+    an early-decided experiment did not need goes to the next."""
+
+    def __init__(self, total_s: float) -> None:
+
+        self.total_s, self._start, self._time = total_s, time.monotonic(), time.monotonic
+
+    def left(self) -> float:
+        return max(0.0, self.total_s - (self._time() - self._start))
+
+    def share(self, weight: float = 1.0, weight_left: float = 1.0) -> float:
+        return self.left() * weight / weight_left if weight_left > 0 else self.left()

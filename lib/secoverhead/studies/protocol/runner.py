@@ -1,0 +1,159 @@
+"""The protocol's run: one calibration, the time budget shared by the parts, each part's servers and experiment."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from secoverhead.analysis.verdicts import ClaimVerdict
+    from secoverhead.measurement.results import ResultStore
+    from secoverhead.workloads.measurement import Measurement
+from secoverhead.host import calibration
+from secoverhead.host.profiling import profiler_for
+from secoverhead.measurement.experiment import Experiment
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.measurement.plan import cell_of
+from secoverhead.measurement.results import ResultStore
+
+from .params import StudyParams
+
+# -- running ------------------------------------------------------------------------------------------
+ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
+
+
+def run_experiment(
+    p: StudyParams,
+    study: str,
+    experiment_id: str,
+    *,
+    arms: Sequence[str],
+    measure: Callable[[str, dict], Measurement],
+    servers: Mapping[str, Any],
+    factors: Mapping[str, Sequence[Any]] | None = None,
+    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None,
+    profiler: Any = None,
+    profile_factors: Sequence[Mapping[str, Any]] | None = None,
+    profile_measure: Callable[[str, dict], Measurement] | None = None,
+    calibration: Mapping[str, Any] | None = None,
+    max_seconds: float | None = None,
+    design: str | None = None,
+    outlier: tuple[str, float] | None = None,
+) -> ResultStore:
+    """Run (or resume) one interleaved experiment under p's results directory and return its store.
+
+    judge(runs, alpha): the part's claims at a look; their `needs` steer later rounds (sequential design).
+    profiler: a profiling.Profiler, given when p.profile is on. max_seconds: this experiment's share of the
+    study's time budget (default: all of it)."""
+
+    store = ResultStore(p.results_dir(), experiment_id)
+    exp = Experiment(
+        experiment_id,
+        arms=list(arms),
+        factors=factors,
+        repetitions=p.repetitions,
+        warmup=p.warmup,
+        seed=p.seed,
+        max_seconds=p.max_minutes * 60 if max_seconds is None else max_seconds,
+        store=store,
+        study=study,
+        parameters={f.name: getattr(p, f.name) for f in dataclasses.fields(p)},
+        servers=servers,
+        calibration=calibration,
+        progress=p.show_progress(),
+        max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
+        design=design or p.design,
+        outlier=outlier,
+        min_rounds=p.look_schedule().rounds[0],  # a part without claims still gets the rounds of a first look
+    )
+    looks = p.look_schedule()
+
+    def decide(index: int, alpha: float):
+        verdicts = judge(store.runs(), alpha)
+
+        needed = set()
+        for v in verdicts:
+            if not v.decided:
+                for need in v.needs:
+                    need = dict(need)
+                    needed.add(cell_of(need.pop("arm"), need))
+        return needed
+
+    if profiler is not None:
+        profiler.bind(store.path / "profiles")
+    exp.run(
+        measure,
+        looks=looks if judge is not None else None,
+        decide=decide if judge is not None else None,
+        profile=profiler.attach if profiler is not None else None,
+        profile_factors=profile_factors,
+        profile_measure=profile_measure,
+    )
+    return store
+
+
+@dataclass
+class PartPlan:
+    """What one experiment of a study needs, built by the study inside the part's server stack."""
+
+    arms: list[str]  # the baseline first
+    measure: Callable[[str, dict], Measurement]
+    facts: dict[str, Any]
+    notes: list[str] = dataclasses.field(default_factory=list)
+    factors: dict[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+    servers: dict[str, Any] = dataclasses.field(default_factory=dict)  # arm -> server it ran on (profiles)
+    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None
+    profile_factors: list[dict[str, Any]] | None = None
+    ops_metric: str = "operations"  # the run metric counting operations (to express profiles per operation)
+    profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+    finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
+    outlier: tuple[str, float] | None = None  # duets: (metric, log deviation) marking a one-off duet (Experiment)
+
+
+def run_parts(
+    p: StudyParams, study: str, names: Sequence[str], plan: Callable[[str, contextlib.ExitStack], PartPlan]
+) -> StudyResult:
+    """The protocol's run: one machine-speed calibration, the time budget shared by the parts, and per part its
+    servers (stopped when the part ends), its interleaved experiment, and its Part."""
+
+    cal = calibration.shared()
+    budget = p.budget()
+    weights = [p.PART_WEIGHTS.get(name, 1.0) for name in names]
+    parts: dict[str, Part] = {}
+    for i, name in enumerate(names):
+        with contextlib.ExitStack() as stack:
+            pp = plan(name, stack)
+            exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+            store = run_experiment(
+                p,
+                study,
+                exp_id,
+                arms=pp.arms,
+                measure=pp.measure,
+                servers=pp.facts,
+                factors=pp.factors,
+                judge=None if p.aa else pp.judge,  # an A/A run has no claims: it runs every planned round
+                profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric) if pp.servers else None,
+                profile_factors=pp.profile_factors,
+                profile_measure=pp.profile_measure,
+                calibration=cal,
+                max_seconds=budget.share(weights[i], sum(weights[i:])),
+                design=p.part_design(name),
+                outlier=pp.outlier,
+            )
+            extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
+            store.update_metadata(
+                notes=pp.notes, **{k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
+            )
+            parts[name] = Part(name, store, pp.arms, pp.facts, pp.notes, extras)
+    return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS))
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, dict | list | str | int | float | bool)

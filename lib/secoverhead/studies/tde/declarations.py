@@ -1,0 +1,154 @@
+"""TDE study (seed 002): parameters, arms, workloads and the claims' plans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from secoverhead.analysis.design import ClaimPlan
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import param
+from secoverhead.studies.protocol.external import ExternalMySQLParams
+from secoverhead.studies.protocol.params import StudyParams, aa_copy
+
+if TYPE_CHECKING:
+    pass
+from .instances import PROFILES
+
+STUDY = "tde"
+
+
+PRIMARY_METRICS = ("tps", "latency_avg_ms", "server_cpu_us_per_op")
+
+
+OFF, ON = "encryption off", "encryption on"
+
+
+ARMS = (OFF, ON)
+
+
+WRITE_HEAVY = ("oltp_write_only", "oltp_update_index", "oltp_update_non_index", "oltp_insert")
+
+
+READ_ONLY = ("oltp_read_only", "oltp_point_select", "select_random_points", "select_random_ranges")
+
+
+WORKLOADS = (
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_point_select",
+    "oltp_insert",
+    "oltp_delete",
+)
+
+
+# InnoDB's purge runs as tasks of its own thread pool, beside the I/O completions. With MariaDB's default of
+# 4 purge tasks under a 0.6-1.2-core quota, write runs stalled for 2-3 s with every thread waiting and pages
+# "pending write" inside InnoDB (in 10-20 % of 4-s write runs, in either arm; also with data on tmpfs, without
+# an IOPS limit and without native AIO); with 1 or 2 purge tasks none in 4 x 48 write runs (2026-11-23). The
+# original's 4 purge threads served 4-8 cores: 2 is the emulated instance's share.
+PURGE_THREADS = 2
+
+
+# What the claims need, with noise priors measured at the quick settings (duet, 3-s runs, RAM-backed disk,
+# 4 x 200,000 rows, 2 purge threads; 2026-11-23): per-round sd of log(on/off) of TPS 0.01-0.03 in every cell,
+# of capacity 0.01-0.04 (0.065 once); the ratio of ratios averaged over the two thread counts 0.02-0.04. Every
+# claim reads TPS (data/claims/registry.yaml); "every workload under the bound" needs no correction over the
+# workloads (IUT_NOTE). The low-concurrency contrast is a ratio of two thread counts' ratios (sd about 1.4x one's);
+# the original's contrast (up to ~20 % against under 5 %) is some 15 points, so +-5 % tells one of its size from
+# the 2-point line.
+PLANS = (
+    ClaimPlan.from_aa("few concurrent queries lose more than many, by 2 points or more (+-5 %)", 0.045, 0.05),
+    ClaimPlan.from_aa("many concurrent queries: loss under 5 % (+-4 %)", 0.03, 0.04),
+    ClaimPlan.from_aa("write-heavy lose the most (write-heavy excess 3-7 %: +-4 %)", 0.035, 0.04, comparisons=2),
+)
+
+
+@dataclass
+class Params(StudyParams, ExternalMySQLParams):
+    STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
+    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
+    warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
+    experiment_id: str = param("tde", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+    profiles: list[str] = param(
+        ["4c16g"], "emulated instance profiles", choices=tuple(PROFILES), min_items=1, max_items=3
+    )
+    workloads: list[str] = param(
+        ["oltp_write_only", "oltp_read_only"], "sysbench workloads", choices=WORKLOADS, min_items=1, max_items=8
+    )
+    threads: list[int] = param(
+        [1, 8], "sysbench threads (the original: 1 ... 256)", min=1, max=512, min_items=1, max_items=8
+    )
+    tables: int = param(2, "sysbench tables", min=1, max=128)
+    table_size: int = param(10000, "rows per table", min=100, max=100_000_000)
+    run_seconds: int = param(2, "seconds per sysbench run (the original: 60)", min=1, max=3600)
+    data_disk: str = param(
+        "ram",
+        "where the servers' data lives: ram (a RAM-backed disk, throttled to the profile's IOPS: a local SSD's "
+        "latency, not a shared virtual disk's erratic fsyncs) or local (this machine's disk)",
+        choices=("ram", "local"),
+    )
+    emulate_iops: str = param(
+        "reads",
+        "limit the profiles' IOPS (scaled like their cores) with cgroup blkio: reads, both (reads and writes; "
+        "throttled writes stall the filesystem journal here), or off",
+        choices=("reads", "both", "off"),
+    )
+    write_back: bool = param(
+        True,
+        "after each run, write back the table pages it dirtied (IOPS limit lifted meanwhile) and charge that CPU "
+        "to its transactions, so no run inherits another's dirty pages",
+    )
+    commit_flush: int = param(
+        1,
+        "innodb_flush_log_at_trx_commit: 1 fsyncs the redo log at every commit (durable); 2 once a second",
+        choices=(0, 1, 2),
+    )
+    mysql_instance_class: str = param(
+        "", "external: the instance class you point at (recorded in the report)", pattern=r"[\w.\-]{0,64}"
+    )
+    mysql_encryption: str = param("", "external: what that server has, on or off", choices=("", "on", "off"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_mysql()
+        if self.mysql_host and self.mysql_encryption not in ("on", "off"):
+            raise ConfigError("with mysql_host, set mysql_encryption to on or off (what that server has)")
+
+    def external_servers(self) -> list:
+        return [self.user_mysql()] if self.mysql_host else []
+
+    def check_clients(self) -> None:
+        from secoverhead.workloads.sysbench import Sysbench  # deferred, as in user_mysql
+
+        with self.user_mysql() as ext:
+            Sysbench(ext.endpoint, tls=self.mysql_tls).check_login()
+
+    def user_mysql(self):
+        from secoverhead.workloads.sysbench import (
+            table_names,  # deferred: pandas, which `secoverhead params` never needs
+        )
+
+        return self.external_mysql(instance_class=self.mysql_instance_class, tables=table_names(self.tables))
+
+    DUET_ABLE = True
+
+    def arm_names(self) -> list[str]:
+        return [OFF, aa_copy(OFF)] if self.aa else list(ARMS)
+
+    def part_names(self) -> list[str]:
+        return ["external"] if self.mysql_host else list(self.profiles)
+
+    def planned_runs(self) -> int:
+        arms = 1 if self.mysql_host else 2
+        return (
+            len(self.part_names())
+            * arms
+            * len(self.workloads)
+            * len(self.threads)
+            * (self.repetitions + self.warmup + 1)
+        )

@@ -1,0 +1,235 @@
+"""TDE study: the mechanism (pages, I/O, CPU per transaction) and the model that predicts the original's figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from secoverhead.measurement.parts import Part, StudyResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+import numpy as np
+import pandas as pd
+
+from secoverhead.analysis.compare import compare_arms
+
+from .declarations import OFF, ON
+from .instances import ORIGINAL, ORIGINAL_THREADS
+
+# -- mechanism, ceilings, prediction --------------------------------------------------------------------
+MECHANISM = (
+    "pages_read_per_txn",
+    "pages_written_per_txn",
+    "pages_decrypted_per_txn",
+    "pages_encrypted_per_txn",
+    "data_read_bytes_per_txn",
+    "data_written_bytes_per_txn",
+    "log_written_bytes_per_txn",
+    "fsyncs_per_txn",
+    "data_reads_per_txn",
+    "data_writes_per_txn",
+    "server_cpu_us_per_op",
+)
+
+
+def ceilings(result: StudyResult) -> pd.DataFrame:
+    """Each emulated profile's limits and the ceilings measured under them: the highest TPS and IOPS any cell
+    reached (medians over its runs), and the CPU share of the limit there."""
+
+    rows = []
+    for part in result:
+        if part.name == "external":
+            continue
+        runs = part.runs()
+        if not len(runs):
+            continue
+        facts = next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+        sizing = facts.get("buffer_pool_sizing", {})
+        cells = runs.groupby(["workload", "threads", "arm"]).median(numeric_only=True)
+        cells["iops"] = cells.get("iops_read", 0) + cells.get("iops_write", 0)
+        for workload, g in cells.groupby(level="workload"):
+            top = g["tps"].idxmax()
+            rows.append(
+                {
+                    "profile": part.name,
+                    "CPU limit (cores)": facts.get("cpu_limit_cores"),
+                    "IOPS limit (read / write)": f"{facts.get('iops_limit_read') or 'none'} / "
+                    f"{facts.get('iops_limit_write') or 'none'}",
+                    "data disk": part.servers.get("data disk", {}).get("data_disk", ""),
+                    "buffer pool (MiB)": round(sizing.get("buffer_pool_bytes", 0) / 2**20, 1),
+                    "data : buffer pool": sizing.get("data_to_buffer_pool"),
+                    "workload": workload,
+                    "max TPS": g["tps"].max(),
+                    "at (threads, arm)": f"{top[1]}, {top[2]}",
+                    "max IOPS measured": g["iops"].max() if "iops_read" in g else None,
+                    "CPU % of limit there": g.loc[top, "server_cpu_pct_of_limit"]
+                    if "server_cpu_pct_of_limit" in g
+                    else None,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def mechanism_table(part: Part) -> pd.DataFrame:
+    """What InnoDB did per transaction, off and on: pages read, written, decrypted and encrypted, bytes, redo
+    log, fsyncs, and the server's CPU (medians over runs)."""
+    runs = part.runs()
+    cols = [c for c in MECHANISM if c in runs]
+    return runs.groupby(["workload", "threads", "arm"], sort=False)[cols].median().reset_index()
+
+
+def explained(part: Part) -> pd.DataFrame:
+    """The extra CPU per transaction with encryption on, against what the AES work alone predicts: pages
+    encrypted and decrypted per transaction x the AES-256-CTR cost of a 16 KiB page on this machine, set up per
+    page as InnoDB does (the bulk `openssl speed` figure where that was not measured)."""
+
+    runs = part.runs()
+    cal = part.extras.get("calibration", {})
+    aes = cal.get("aes_256_ctr_page_as_server_us") or cal.get("aes_256_ctr_us_per_page")
+    if "server_cpu_us_per_op" not in runs or not aes:
+        return pd.DataFrame()
+    delta = compare_arms(
+        runs, "server_cpu_us_per_op", baseline=OFF, candidates=[ON], by=["workload", "threads"], scale="difference"
+    )
+    rows = []
+    for c in delta.values():
+        on = runs[
+            (runs["arm"] == ON) & (runs["workload"] == c.cell["workload"]) & (runs["threads"] == c.cell["threads"])
+        ]
+        pages = float((on.get("pages_decrypted_per_txn", 0) + on.get("pages_encrypted_per_txn", 0)).median())
+        predicted = pages * aes
+        rows.append(
+            {
+                "workload": c.cell["workload"],
+                "threads": c.cell["threads"],
+                "extra CPU per txn, measured (us)": c.ratio,
+                "CI": f"{c.ci_low:+.0f} to {c.ci_high:+.0f}",
+                "pages en/decrypted per txn": pages,
+                "AES per page (us, calibration)": aes,
+                "predicted from AES alone (us)": predicted,
+                "AES share of the extra %": 100 * predicted / c.ratio if c.ratio > 0 else np.nan,
+                "measured extra per page (us)": c.ratio / pages if pages > 0 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def concurrency_table(part: Part) -> pd.DataFrame:
+    """What changes between one thread and the most (seed 002's "I/O merging at high concurrency"), per workload
+    and arm: pages and I/O requests per transaction, pages per write request (above 1: writes merged), fsyncs
+    and redo bytes per transaction (group commit shares them), CPU per transaction; medians over runs, with the
+    ratio many / one."""
+
+    runs = part.runs()
+    if not len(runs) or "threads" not in runs or runs["threads"].nunique() < 2:
+        return pd.DataFrame()
+    runs = runs.copy()
+    page = 16384.0
+    if {"data_written_bytes_per_txn", "data_writes_per_txn"} <= set(runs):
+        runs["pages_per_write_request"] = runs["data_written_bytes_per_txn"] / page / runs["data_writes_per_txn"]
+    if {"data_reads_per_txn", "data_writes_per_txn"} <= set(runs):
+        runs["io_requests_per_txn"] = runs["data_reads_per_txn"] + runs["data_writes_per_txn"]
+    cols = [
+        c
+        for c in (
+            "pages_read_per_txn",
+            "pages_written_per_txn",
+            "io_requests_per_txn",
+            "pages_per_write_request",
+            "fsyncs_per_txn",
+            "log_written_bytes_per_txn",
+            "server_cpu_us_per_op",
+        )
+        if c in runs
+    ]
+    rows = []
+    lo, hi = runs["threads"].min(), runs["threads"].max()
+    for (workload, arm), g in runs.groupby(["workload", "arm"], sort=False):
+        med = g.replace([np.inf, -np.inf], np.nan).groupby("threads")[cols].median()
+        if lo not in med.index or hi not in med.index:
+            continue
+        for c in cols:
+            one, many = float(med.loc[lo, c]), float(med.loc[hi, c])
+            rows.append(
+                {
+                    "workload": workload,
+                    "arm": arm,
+                    "per transaction": c.removesuffix("_per_txn").removesuffix("_per_op").replace("_", " "),
+                    f"{lo} thread{'s' if lo > 1 else ''}": one,
+                    f"{hi} threads": many,
+                    "many / one": many / one if one else np.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+READ_LATENCY_MS = 0.15  # assumed: a 16 KiB random read from a local NVMe SSD
+
+
+FSYNC_LATENCY_MS = 0.5  # assumed: a redo-log fsync on the same
+
+
+MODEL_ASSUMPTIONS = (
+    "First-order model: per transaction, the CPU time, pages read and written and fsyncs measured here at the "
+    "same data-to-buffer-pool ratio (uniform access); the original's cores and IOPS; assumed latencies of "
+    f"{READ_LATENCY_MS} ms per page read and {FSYNC_LATENCY_MS} ms per fsync; the same speed per core as this "
+    "machine. Throughput is the least of what the cores, the IOPS and the threads' latency allow; encryption adds "
+    "only its measured CPU per transaction. It ignores lock and mutex contention, I/O merging and group commit "
+    "(which make high concurrency cheaper per transaction), the original's access pattern (unknown) and MySQL's "
+    "keyring against MariaDB's file_key_management: where those dominate it fails."
+)
+
+
+def predict(part: Part) -> pd.DataFrame:
+    """Predicted TPS loss and CPU rise with TDE on the original's instance of this profile, per workload, at one
+    thread and at many, beside the published conclusions."""
+
+    if part.name not in ORIGINAL:
+        return pd.DataFrame()
+    inst = ORIGINAL[part.name]
+    runs = part.runs()
+    need = {"server_cpu_us_per_op", "pages_read_per_txn", "pages_written_per_txn", "fsyncs_per_txn"}
+    if not need <= set(runs):
+        return pd.DataFrame()
+    rows = []
+    for workload, g in runs.groupby("workload", sort=False):
+        med = g.groupby("arm").median(numeric_only=True)
+        if OFF not in med.index or ON not in med.index:
+            continue
+        off, on = med.loc[OFF], med.loc[ON]
+        ios = off["pages_read_per_txn"] + off["pages_written_per_txn"]
+        wait_s = (off["pages_read_per_txn"] * READ_LATENCY_MS + off["fsyncs_per_txn"] * FSYNC_LATENCY_MS) / 1e3
+        for threads in ORIGINAL_THREADS:
+            tps = {}
+            cpu = {}
+            for arm, c_us in ((OFF, off["server_cpu_us_per_op"]), (ON, on["server_cpu_us_per_op"])):
+                by_cpu = inst.cores * 1e6 / c_us
+                by_io = inst.iops / ios if ios > 0 else float("inf")
+                by_latency = threads / (c_us / 1e6 + wait_s)
+                tps[arm] = min(by_cpu, by_io, by_latency)
+                cpu[arm] = 100 * tps[arm] * c_us / (inst.cores * 1e6)
+            bound = min(
+                ("CPU", inst.cores * 1e6 / off["server_cpu_us_per_op"]),
+                ("IOPS", inst.iops / ios if ios > 0 else float("inf")),
+                ("latency", threads / (off["server_cpu_us_per_op"] / 1e6 + wait_s)),
+                key=lambda kv: kv[1],
+            )[0]
+            loss = 100 * (1 - tps[ON] / tps[OFF])
+            published = "loss up to ~20 %" if threads == 1 else "loss under 5 %"
+            cpu_range = (0.06, 4.22) if part.name == "4c16g" else (0.12, 2.86)
+            rows.append(
+                {
+                    "instance": part.name,
+                    "workload": workload,
+                    "threads": threads,
+                    "bound by (off)": bound,
+                    "predicted TPS off": tps[OFF],
+                    "predicted TPS on": tps[ON],
+                    "predicted loss %": loss,
+                    "published": published,
+                    "agrees": (0 <= loss <= 20) if threads == 1 else loss < 5,
+                    "predicted CPU rise (pp)": cpu[ON] - cpu[OFF],
+                    "published CPU rise (pp)": f"{cpu_range[0]}-{cpu_range[1]}",
+                }
+            )
+    return pd.DataFrame(rows)

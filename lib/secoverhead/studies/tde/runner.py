@@ -1,0 +1,269 @@
+"""TDE study: servers with encryption off and on, each profile applied, sysbench, the write-back."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+
+if TYPE_CHECKING:
+    pass
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from secoverhead.host.metrics import CpuMeter
+from secoverhead.host.ramdisk import RamDisk
+from secoverhead.servers import MariaDBServer
+from secoverhead.servers.mariadb import BENCH_DATABASE
+from secoverhead.workloads import server_status
+from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
+
+from .claims import STALL_LOG, part_claims
+from .declarations import ON, PURGE_THREADS, STUDY, Params
+from .instances import PROFILES, Profile, Target, _size_buffer_pools
+
+
+def _options(p: Params) -> dict[str, dict[int, Any]]:
+
+    return {
+        w: {
+            t: SysbenchOptions(script=w, tables=p.tables, table_size=p.table_size, threads=t, time=p.run_seconds)
+            for t in p.threads
+        }
+        for w in p.workloads
+    }
+
+
+def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict, list[str], Profile]:
+    """The user's server as one arm (its encryption state), with the sysbench tables prepared if absent."""
+
+    ext = stack.enter_context(p.user_mysql())
+    sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
+    created = sb.prepare(opts[p.workloads[0]][p.threads[0]])
+    arm = f"encryption {p.mysql_encryption}"
+    profile = Profile("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
+    notes = [
+        f"external server, one arm ({arm}); sysbench tables {'prepared in' if created else 'found in'} "
+        f"{p.mysql_database}. To compare, run again against the server in the other state and use "
+        "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
+    ]
+    target = Target(sb, None, lambda: ext.endpoint.connect(tls=p.mysql_tls))
+    return {arm: target}, {"mysql": ext.describe()}, notes, profile
+
+
+def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
+    """Where one server's data lives: a RAM-backed disk of its own (closed after the server stops), or the
+    local disk. One per server: two servers on one file system share its journal, and in duets one of the pair
+    would wait on the other's commits (measured: write-only pairs where one ran at half the TPS of the other,
+    the slow one changing from round to round)."""
+
+    if p.data_disk == "ram":
+        data_mb = p.tables * p.table_size * 500 >> 20  # rows and indexes, generously
+        disk = RamDisk.make(size_mb=max(2048, 4 * data_mb + 1024))
+        if disk is not None:
+            stack.callback(disk.close)
+            return disk.path, disk.describe()
+        return None, {"data_disk": "this machine's disk (a RAM-backed disk needs root, losetup and mkfs.ext4)"}
+    return None, {"data_disk": "this machine's disk (data_disk: local)"}
+
+
+def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict[str, Any]]:
+    """One server per arm, loaded with identical data and flushed; the profiles take turns on them. The data
+    load runs on both servers at once, with their limits lifted: the limits emulate an instance for the
+    measurement, and loading under a 0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
+
+    first = PROFILES[p.profiles[0]]
+    iops = _iops(p, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
+    targets, disk = {}, {}
+    for arm in p.arm_names():
+        base, disk = _disk(p, stack)
+        db = stack.enter_context(
+            MariaDBServer(
+                run_dir_base=base,
+                encryption=arm == ON,
+                cpu_limit=first.cores,
+                iops=iops if any(iops) else None,
+                buffer_pool="64M",
+                max_connections=max(600, 2 * max(p.threads) + 50),
+                extra_options={
+                    "innodb_buffer_pool_chunk_size": "1M",
+                    "innodb_flush_log_at_trx_commit": p.commit_flush,
+                    "innodb_purge_threads": PURGE_THREADS,
+                },
+            )
+        )
+        sb = Sysbench(db.endpoint, via="socket")
+        if (acct := sb.own_client_group()) is not None:
+            stack.callback(acct.remove)
+        targets[arm] = Target(sb, db, db.admin)
+
+    def load(t: Target) -> None:
+        if t.db.limiter is not None and t.db.limiter.group is not None:
+            t.db.limiter.set(len(os.sched_getaffinity(0)))
+        if t.db.io_limiter is not None:
+            t.db.io_limiter.set(None, None)
+        t.sb.prepare(opts[p.workloads[0]][p.threads[0]])
+        t.db.flush_dirty_pages()
+
+    with ThreadPoolExecutor(max_workers=len(targets)) as pool:
+        list(pool.map(load, targets.values()))  # re-raises the first failure
+    return targets, disk
+
+
+def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any]) -> tuple[dict, list[str], Profile]:
+    """Put the servers under a profile's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
+    profile = PROFILES[name]
+    facts, notes = {"data disk": disk}, [f"data on {disk['data_disk']}"]
+    for t in targets.values():
+        db = t.db
+        if db.limiter is not None and db.limiter.group is not None:
+            db.limiter.set(profile.cores)
+        if db.io_limiter is not None:
+            db.io_limiter.set(*_iops(p, profile))
+    pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, profile)
+    for arm, t in targets.items():
+        sizing = pools[arm]
+        facts[f"mysql {arm} (MariaDB, {name})"] = t.db.describe() | {"buffer_pool_sizing": sizing}
+        notes.append(
+            f"{arm}: {sizing['data_bytes'] / 2**20:.1f} MiB of data, buffer pool "
+            f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']}; free-page "
+            f"target innodb_lru_scan_depth {sizing['lru_scan_depth']}, scaled to the pool)"
+        )
+    notes.append("one buffer pool size for every arm, from their mean data size: the arms differ only in encryption")
+    limit = next(v for k, v in facts.items() if k.startswith("mysql"))
+    reads, writes = _iops(p, profile)
+    io = reads and limit.get("iops_limit_method", "").startswith("cgroup")
+    notes.append(
+        f"emulates {name} ({profile.original}) with a CPU limit of {limit.get('cpu_limit_cores', profile.cores):g} "
+        f"cores ({limit.get('cpu_limit_method')})"
+        + (
+            f", {reads} read{' and write' if writes else ''} IOPS ({limit.get('iops_limit_method')})"
+            if io
+            else ", no IOPS limit"
+        )
+        + " and the buffer pool above"
+    )
+    return facts, notes, profile
+
+
+def _iops(p: Params, profile: Profile) -> tuple[int | None, int | None]:
+    """(read, write) IOPS limits of a profile under the emulation chosen."""
+    if not profile.iops or p.emulate_iops == "off":
+        return None, None
+    return profile.iops, profile.iops if p.emulate_iops == "both" else None
+
+
+PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
+
+
+PURGE_WAIT_S = 20.0
+
+
+def _history_length(cur: Any) -> int:
+
+    cur.execute("SHOW ENGINE INNODB STATUS")
+    m = re.search(r"History list length (\d+)", cur.fetchone()[2])
+    return int(m.group(1)) if m else 0
+
+
+def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> dict[str, float]:
+    """Finish the run's writes now, with the IOPS limit lifted meanwhile: wait for purge to clear the undo
+    records the run left (bounded), then write the sysbench tables' dirty pages (FLUSH TABLES ... FOR EXPORT:
+    synchronous, unlike lowering innodb_max_dirty_pages_pct, whose page cleaner spins for seconds). What the
+    run's writes cost the server beyond its own window, and nothing left for the next run: measured at quick
+    scale, a write run's purge backlog spilling into the next read-only run made it read ~96 and write ~45
+    pages per transaction instead of ~20 and 0, and its TPS fall tenfold."""
+
+    names = ", ".join(f"{BENCH_DATABASE}.sbtest{i}" for i in range(1, tables + 1))
+    if db.io_limiter is not None and any(iops):
+        db.io_limiter.set(None, None)
+    conn = db.admin()
+    try:
+        cur = conn.cursor()
+        with CpuMeter(db.cpu) as meter:
+            deadline = time.monotonic() + PURGE_WAIT_S
+            while (left := _history_length(cur)) > PURGE_DONE and time.monotonic() < deadline:
+                time.sleep(0.05)
+            cur.execute(f"FLUSH TABLES {names} FOR EXPORT")
+            cur.execute("UNLOCK TABLES")
+    finally:
+        conn.close()
+        if db.io_limiter is not None and any(iops):
+            db.io_limiter.set(*iops)
+    s = meter.server
+    return {"cpu_s": s.total_s, "user_s": s.user_s, "system_s": s.system_s, "wall_s": s.wall_s, "undo_left": left}
+
+
+def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
+    """Add the write-back's CPU to the run's per-transaction costs (CPU utilisation stays the run's own)."""
+    txn, queries = max(metrics["transactions"], 1), max(metrics["queries"], 1)
+    total = metrics["server_cpu_total_s"] + wb["cpu_s"]
+    metrics |= {
+        "writeback_cpu_s": wb["cpu_s"],
+        "writeback_s": wb["wall_s"],
+        "purge_undo_left_count": wb["undo_left"],
+        "server_cpu_total_s": total,
+        "server_cpu_user_s": metrics["server_cpu_user_s"] + wb["user_s"],
+        "server_cpu_system_s": metrics["server_cpu_system_s"] + wb["system_s"],
+        "server_cpu_us_per_op": total / txn * 1e6,
+        "server_user_us_per_op": (metrics["server_cpu_user_s"] + wb["user_s"]) / txn * 1e6,
+        "server_system_us_per_op": (metrics["server_cpu_system_s"] + wb["system_s"]) / txn * 1e6,
+        "server_cpu_us_per_query": total / queries * 1e6,
+        "tps_per_server_core": txn / total if total > 0 else float("nan"),
+    }
+
+
+def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
+
+    def measure(arm: str, factors: dict) -> Measurement:
+        sb, db, connect = targets[arm]
+        before = server_status.snapshot(connect)
+        io0 = db.io_limiter.serviced() if db is not None and db.io_limiter else None
+        m = sb.measure(opts[factors["workload"]][int(factors["threads"])], db.cpu if db is not None else None)
+        if io0 is not None:  # the IOPS of the run's own window
+            r, w = db.io_limiter.serviced()
+            m.metrics["iops_read"] = (r - io0[0]) / m.metrics["duration_s"]
+            m.metrics["iops_write"] = (w - io0[1]) / m.metrics["duration_s"]
+        if db is not None and p.write_back and "server_cpu_total_s" in m.metrics:
+            _charge(m.metrics, _write_back(db, p.tables, _iops(p, profile)))
+        after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
+        m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
+        if "server_cpu_cores" in m.metrics and math.isfinite(profile.cores):
+            m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / profile.cores * 100
+        return m
+
+    return measure
+
+
+def run(p: Params) -> StudyResult:
+    opts = _options(p)
+    with contextlib.ExitStack() as servers:
+        shared, disk = _start(p, opts, servers) if not p.mysql_host else ({}, {})
+
+        def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
+            if name == "external":
+                targets, facts, notes, profile = _external(p, opts, stack)
+            else:
+                targets = shared
+                facts, notes, profile = _apply(p, name, targets, disk)
+            return PartPlan(
+                arms=list(targets),
+                measure=_measure(p, targets, profile, opts),
+                facts=facts,
+                notes=notes,
+                factors={"workload": p.workloads, "threads": p.threads},
+                servers={arm: t.db for arm, t in targets.items() if t.db is not None},
+                judge=None if name == "external" else (lambda runs, alpha: part_claims(name, runs, alpha)),
+                profile_factors=[{"workload": p.workloads[0], "threads": max(p.threads)}],
+                ops_metric="transactions",
+                extras={"profile": profile},
+                outlier=("tps", STALL_LOG),
+            )
+
+        return run_parts(p, STUDY, p.part_names(), plan)

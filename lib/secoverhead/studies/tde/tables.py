@@ -1,0 +1,152 @@
+"""TDE study: tables and figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.studies.protocol.judging import published
+
+if TYPE_CHECKING:
+    import pandas as pd
+# what the notebook shows from the rest of the study (tables is its view of the study)
+import pandas as pd
+
+from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.analysis.stats import median_ci
+from secoverhead.reporting import plots
+from secoverhead.reporting.tables import summarize_runs
+from secoverhead.studies.tde.instances import EMULATION_NOTE as EMULATION_NOTE
+from secoverhead.studies.tde.mechanism import MODEL_ASSUMPTIONS as MODEL_ASSUMPTIONS
+from secoverhead.studies.tde.mechanism import ceilings as ceilings
+from secoverhead.studies.tde.mechanism import concurrency_table as concurrency_table
+from secoverhead.studies.tde.mechanism import explained as explained
+from secoverhead.studies.tde.mechanism import mechanism_table as mechanism_table
+from secoverhead.studies.tde.mechanism import predict as predict
+
+from .claims import loss_bounds
+from .declarations import OFF, ON, STUDY
+
+
+def conclusion_notes(result: StudyResult) -> list[str]:
+    return []
+
+
+def cpu_table(part: Part) -> pd.DataFrame:
+
+    return table(cpu_per_transaction(part), unit="us")
+
+
+def loss_table(part: Part) -> pd.DataFrame:
+    """TPS loss % (off -> on) with its CI per workload x threads (its upper end is what the claims read), and
+    the capacity loss beside it: what a CPU-bound server would lose (see BOUND_NOTE)."""
+
+    runs = part.runs()
+    rows = []
+    for t in sorted(runs["threads"].unique()) if "threads" in runs else []:
+        for b in loss_bounds(runs, part.alpha, threads=int(t)):
+            row = {
+                "workload": b.cell["workload"],
+                "threads": b.cell["threads"],
+                "TPS loss %": (1 - b.tps.ratio) * 100,
+                "TPS loss CI %": f"{b.lo:+.1f} to {(1 - b.tps.ci_low) * 100:+.1f}",
+            }
+            if b.capacity is not None:
+                c = b.capacity
+                row["capacity loss %"] = (1 - c.ratio) * 100
+                row["capacity loss CI %"] = f"{(1 - c.ci_high) * 100:+.1f} to {(1 - c.ci_low) * 100:+.1f}"
+            rows.append(row | {"loss at most %": b.hi, "n": b.tps.n_text})
+    return pd.DataFrame(rows)
+
+
+def cpu_per_transaction(part: Part) -> dict:
+    """Server CPU per transaction, encryption on vs off: the steadier cost figure."""
+
+    return compare_arms(
+        part.runs(),
+        "server_cpu_us_per_op",
+        baseline=OFF,
+        candidates=[ON],
+        by=["workload", "threads"],
+        confidence=1 - part.alpha,
+    )
+
+
+def summary(part: Part) -> pd.DataFrame:
+
+    return summarize_runs(
+        part.runs(),
+        ["tps", "latency_avg_ms", "latency_p95_ms", "server_cpu_cores", "server_cpu_us_per_op"],
+        ["workload", "threads", "arm"],
+    )
+
+
+def figures(part: Part) -> list[tuple[Any, str]]:
+
+    table = summary(part)
+    out = []
+    for workload, g in table.groupby("workload", sort=False):
+        out.append(
+            (
+                plots.lines(
+                    g,
+                    x="threads",
+                    y="tps",
+                    hue="arm",
+                    lo="tps_ci_low",
+                    hi="tps_ci_high",
+                    title=f"{part.name}: {workload}",
+                    ylabel="transactions / s",
+                    logx=True,
+                ),
+                "TPS by threads, encryption off vs on: a gap between the lines is "
+                "the cost of encryption; bands are 95 % CIs of the median over runs.",
+            )
+        )
+    loss = loss_table(part)
+    if len(loss):
+        out.append(
+            (
+                plots.heatmap(
+                    loss,
+                    index="workload",
+                    columns="threads",
+                    values="loss at most %",
+                    title=f"{part.name}: the most encryption can cost (TPS loss, upper bound %)",
+                    label="loss at most %",
+                ),
+                "Each cell's upper bound on the TPS loss with encryption on (the upper end of its CI); the table "
+                "gives the capacity loss beside it, what a CPU-bound server would lose.",
+            )
+        )
+    return out
+
+
+def percona_table(part: Part) -> pd.DataFrame:
+    """Percona's 2019 oltp_read_only loss by threads beside ours, where we ran oltp_read_only."""
+
+    reference = {1: (423, 389), 4: (1673, 1531), 16: (6055, 5583), 32: (8480, 8251)}
+    runs = part.runs()
+    rows = []
+    for t, (plain, enc) in reference.items():
+        row = {
+            "threads": t,
+            "Percona plain TPS": plain,
+            "Percona encrypted TPS": enc,
+            "Percona loss %": round((1 - enc / plain) * 100, 1),
+        }
+        g = (
+            runs[(runs["workload"] == "oltp_read_only") & (runs["threads"] == t)]
+            if "workload" in runs
+            else runs.iloc[0:0]
+        )
+        if len(g):
+            off = median_ci(g.loc[g["arm"] == OFF, "tps"].to_numpy())[0]
+            on = median_ci(g.loc[g["arm"] == ON, "tps"].to_numpy())[0]
+            row |= {"ours off TPS": off, "ours on TPS": on, "ours loss %": round((1 - on / off) * 100, 1)}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def published_table() -> pd.DataFrame:
+    return published(STUDY)

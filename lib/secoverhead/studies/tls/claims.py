@@ -1,0 +1,67 @@
+"""TLS study: the original's claims on each engine's runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from secoverhead.analysis.claimcheck import RatioClaim
+from secoverhead.analysis.verdicts import ClaimVerdict
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.studies.protocol.judging import study_verdicts
+
+if TYPE_CHECKING:
+    import pandas as pd
+from .declarations import BASELINE, RTT_PART, STUDY, _engine
+
+# -- claims ---------------------------------------------------------------------------------------------
+CLAIMS = (  # the claims' words, metrics and readings are registered in data/claims/registry.yaml
+    RatioClaim(STUDY, "setup", BASELINE, "TLS", measure="build + first query: median per run", unit="ms"),
+    RatioClaim(STUDY, "reused", BASELINE, "TLS", measure="query on a reused client: median per run", unit="ms"),
+)
+
+
+def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_note: str = "") -> list[ClaimVerdict]:
+    """The original's two claims on one engine's runs: set-up markedly slower, reused client barely."""
+    out = []
+    for claim in CLAIMS:
+        v = replace(claim, engine_note=engine_note).check(runs, alpha, part=engine)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def claims(result: StudyResult) -> list[ClaimVerdict]:
+    """The claims on loopback, per engine (the round-trip part shows the mechanism; it decides nothing)."""
+
+    def judge(part: Part):
+        if part.name == RTT_PART:
+            return None
+        note = engine_notes(part).get("engine", "")
+        return lambda runs, alpha: part_claims(part.name, runs, alpha, note)
+
+    return study_verdicts(result, judge)
+
+
+def engine_notes(part: Part) -> dict[str, str]:
+    """How the local engine and set-up differ from the original's, to print next to the numbers."""
+    notes = {}
+    embedded = any(f.get("embedded") for f in part.servers.values())
+    if _engine(part.name) == "MongoDB" and embedded:
+        notes["engine"] = (
+            "FerretDB v1.24.0 (SQLite backend) stands in for mongod 4.2: its TLS is Go's crypto/tls, "
+            "its SCRAM its own; absolute times are FerretDB's, only the shape is comparable"
+        )
+    if part.name == "MySQL" and embedded:
+        notes["engine"] = "MariaDB 10.11 stands in for MySQL 8.0 (OpenSSL 3.0 in both server and client)"
+    if part.name == RTT_PART:
+        notes["network"] = (
+            "the server sits in a network namespace behind a user-space delay line set to the original's round "
+            "trip; client and server still share the machine's 2 cores"
+        )
+    elif embedded:
+        notes["network"] = (
+            "client and server share a 2-core machine over loopback; the original used a separate "
+            "client VM, so its round trips cost more, and TLS's extra round trips more still"
+        )
+    return notes | {f"note {i + 1}": n for i, n in enumerate(part.notes)}

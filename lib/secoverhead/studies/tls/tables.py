@@ -1,0 +1,151 @@
+"""TLS study: tables and figures of a StudyResult or a Part."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.studies.protocol.judging import published
+
+if TYPE_CHECKING:
+    import pandas as pd
+import pandas as pd
+
+from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.analysis.stats import median_ci
+from secoverhead.reporting import plots
+from secoverhead.studies.tls.claims import engine_notes as engine_notes
+
+# what the notebook shows from the rest of the study (tables is its view of the study)
+from secoverhead.studies.tls.declarations import CRYPTO as CRYPTO
+
+from .declarations import BASELINE, MEASURES, ROUND_TRIPS, RTT_PART, STUDY, _engine
+
+
+def _medians(part: Part, metric: str) -> dict[str, float]:
+    """arm -> median over the part's runs of one per-run summary."""
+    runs = part.runs()
+    if metric not in runs:
+        return {}
+    return {arm: float(g.median()) for arm, g in runs.groupby("arm")[metric] if g.notna().any()}
+
+
+def _link_rtt(result: StudyResult) -> float:
+    return float(result.parts[RTT_PART].extras.get("link", {}).get("rtt_measured_ms", float("nan")))
+
+
+def round_trip_summary(result: StudyResult) -> str:
+    """One sentence: at what round trip seed 000's table was measured, or why it was not."""
+    if RTT_PART not in result.parts or "MongoDB" not in result.parts:
+        return f"Not measured in this run: {result.params.rtt_skipped() or 'no MongoDB part ran on loopback'}."
+    link = result.parts[RTT_PART].extras.get("link", {})
+    return (
+        f"The server behind a link set to the original's round trip of {link.get('rtt_set_ms')} ms (measured "
+        f"{link.get('rtt_measured_ms')} ms; the path alone {link.get('rtt_floor_ms')} ms). *Predicted* is this "
+        "machine's loopback median plus the round trips the protocols count times the measured round trip; "
+        "TLS 1.2 is predicted only (pymongo cannot choose the version)."
+    )
+
+
+def round_trip_table(result: StudyResult) -> pd.DataFrame:
+    """Seed 000's four rows at its round trip: published, measured behind the link, and predicted from the
+    loopback runs (this machine's CPU) plus the counted round trips times the link's measured round trip."""
+
+    if RTT_PART not in result.parts or "MongoDB" not in result.parts:
+        return pd.DataFrame()
+    loop, far = result.parts["MongoDB"], result.parts[RTT_PART]
+    rtt = _link_rtt(result)
+    pub = published(STUDY)
+    rows = []
+    for metric, label in MEASURES["MongoDB"].items():
+        base, there = _medians(loop, metric), _medians(far, metric)
+        row: dict[str, Any] = {"measure (ms)": label}
+        for arm, version in ((BASELINE, BASELINE), ("TLS", "TLS 1.3")):
+            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
+            k = ROUND_TRIPS[metric][version]
+            row[f"published {arm}"] = float(value.iloc[0]) if len(value) else None
+            row[f"measured {arm}"] = there.get(arm)
+            row[f"predicted {arm}"] = base[arm] + k * rtt if arm in base else None
+            row[f"round trips {arm}"] = k
+        k12 = ROUND_TRIPS[metric]["TLS 1.2"]
+        row["predicted TLS 1.2"] = base["TLS"] + k12 * rtt if "TLS" in base else None
+        row["round trips TLS 1.2"] = k12
+        rows.append(row)
+    return pd.DataFrame(rows).round(3)
+
+
+def comparisons(part: Part) -> dict:
+    """Every TLS arm against no TLS on every timing and CPU summary (one family per metric)."""
+
+    out = {}
+    runs = part.runs()
+    metrics = [
+        *MEASURES[_engine(part.name)],
+        "connection_server_cpu_us_per_op",
+        "reused_server_cpu_us_per_op",
+        "connection_client_cpu_us_per_op",
+    ]
+    for metric in metrics:
+        for arm, c in compare_arms(runs, metric, baseline=BASELINE, confidence=1 - part.alpha).items():
+            out[(MEASURES[_engine(part.name)].get(metric, metric), arm)] = c
+    return out
+
+
+def comparison_table(part: Part) -> pd.DataFrame:
+
+    return table(comparisons(part))
+
+
+def reproduction_table(part: Part) -> pd.DataFrame:
+    """The original's four rows x (no TLS, TLS): published means beside our medians over runs, with CIs."""
+
+    pub = published(STUDY)
+    runs = part.runs()
+    rows = []
+    for metric, label in MEASURES[_engine(part.name)].items():
+        row: dict[str, Any] = {"measure (ms)": label}
+        for arm in (BASELINE, "TLS"):
+            x = runs.loc[runs["arm"] == arm, metric].dropna() if metric in runs else pd.Series(dtype=float)
+            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
+            med, lo, hi = median_ci(x.to_numpy())
+            row[f"published {arm} (mean)"] = float(value.iloc[0]) if len(value) else None
+            row[f"ours {arm}: median of run medians [95 % CI]"] = f"{med:.3f} [{lo:.3f}, {hi:.3f}]" if len(x) else ""
+            row[f"_{arm}"] = med
+        pm, pt = row["published no TLS (mean)"], row["published TLS (mean)"]
+        row["published TLS / no TLS"] = round(pt / pm, 2) if pm else None
+        row["ours TLS / no TLS"] = round(row["_TLS"] / row[f"_{BASELINE}"], 2) if row[f"_{BASELINE}"] else None
+        rows.append({k: v for k, v in row.items() if not k.startswith("_")})
+    return pd.DataFrame(rows)
+
+
+def figures(part: Part) -> list[tuple[Any, str]]:
+    """Per-connection and per-query distributions (pictures of every sample; the tests use run summaries)."""
+
+    s = part.samples()
+    if not len(s):
+        return []
+    conn, reused = s[s["probe"] == "connection"], s[s["probe"] == "reused"]
+    return [
+        (
+            plots.ecdf(
+                conn,
+                "total_ms",
+                "arm",
+                title=f"{part.name}: connection set-up (build + first query)",
+                xlabel="ms per connection",
+                log=True,
+            ),
+            "Set-up time of every fresh client, per arm: a curve further right costs more per connection.",
+        ),
+        (
+            plots.ecdf(
+                reused,
+                "query_ms",
+                "arm",
+                title=f"{part.name}: query on a reused client",
+                xlabel="ms per query",
+                log=True,
+            ),
+            "Once connected, curves on top of each other mean TLS costs little per query.",
+        ),
+    ]

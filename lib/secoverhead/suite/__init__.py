@@ -1,0 +1,1 @@
+"""Across studies and runs: the index, history and run-to-run comparison."""

@@ -1,0 +1,125 @@
+"""Comparing two report directories of one study (`secoverhead compare RUN_A RUN_B`), as benchstat,
+`pyperf compare_to` and `asv compare` do: per experiment, arm, cell and metric, the medians over runs, the
+ratio B / A with its interval, Holm-adjusted p, the change in words, and n as runs.
+
+Runs of two reports were not interleaved, so nothing is paired: Welch's t on the logs of run summaries.
+When each report measured one arm of a study that needs two (an external server with encryption off, then
+on), the two are put together and the study's own claims are checked on them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.stats import holm
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json
+from secoverhead.core.paths import user_path
+from secoverhead.core.units import unit
+from secoverhead.measurement.results import ResultStore
+from secoverhead.studies import STUDIES
+
+ROUND_OFFSET = 1_000_000  # B's rounds moved out of A's range: rounds of two reports are not blocks
+
+
+def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
+    """The study and each experiment's runs of one report directory."""
+    try:
+        d = user_path(run_dir)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    meta = read_json(d / "run.json")
+    if not isinstance(meta, dict) or meta.get("study") not in STUDIES:
+        raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
+    results = d / "results"
+    stores = {}
+    for exp in sorted(p for p in results.glob("*") if (p / "metadata.json").exists()):
+        runs = ResultStore(results, exp.name).runs()
+        if len(runs):
+            stores[exp.name] = runs
+    if not stores:
+        raise ConfigError(f"{d} holds no completed runs")
+    return meta["study"], stores
+
+
+def _factors(runs: pd.DataFrame, study: str) -> list[str]:
+    return [f for f in ("workload", "threads", "concurrency", "workers") if f in runs]
+
+
+def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] | None = None) -> pd.DataFrame:
+    study_a, a = load_report(run_a)
+    study_b, b = load_report(run_b)
+    if study_a != study_b:
+        raise ConfigError(f"the two runs are of different studies ({study_a}, {study_b})")
+    wanted = metrics or list(STUDIES[study_a].primary_metrics)
+    rows = []
+    for exp in sorted(set(a) & set(b)):
+        ra, rb = a[exp], b[exp]
+        by = _factors(ra, study_a)
+        single = ra["arm"].nunique() == 1 and rb["arm"].nunique() == 1
+        arms = (
+            [(ra["arm"].iloc[0], rb["arm"].iloc[0])]
+            if single
+            else [(x, x) for x in sorted(set(ra["arm"]) & set(rb["arm"]))]
+        )
+        for arm_a, arm_b in arms:
+            both = pd.concat(
+                [
+                    ra[ra["arm"] == arm_a].assign(arm="A"),
+                    rb[rb["arm"] == arm_b].assign(arm="B", round=rb["round"] + ROUND_OFFSET),
+                ],
+                ignore_index=True,
+            )
+            for metric in wanted:
+                if metric not in both:
+                    continue
+
+                u, better = unit(metric)
+                for c in compare_arms(
+                    both,
+                    metric,
+                    baseline="A",
+                    candidates=["B"],
+                    by=by,
+                    higher_is_better=bool(better),
+                    paired=False,
+                    family=1,
+                ).values():
+                    cell = " ".join(f"{k}={v}" for k, v in c.cell.items())
+                    rows.append(
+                        {
+                            "experiment": exp,
+                            "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
+                            "cell": cell,
+                            "metric": f"{metric} ({u})" if u else metric,
+                            "A median": f"{c.baseline_median:.4g}",
+                            "B median": f"{c.candidate_median:.4g}",
+                            "B / A": f"{c.ratio:.3f}",
+                            "95 % CI": f"{c.ci_low:.3f}-{c.ci_high:.3f}",
+                            "p": c.p_value,
+                            "change": str(c.change),
+                            "n (runs)": f"{c.n_baseline}/{c.n_candidate}",
+                        }
+                    )
+    if not rows:
+        raise ConfigError("the two runs share no experiment, arm and metric to compare")
+    out = pd.DataFrame(rows)
+    out["p (Holm)"] = [f"{p:.2g}" for p in holm(out.pop("p").to_numpy())]
+    return out
+
+
+def combined_claims(run_a: str | Path, run_b: str | Path) -> list:
+    """The study's claims on two one-arm reports put together (e.g. external TDE: off, then on)."""
+    study, a = load_report(run_a)
+    _, b = load_report(run_b)
+    cross_claims = STUDIES[study].load().cross_claims
+    if cross_claims is None:
+        return []
+    out = []
+    for exp in sorted(set(a) & set(b)):
+        both = pd.concat([a[exp], b[exp].assign(round=b[exp]["round"] + ROUND_OFFSET)], ignore_index=True)
+        out += cross_claims(exp, both)
+    return out
