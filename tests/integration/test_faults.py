@@ -131,6 +131,7 @@ def test_a_run_killed_or_terminated_leaves_nothing_and_keeps_its_runs(study, sig
 def test_a_killed_run_resumes_to_the_runs_of_an_uninterrupted_one_and_one_resume_at_a_time(tmp_path):
     """Two --resume of the run at once: one runs, the other exits 2 in one line naming who holds it."""
     args = ["run", "tls", "-p", "mongo_enabled", "false", "-p", "repetitions", "3", "-p", "min_rounds", "3"]
+    args += ["-p", "extra_arms", "false", "-p", "mysql_connect_iterations", "10"]  # two arms: what resumes is the point
     run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGKILL, seed=7)
     _after(tmp_path, run_dir, seen, started)
     env = _env(tmp_path)
