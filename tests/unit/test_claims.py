@@ -546,3 +546,18 @@ def test_audit_names_serialisation_only_when_threads_block_more_without_queueing
     )
     note = audit_claims.contention_note(runs)
     assert expected in note and "blocking waits" in note and "run-queue time" in note
+
+
+def test_every_study_decides_a_part_with_one_signature():
+    """part_claims(part, runs, alpha) for every study; auth's level defaults to the highest one measured, which
+    is the level its study passes (the plan's highest)."""
+    import inspect
+
+    for module in (tls_claims, auth_claims, tde_claims, https_claims, audit_claims):
+        params = list(inspect.signature(module.part_claims).parameters.values())
+        assert [p.name for p in params[1:3]] == ["runs", "alpha"], module.__name__
+        assert all(p.default is not inspect.Parameter.empty for p in params[2:]), module.__name__
+    runs = _auth_runs(1.3, 1.5, 0.1)
+    derived = [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs)]
+    assert derived == [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs, top=4)]
+    assert derived != [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs, top=1)]

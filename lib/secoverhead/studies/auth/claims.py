@@ -76,10 +76,14 @@ CLAIMS: dict[str, tuple[RatioClaim, ...]] = {  # words, metrics and readings: da
 
 
 def part_claims(
-    part: str, runs: pd.DataFrame, alpha: float = 0.05, *, top: int, top_workers: int = 8
+    part: str, runs: pd.DataFrame, alpha: float = 0.05, *, top: int | None = None, top_workers: int | None = None
 ) -> list[ClaimVerdict]:
     """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
-    each at the highest concurrency (or worker count) measured."""
+    each at the highest concurrency (or worker count) measured (top, top_workers: the plan's, when given)."""
+    if top is None and "concurrency" in runs and len(runs):
+        top = int(runs["concurrency"].max())
+    if top_workers is None:
+        top_workers = int(runs["workers"].max()) if "workers" in runs and len(runs) else 8
     out = []
     for claim in CLAIMS.get(part, ()):
         v = claim.check(runs, alpha, level=top_workers if claim.at == "workers" else top, part=part)
