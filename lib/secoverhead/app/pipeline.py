@@ -38,7 +38,7 @@ from secoverhead.core.runlock import RunLock
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, environment, leaks
-from secoverhead.studies import STUDIES, Study
+from secoverhead.studies import STUDIES, StudySpec
 
 KERNEL = "secoverhead"
 MAX_PLANNED_RUNS = 100_000
@@ -51,7 +51,7 @@ RUN_JSON_RESERVE = 256 << 10  # run.json is written padded to this size first, s
 class Prepared:
     """A validated run: nothing has started yet."""
 
-    study: Study
+    study: StudySpec
     params: Any
     values: dict[str, Any]
     name: str
@@ -71,7 +71,7 @@ class RunOutcome:
         return self.status == "ok"
 
 
-def get_study(study_id: str) -> Study:
+def get_study(study_id: str) -> StudySpec:
     if study_id not in STUDIES:
         raise ConfigError(f"unknown study {study_id!r}; studies: {', '.join(STUDIES)}")
     study = STUDIES[study_id]
@@ -118,7 +118,7 @@ def prepare(
     return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
 
 
-def _check_secrets_scannable(study: Study, p: Any, values: dict[str, Any]) -> None:
+def _check_secrets_scannable(study: StudySpec, p: Any, values: dict[str, Any]) -> None:
     """Every artefact is scanned for the user's secrets: one too short or too common to tell from what a report
     always holds would fail every run (or be 'found' everywhere), so it is refused here, saying why."""
     try:
@@ -271,7 +271,7 @@ def _shared_calibration(run_dir: Path) -> Path:
     return _CALIBRATION
 
 
-def notebook_parameters(study: Study, values: dict[str, Any], results_dir: Path, record: Path) -> dict[str, Any]:
+def notebook_parameters(study: StudySpec, values: dict[str, Any], results_dir: Path, record: Path) -> dict[str, Any]:
     """What papermill injects: the values of the names the notebook's parameters cell declares, where the results
     go, and the run.json that records the whole checked set (the notebook reads the rest from there). Injecting
     only declared names keeps papermill from warning of unknown parameters."""

@@ -413,7 +413,6 @@ class _Progress:
 
 
 def _bar(total: int, done: int, desc: str):
-
     return tqdm(total=total, initial=done, desc=desc, unit="run", leave=True, file=sys.stderr)
 
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from secoverhead.measurement.results import ResultStore
 
 
-# -- results ------------------------------------------------------------------------------------------
 @dataclass
 class Part:
     """One experiment of a study: an engine, an instance profile, or the whole study."""

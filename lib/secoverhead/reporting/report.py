@@ -33,7 +33,6 @@ def show(df: pd.DataFrame, precision: int = 3, caption: str = "") -> None:
 
 
 def figures(items: Sequence[tuple[Any, str]]) -> None:
-
     for fig, caption in items:
         plots.show(fig, caption)
 

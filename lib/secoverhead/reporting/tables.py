@@ -298,7 +298,6 @@ def breakdown_table(part: Any, baseline: str) -> pd.DataFrame:
 
 
 def top_functions(part: Any, arm: str, n: int = 12) -> pd.DataFrame:
-
     prof = profiling.profiles(part.store.path).get(arm)
     if prof is None or not prof.samples:
         return pd.DataFrame()

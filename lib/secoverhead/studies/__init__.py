@@ -7,8 +7,6 @@ from __future__ import annotations
 from secoverhead.studies import audit, auth, https, tde, tls
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
-Study = StudySpec  # the name the pipeline and CLI use
-
 STUDIES: dict[str, StudySpec] = {s.id: s for s in (tls.SPEC, auth.SPEC, tde.SPEC, https.SPEC, audit.SPEC)}
 
 

@@ -135,5 +135,4 @@ def section(root: Path, study: str, title: str) -> str:
 
 
 def summary(root: Path) -> dict[str, Any]:
-
     return {s: collect(root, s) for s in STUDIES}

@@ -63,7 +63,6 @@ class _PoolTimer:
 
 
 def _pool_listener(timer: _PoolTimer):
-
     class Listener(monitoring.ConnectionPoolListener):
         def __getattribute__(self, name: str):
             if name.startswith(("pool_", "connection_")):
@@ -153,7 +152,6 @@ def mongo_reused_probe(
 
 
 def _mongo_info(tls: bool, mechanism: str | None) -> dict[str, Any]:
-
     return {
         "client": f"pymongo {pymongo.version}",
         "pymongo_c_extensions": pymongo.has_c(),
@@ -232,7 +230,6 @@ def mysql_reused_probe(
 
 
 def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str) -> dict[str, Any]:
-
     info: dict[str, Any] = {
         "client": f"mysql-connector-python {mysql.connector.__version__}",
         "client_implementation": "C extension" if impl == "CMySQLConnection" else "pure Python",

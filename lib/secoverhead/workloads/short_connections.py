@@ -31,7 +31,6 @@ class ConnectSpec:
 
 
 def _one_op_mongo(args: dict[str, Any]) -> None:
-
     client = pymongo.MongoClient(**args)
     try:
         client["ycsb"]["usertable"].find_one()
@@ -40,7 +39,6 @@ def _one_op_mongo(args: dict[str, Any]) -> None:
 
 
 def _one_op_mysql(args: dict[str, Any], query: str) -> None:
-
     conn = mysql.connector.connect(**args)
     try:
         cur = conn.cursor()

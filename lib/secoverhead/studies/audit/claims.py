@@ -7,20 +7,18 @@ from typing import TYPE_CHECKING
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
-from secoverhead.analysis.verdicts import ClaimVerdict
-from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.judging import study_verdicts
-
-if TYPE_CHECKING:
-    import pandas as pd
 from secoverhead.analysis.compare import (
     compare_arms,  # pandas, which `secoverhead params` never needs
     relative,  # pandas, which `secoverhead params` never needs
 )
+from secoverhead.analysis.verdicts import ClaimVerdict
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
+from secoverhead.studies.protocol.judging import study_verdicts
 
-from .declarations import ARMS, BASELINE, STUDY
+if TYPE_CHECKING:
+    import pandas as pd
 
-# -- claims ---------------------------------------------------------------------------------------------
 # Every claim is decided on TPS, as the original computes every difference ("性能差異計算以TPS為準"); its words,
 # the reading and why are in data/claims/registry.yaml. Throughput per server CPU-second stands beside it in
 # the tables (what a CPU-bound server keeps): it cannot see a loss that is not CPU, such as the original's

@@ -4,33 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from secoverhead.core.errors import SecoverheadError
-from secoverhead.host.threadwaits import WaitMeter
-from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.runner import PartPlan, run_parts
-
-if TYPE_CHECKING:
-    pass
-import gzip
+from typing import Any
 
 import zstandard
 
+from secoverhead.core.errors import SecoverheadError
 from secoverhead.host.metrics import bytes_in
+from secoverhead.host.threadwaits import WaitMeter
+from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.journal import Journal
+from secoverhead.studies.audit.claims import part_claims
+from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Target
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
 
-from .claims import part_claims
-from .declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Target
 
-
-# -- running ------------------------------------------------------------------------------------------
 def verify_audit(db: Any, arm: Arm) -> str:
     """Prove the arm audits before measuring it: run marker statements as the bench user, find them."""
     marker = f"audit_check_{uuid.uuid4().hex[:10]}"
@@ -85,7 +79,6 @@ def run(p: Params) -> StudyResult:
 
 
 def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
-
     opts = SysbenchOptions(
         script="oltp_read_write",
         tables=p.tables,

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from secoverhead.measurement.parts import Part, StudyResult
-from secoverhead.studies.protocol.judging import published
-
-if TYPE_CHECKING:
-    import pandas as pd
 import numpy as np
 import pandas as pd
 
 from secoverhead.analysis.compare import compare_arms
+from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
+from secoverhead.studies.audit.claims import contention_note
+from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
+from secoverhead.studies.protocol.judging import published
 
-from .claims import contention_note
-from .declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 
-
-# -- tables and figures ------------------------------------------------------------------------------------
 def summary(part: Part) -> pd.DataFrame:
-
     return summarize_runs(
         part.runs(),
         ["qps", "tps", "tps_per_server_core", "latency_p95_ms", "server_cpu_cores", "server_cpu_us_per_query"],
@@ -123,7 +117,6 @@ def storage_table(part: Part) -> pd.DataFrame:
 
 
 def figures(part: Part) -> list[tuple[Any, str]]:
-
     diff = difference_table(part)
     out = []
     tps = diff[diff["metric"] == "tps"] if len(diff) else diff
@@ -169,12 +162,10 @@ def conclusion_notes(result: StudyResult) -> list[str]:
 
 
 def not_run_table() -> pd.DataFrame:
-
     return pd.DataFrame([{"arm": a, "why it is not run here": w} for a, w in NOT_RUN.items()])
 
 
 def verification_table(part: Part) -> pd.DataFrame:
-
     v = part.extras.get("verification", {})
     return pd.DataFrame({"arm": list(v), "audit records found before measuring": list(v.values())})
 

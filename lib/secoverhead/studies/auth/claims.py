@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 from secoverhead.analysis.claimcheck import RatioClaim
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.auth.declarations import STUDY
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
-from .declarations import STUDY
 
-# -- claims ---------------------------------------------------------------------------------------------
 CLAIMS: dict[str, tuple[RatioClaim, ...]] = {  # words, metrics and readings: data/claims/registry.yaml
     "MongoDB": (
         RatioClaim(

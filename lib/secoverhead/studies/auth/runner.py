@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.runner import PartPlan, run_parts
-
-if TYPE_CHECKING:
-    pass
 from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.studies.auth.claims import part_claims
+from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.nonce import nonce_benchmark
 from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
 
-from .claims import part_claims
-from .declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
 
-
-# -- running ------------------------------------------------------------------------------------------
 def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in ("username", "password", "authSource", "authMechanism")}
 
 
 def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
-
     if part == "MongoDB":
         if p.mongo_uri:
             ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
@@ -73,7 +67,6 @@ _SERVER_NAMES = {"off": "off", "on": "on", "off2": "off (a second)", "on2": "on 
 
 
 def _measure(p: Params, part: str, servers: dict[str, Any]):
-
     arms = {a.name: a for a in p.arms(part)}
     keys = p.server_keys(part) if part != "nonce" else {}
     duet = p.part_design(part) == "duet"

@@ -1,23 +1,21 @@
-"""Auth study: tables and figures."""
+"""Auth study: tables and figures. The notebook's view of the study: what it shows from
+the study's other files is re-exported here (`name as name`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from secoverhead.measurement.parts import Part
-
-if TYPE_CHECKING:
-    import pandas as pd
-# what the notebook shows from the rest of the study (tables is its view of the study)
 from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.measurement.parts import Part
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.auth.declarations import CRYPTO as CRYPTO
+from secoverhead.studies.auth.declarations import STUDY
 from secoverhead.studies.protocol.judging import published
 
-from .declarations import STUDY
+if TYPE_CHECKING:
+    import pandas as pd
 
-# -- tables and figures ------------------------------------------------------------------------------------
 SUMMARY = [
     "ops_per_s",
     "server_cpu_us_per_op",
@@ -29,7 +27,6 @@ SUMMARY = [
 
 
 def summary(part: Part) -> pd.DataFrame:
-
     if part.name == "nonce":
         return summarize_runs(
             part.runs(), ["nonces_per_s", "user_ns_per_nonce", "system_ns_per_nonce"], ["arm", "workers"]
@@ -38,7 +35,6 @@ def summary(part: Part) -> pd.DataFrame:
 
 
 def nonce_table(part: Part) -> pd.DataFrame:
-
     return table(
         compare_arms(
             part.runs(),
@@ -53,12 +49,10 @@ def nonce_table(part: Part) -> pd.DataFrame:
 
 
 def published_table() -> pd.DataFrame:
-
     return published(STUDY)
 
 
 def figures(part: Part, top: int) -> list[tuple[Any, str]]:
-
     table = summary(part)
     if not len(table):
         return []

@@ -7,16 +7,15 @@ from typing import TYPE_CHECKING
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
+from secoverhead.analysis.compare import per_round
+from secoverhead.analysis.stats import mean_interval
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.https.declarations import BASELINE, FULL, STUDY
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
-from secoverhead.analysis.compare import per_round
-from secoverhead.analysis.stats import mean_interval
-
-from .declarations import BASELINE, FULL, STUDY
 
 # arms claimed to win back most of a full handshake's CPU (registered as recovery:<arm>; the cache and the
 # ticket are remedies the original names, ECDSA and keep-alive the suite's own)
@@ -28,7 +27,6 @@ RECOVERY_CLAIMS = (
 )
 
 
-# -- claims ---------------------------------------------------------------------------------------------
 def recovery(
     runs: pd.DataFrame, candidate: str, alpha: float = 0.05, family: int = 1
 ) -> tuple[float, float, float, int]:

@@ -6,24 +6,18 @@ import contextlib
 import functools
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
+from secoverhead.servers import NginxServer
+from secoverhead.studies.https.claims import part_claims
+from secoverhead.studies.https.declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params
 from secoverhead.studies.protocol.params import aa_copy
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
-
-if TYPE_CHECKING:
-    pass
-from secoverhead.servers import NginxServer
 from secoverhead.workloads import http
 
-from .claims import part_claims
-from .declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params
 
-
-# -- running ------------------------------------------------------------------------------------------
 def _load(arm: Arm, server: Any, p: Params):
-
     e = server.endpoint
     if arm.tool == "ab":
         proto = {"TLSv1.2": "TLS1.2", "TLSv1.3": "TLS1.3"}.get(arm.tls or "")
@@ -64,7 +58,6 @@ NOTES = [
 
 
 def run(p: Params) -> StudyResult:
-
     arms = {a.name: a for a in ARMS if a.name in p.arms}
     if p.aa:  # the full handshake against itself: the arm every claim is measured against
         full = next(a for a in ARMS if a.name == FULL)

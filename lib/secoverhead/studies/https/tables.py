@@ -1,35 +1,28 @@
-"""HTTPS study: tables and figures."""
+"""HTTPS study: tables and figures. The notebook's view of the study: what it shows from
+the study's other files is re-exported here (`name as name`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from secoverhead.measurement.parts import Part
-from secoverhead.studies.protocol.judging import published
-
-if TYPE_CHECKING:
-    import pandas as pd
-# what the notebook shows from the rest of the study (tables is its view of the study)
 import numpy as np
 import pandas as pd
 
+from secoverhead.measurement.parts import Part
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
+from secoverhead.studies.https.declarations import ARMS, BASELINE, STUDY
 from secoverhead.studies.https.declarations import CRYPTO as CRYPTO
+from secoverhead.studies.protocol.judging import published
 
-from .declarations import ARMS, BASELINE, STUDY
 
-
-# -- tables and figures ------------------------------------------------------------------------------------
 def summary(part: Part) -> pd.DataFrame:
-
     runs = part.runs()
     cols = ["server_cpu_us_per_op", "rps", "client_cpu_cores", "server_resumed_fraction"]
     return summarize_runs(runs, cols, ["arm"])
 
 
 def commands(part: Part) -> pd.DataFrame:
-
     seen: dict[str, str] = {}
     for r in part.store.records():
         seen.setdefault(r.arm, r.info.get("command", ""))
@@ -85,7 +78,6 @@ def crypto_share(part: Part) -> pd.DataFrame:
 
 
 def figures(part: Part) -> list[tuple[Any, str]]:
-
     table = summary(part)
     if not len(table):
         return []

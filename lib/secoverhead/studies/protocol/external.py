@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.servers import ExternalMongo, ExternalMySQL
-
-if TYPE_CHECKING:
-    pass
-from .params import _check_host
+from secoverhead.studies.protocol.params import _check_host
 
 
 @dataclass

@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from secoverhead.core import paths
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from secoverhead.analysis.verdicts import ClaimVerdict
 import pandas as pd
 
+from secoverhead.core import paths
 from secoverhead.measurement.parts import Part, StudyResult
+
+if TYPE_CHECKING:
+    from secoverhead.analysis.verdicts import ClaimVerdict
 
 
 def judged(

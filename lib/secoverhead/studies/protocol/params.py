@@ -130,7 +130,6 @@ class StudyParams:
         return list(self.PLANS)
 
     def feasibility(self) -> list:
-
         plans = self.claim_plans()
         return check(plans, self.look_schedule()) if plans and self.repetitions >= 2 else []
 
@@ -177,14 +176,12 @@ class StudyParams:
         return Budget(self.max_minutes * 60)
 
     def look_schedule(self) -> Looks:
-
         if self.repetitions < 2:
             return fixed(self.repetitions)
         return schedule(self.min_rounds, self.repetitions, self.looks, power=self.spending)
 
 
 def _check_host(name: str, host: str) -> None:
-
     if host and not re.fullmatch(HOST_PATTERN, host):
         raise ConfigError(f"{name} {host[:80]!r} is not a host name or address")
 
@@ -199,7 +196,6 @@ class Budget:
     an early-decided experiment did not need goes to the next."""
 
     def __init__(self, total_s: float) -> None:
-
         self.total_s, self._start, self._time = total_s, time.monotonic(), time.monotonic
 
     def left(self) -> float:

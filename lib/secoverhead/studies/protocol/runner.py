@@ -8,22 +8,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from secoverhead.analysis.verdicts import ClaimVerdict
-    from secoverhead.measurement.results import ResultStore
-    from secoverhead.workloads.measurement import Measurement
 from secoverhead.host import calibration
 from secoverhead.host.profiling import profiler_for
 from secoverhead.measurement.experiment import Experiment
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
+from secoverhead.studies.protocol.params import StudyParams
 
-from .params import StudyParams
+if TYPE_CHECKING:
+    import pandas as pd
 
-# -- running ------------------------------------------------------------------------------------------
+    from secoverhead.analysis.verdicts import ClaimVerdict
+    from secoverhead.workloads.measurement import Measurement
+
 ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
 
 

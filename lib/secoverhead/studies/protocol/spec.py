@@ -30,7 +30,7 @@ class StudyCode:
 
     def params(self, namespace: dict[str, Any]) -> StudyParams:
         """The notebook's parameters (its parameters cell and papermill's injected cell), checked."""
-        return self.spec.Params.from_namespace(namespace, study=self.spec.id)
+        return self.spec.Params.from_namespace(namespace)
 
 
 @dataclass(frozen=True)

@@ -6,21 +6,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import verdict_of
-from secoverhead.analysis.verdicts import ClaimVerdict
-from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.judging import study_verdicts
-
-if TYPE_CHECKING:
-    import pandas as pd
-from secoverhead.analysis.compare import (  # pandas: `secoverhead params` skips it
+from secoverhead.analysis.compare import (
     compare_arms,
     interaction,
     pooled_interaction,
 )
+from secoverhead.analysis.verdicts import ClaimVerdict
+from secoverhead.measurement.parts import StudyResult
+from secoverhead.studies.protocol.judging import study_verdicts
+from secoverhead.studies.tde.declarations import ARMS, OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
 
-from .declarations import ARMS, OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
+if TYPE_CHECKING:
+    import pandas as pd
 
-# -- claims ---------------------------------------------------------------------------------------------
 # A duet whose TPS ratio strays this far (in log, or 3 robust sd of its cell) from its cell's earlier duets is
 # recorded (kept in the statistics; outliers.py): about one 3-s write-only x16 run in thirty on 4c16g stalls for
 # ~2 s (purge reads queued behind the transactions' under the read-IOPS limit), a log ratio of 0.12-0.3 where the

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
-
-if TYPE_CHECKING:
-    pass
-from .instances import PROFILES
+from secoverhead.studies.tde.instances import PROFILES
 
 STUDY = "tde"
 

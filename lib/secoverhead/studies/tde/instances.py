@@ -61,7 +61,6 @@ PROFILES = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {
 }
 
 
-# -- running ------------------------------------------------------------------------------------------
 def _data_bytes(db: Any, database: str = "sbtest") -> int:
     conn = db.admin()
     try:
@@ -104,7 +103,6 @@ def _size_buffer_pools(dbs: dict[str, Any], profile: Profile) -> dict[str, dict[
     return out
 
 
-# -- tables and figures ------------------------------------------------------------------------------------
 EMULATION_NOTE = (
     "instance types cannot be reproduced on 2 shared cores: each profile is a CPU quota, a read-IOPS limit (both "
     f"the original's scaled by {SCALE:g}) and a buffer pool keeping its data-to-buffer-pool ratio. The data lives "

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from secoverhead.measurement.parts import Part, StudyResult
-
-if TYPE_CHECKING:
-    import pandas as pd
 import numpy as np
 import pandas as pd
 
 from secoverhead.analysis.compare import compare_arms
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.studies.tde.declarations import OFF, ON
+from secoverhead.studies.tde.instances import ORIGINAL, ORIGINAL_THREADS
 
-from .declarations import OFF, ON
-from .instances import ORIGINAL, ORIGINAL_THREADS
-
-# -- mechanism, ceilings, prediction --------------------------------------------------------------------
 MECHANISM = (
     "pages_read_per_txn",
     "pages_written_per_txn",

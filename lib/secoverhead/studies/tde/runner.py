@@ -5,32 +5,26 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from typing import TYPE_CHECKING, Any
-
-from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.runner import PartPlan, run_parts
-
-if TYPE_CHECKING:
-    pass
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from secoverhead.host.metrics import CpuMeter
 from secoverhead.host.ramdisk import RamDisk
+from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.mariadb import BENCH_DATABASE
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+from secoverhead.studies.tde.claims import STALL_LOG, part_claims
+from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
+from secoverhead.studies.tde.instances import PROFILES, Profile, Target, _size_buffer_pools
 from secoverhead.workloads import server_status
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
 
-from .claims import STALL_LOG, part_claims
-from .declarations import ON, PURGE_THREADS, STUDY, Params
-from .instances import PROFILES, Profile, Target, _size_buffer_pools
-
 
 def _options(p: Params) -> dict[str, dict[int, Any]]:
-
     return {
         w: {
             t: SysbenchOptions(script=w, tables=p.tables, table_size=p.table_size, threads=t, time=p.run_seconds)
@@ -166,7 +160,6 @@ PURGE_WAIT_S = 20.0
 
 
 def _history_length(cur: Any) -> int:
-
     cur.execute("SHOW ENGINE INNODB STATUS")
     m = re.search(r"History list length (\d+)", cur.fetchone()[2])
     return int(m.group(1)) if m else 0
@@ -220,7 +213,6 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
 
 
 def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
-
     def measure(arm: str, factors: dict) -> Measurement:
         sb, db, connect = targets[arm]
         before = server_status.snapshot(connect)

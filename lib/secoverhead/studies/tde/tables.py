@@ -1,21 +1,20 @@
-"""TDE study: tables and figures."""
+"""TDE study: tables and figures. The notebook's view of the study: what it shows from
+the study's other files is re-exported here (`name as name`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from secoverhead.measurement.parts import Part, StudyResult
-from secoverhead.studies.protocol.judging import published
-
-if TYPE_CHECKING:
-    import pandas as pd
-# what the notebook shows from the rest of the study (tables is its view of the study)
 import pandas as pd
 
 from secoverhead.analysis.compare import compare_arms, table
 from secoverhead.analysis.stats import median_ci
+from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
+from secoverhead.studies.protocol.judging import published
+from secoverhead.studies.tde.claims import loss_bounds
+from secoverhead.studies.tde.declarations import OFF, ON, STUDY
 from secoverhead.studies.tde.instances import EMULATION_NOTE as EMULATION_NOTE
 from secoverhead.studies.tde.mechanism import MODEL_ASSUMPTIONS as MODEL_ASSUMPTIONS
 from secoverhead.studies.tde.mechanism import ceilings as ceilings
@@ -24,16 +23,12 @@ from secoverhead.studies.tde.mechanism import explained as explained
 from secoverhead.studies.tde.mechanism import mechanism_table as mechanism_table
 from secoverhead.studies.tde.mechanism import predict as predict
 
-from .claims import loss_bounds
-from .declarations import OFF, ON, STUDY
-
 
 def conclusion_notes(result: StudyResult) -> list[str]:
     return []
 
 
 def cpu_table(part: Part) -> pd.DataFrame:
-
     return table(cpu_per_transaction(part), unit="us")
 
 
@@ -73,7 +68,6 @@ def cpu_per_transaction(part: Part) -> dict:
 
 
 def summary(part: Part) -> pd.DataFrame:
-
     return summarize_runs(
         part.runs(),
         ["tps", "latency_avg_ms", "latency_p95_ms", "server_cpu_cores", "server_cpu_us_per_op"],
@@ -82,7 +76,6 @@ def summary(part: Part) -> pd.DataFrame:
 
 
 def figures(part: Part) -> list[tuple[Any, str]]:
-
     table = summary(part)
     out = []
     for workload, g in table.groupby("workload", sort=False):

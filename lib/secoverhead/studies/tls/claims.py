@@ -9,12 +9,11 @@ from secoverhead.analysis.claimcheck import RatioClaim
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.studies.protocol.judging import study_verdicts
+from secoverhead.studies.tls.declarations import BASELINE, RTT_PART, STUDY, _engine
 
 if TYPE_CHECKING:
     import pandas as pd
-from .declarations import BASELINE, RTT_PART, STUDY, _engine
 
-# -- claims ---------------------------------------------------------------------------------------------
 CLAIMS = (  # the claims' words, metrics and readings are registered in data/claims/registry.yaml
     RatioClaim(STUDY, "setup", BASELINE, "TLS", measure="build + first query: median per run", unit="ms"),
     RatioClaim(STUDY, "reused", BASELINE, "TLS", measure="query on a reused client: median per run", unit="ms"),

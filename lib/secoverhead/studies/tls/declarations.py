@@ -195,6 +195,5 @@ class Params(BothEngines, StudyParams):
         return sum(len(self.arms(e)) for e in self.parts()) * (self.repetitions + self.warmup + 1)
 
 
-# -- tables and figures ------------------------------------------------------------------------------------
 def _engine(part_name: str) -> str:
     return "MongoDB" if part_name == RTT_PART else part_name

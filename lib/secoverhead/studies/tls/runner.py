@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.runner import PartPlan, run_parts
-
-if TYPE_CHECKING:
-    pass
 from secoverhead.network import Link
 from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.studies.protocol.runner import PartPlan, run_parts
+from secoverhead.studies.tls.claims import part_claims
+from secoverhead.studies.tls.declarations import RTT_PART, SERVERS, STUDY, Params
 from secoverhead.workloads import probes
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import sbtest_table
 from secoverhead.workloads.ycsb import load_usertable
 
-from .claims import part_claims
-from .declarations import RTT_PART, SERVERS, STUDY, Params
 
-
-# -- running ------------------------------------------------------------------------------------------
 def _servers(p: Params, engine: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
     """Server key -> started (or checked) server; facts; notes."""
 
@@ -58,7 +53,6 @@ def _servers(p: Params, engine: str, stack: contextlib.ExitStack) -> tuple[dict[
 
 
 def _prepare(p: Params, engine: str, servers: dict[str, Any], notes: list[str]) -> None:
-
     for srv in servers.values():
         e = srv.endpoint
         if engine == "MySQL":
@@ -76,7 +70,6 @@ def _prepare(p: Params, engine: str, servers: dict[str, Any], notes: list[str]) 
 
 
 def _measure(p: Params, engine: str, servers: dict[str, Any], *, connections_only: bool = False):
-
     arms = {a.name: a for a in p.arms(engine)}
 
     def measure(arm_name: str, factors: dict) -> Measurement:

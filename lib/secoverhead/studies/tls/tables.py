@@ -1,25 +1,20 @@
-"""TLS study: tables and figures of a StudyResult or a Part."""
+"""TLS study: tables and figures of a StudyResult or a Part. The notebook's view of the study: what it shows from
+the study's other files is re-exported here (`name as name`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from secoverhead.measurement.parts import Part, StudyResult
-from secoverhead.studies.protocol.judging import published
-
-if TYPE_CHECKING:
-    import pandas as pd
 import pandas as pd
 
 from secoverhead.analysis.compare import compare_arms, table
 from secoverhead.analysis.stats import median_ci
+from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
+from secoverhead.studies.protocol.judging import published
 from secoverhead.studies.tls.claims import engine_notes as engine_notes
-
-# what the notebook shows from the rest of the study (tables is its view of the study)
+from secoverhead.studies.tls.declarations import BASELINE, MEASURES, ROUND_TRIPS, RTT_PART, STUDY, _engine
 from secoverhead.studies.tls.declarations import CRYPTO as CRYPTO
-
-from .declarations import BASELINE, MEASURES, ROUND_TRIPS, RTT_PART, STUDY, _engine
 
 
 def _medians(part: Part, metric: str) -> dict[str, float]:
@@ -92,7 +87,6 @@ def comparisons(part: Part) -> dict:
 
 
 def comparison_table(part: Part) -> pd.DataFrame:
-
     return table(comparisons(part))
 
 
