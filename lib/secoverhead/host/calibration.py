@@ -186,6 +186,18 @@ UNITS = {
 }
 
 
+# The functions that do each primitive, by the names Debian's binaries keep (stacks.py): a profile's samples
+# with one of them in their stack are what that primitive cost in the profiled arm.
+PROFILE_FUNCTIONS = {
+    "rsa2048_sign_us": ("RSA signing", ("RSA_private_encrypt", "BN_mod_exp_mont_consttime_x2", "RSA_sign")),
+    "ecdsa_p256_sign_us": ("ECDSA signing", ("ECDSA_sign_ex", "ECDSA_do_sign_ex")),
+    "x25519_derive_us": ("key exchange (ECDHE)", ("EVP_PKEY_derive", "EVP_PKEY_generate", "EVP_PKEY_keygen")),
+    "pbkdf2_sha1_10000_ms": ("PBKDF2", ("PKCS5_PBKDF2_HMAC", "crypto/pbkdf2.*", "golang.org/x/crypto/pbkdf2.*")),
+    "pbkdf2_sha256_15000_ms": ("PBKDF2", ("PKCS5_PBKDF2_HMAC", "crypto/pbkdf2.*", "golang.org/x/crypto/pbkdf2.*")),
+    "aes_256_ctr_page_as_server_us": ("AES page encryption", ("EVP_CipherUpdate", "EVP_EncryptUpdate")),
+}
+
+
 def in_units(cost_us: float, cal: dict[str, Any], key: str) -> float | None:
     """A cost in machine-independent units: how many of the calibration's `key` operations it equals."""
     ref = cal.get(key)

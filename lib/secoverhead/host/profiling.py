@@ -1,13 +1,17 @@
 """Where the cost goes: CPU profiles of the servers, taken in a profiling round that is excluded from the
 statistics (its runs are marked and never compared).
 
-During a profiling run of an arm, `perf record -e cpu-clock -g` samples every thread of the arm's server
-processes (threads they start while sampled included; there is no hardware PMU in these VMs, so the
-software clock it is). Afterwards `perf script` gives the sampled stacks; inferno (the Rust port of Brendan
-Gregg's FlameGraph) folds them and draws an interactive SVG flame graph per arm, and a differential one per
-arm against its baseline (what grew). Each sample's leaf frame is attributed to a library (libcrypto,
-libssl, the server's own binary, libc, the kernel; Go's crypto packages inside FerretDB's binary), so a
-report can say how many microseconds per operation each library costs and how many more than the baseline.
+During a profiling run of an arm, `perf record -e cpu-clock --call-graph dwarf` samples every thread of the
+arm's server processes (threads they start while sampled included; there is no hardware PMU in these VMs, so
+the software clock it is). DWARF call graphs, not frame pointers: Debian builds OpenSSL, MariaDB and nginx
+without frame pointers, and `-g` lost the stack at the first libcrypto frame (26-67 % of samples showed as
+`[unknown]`); no debug-symbol archive is reachable from these machines, so stacks.py names what the binaries'
+own symbol tables can and counts the rest as unresolved. Afterwards `perf script` gives the sampled stacks;
+inferno (the Rust port of Brendan Gregg's FlameGraph) folds them and draws an icicle graph per arm (root on
+top) and a differential one per arm against its baseline (what grew). Each sample's leaf is attributed to a
+library (libcrypto, libssl, the server's own binary, libc, the kernel; Go's crypto packages inside FerretDB's
+binary), so a report can say how many microseconds per operation each library and each function costs, and
+how many more than the baseline.
 
 Where perf or inferno is missing (or perf may not sample), the profiler records why and does nothing: the
 report says so.
@@ -33,11 +37,16 @@ from typing import Any
 
 from secoverhead.core import paths
 from secoverhead.core.files import atomic_write_json, atomic_write_text, read_json
+from secoverhead.host import stacks
 
 # A fixed sampling period of task CPU time (not perf's -F, whose period adapts per thread and starts afresh in
 # every new connection thread): each sample is then the same CPU time, so samples x period is the CPU spent.
 PERIOD_NS = 1_000_003  # about 1 kHz, not a round number so it does not beat with periodic work
 FREQUENCY = 1e9 / PERIOD_NS  # samples per CPU-second
+# 16 KiB of user stack per sample reaches the connection handlers' frames in mariadbd and nginx; perf's copy
+# of it is charged to the sampled server, which is why the profiling round stays out of the statistics.
+CALL_GRAPH = "dwarf,16384"
+MIN_WIDTH_PERCENT = "0.5"  # frames narrower than this are left out of the drawings (not of the tables)
 MAX_SECONDS = 120  # perf stops by itself after this, whatever happens
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -92,51 +101,12 @@ def slug(arm: str, factors: Mapping[str, Any]) -> str:
     return _SLUG.sub("_", text).strip("_")[:100]
 
 
-def category(dso: str, symbol: str) -> str:
-    """The library a leaf frame belongs to, in the terms a DBA reads."""
-    name = Path(dso.strip("()")).name
-    if "kernel" in name or name.startswith("[k"):
-        return "kernel"
-    if name.startswith("libcrypto"):
-        return "libcrypto (OpenSSL)"
-    if name.startswith("libssl"):
-        return "libssl (OpenSSL)"
-    if name.startswith(("libc.so", "libc-", "ld-linux")):
-        return "libc"
-    if name in ("mariadbd", "mysqld", "nginx"):
-        return f"server binary ({name})"
-    if name == "ferretdb":
-        if symbol.startswith(("crypto/", "vendor/golang.org/x/crypto", "golang.org/x/crypto")):
-            return "Go crypto (in ferretdb)"
-        if symbol.startswith("runtime."):
-            return "Go runtime (in ferretdb)"
-        return "server binary (ferretdb)"
-    if name in ("[unknown]", "unknown", ""):
-        return "unknown"
-    return "other libraries"
-
-
-_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
+category = stacks.category  # kept importable here: the library a leaf frame belongs to
 
 
 def leaves(script: str) -> Counter:
-    """(category, symbol) -> samples, from `perf script` output: the first frame under each sample header."""
-    counts: Counter = Counter()
-    expect_leaf = False
-    for line in script.splitlines():
-        if not line.strip():
-            expect_leaf = False
-            continue
-        if not line.startswith((" ", "\t")):
-            expect_leaf = True  # a sample header: the next frame line is its leaf
-            continue
-        if expect_leaf:
-            m = _FRAME.match(line)
-            if m:
-                sym = re.sub(r"\+0x[0-9a-f]+$", "", m.group("sym"))
-                counts[(category(m.group("dso"), sym), sym)] += 1
-            expect_leaf = False
-    return counts
+    """(category, function) -> samples, from `perf script` output (see stacks.self_function)."""
+    return stacks.summarize(stacks.parse(script)).self_counts
 
 
 @dataclass
@@ -151,6 +121,8 @@ class Profile:
     top: list[tuple[str, str, int]]  # (category, symbol, samples)
     folded: str  # file names, relative to the profiles directory
     svg: str
+    unresolved: int = 0  # samples no frame of whose leaf's library has a name (stacks.self_function)
+    call_graph: str = "fp"  # profiles taken before DWARF call graphs unwound frame pointers only
 
     @property
     def cpu_s(self) -> float:
@@ -160,8 +132,8 @@ class Profile:
 class Profiler:
     """Profiles each arm's server during the runner's profiling round (see Experiment.run(profile=...))."""
 
-    def __init__(self, servers: Mapping[str, Any], *, ops_metric: str) -> None:
-        self.servers, self.ops_metric = dict(servers), ops_metric
+    def __init__(self, servers: Mapping[str, Any], *, ops_metric: str, period_ns: int = PERIOD_NS) -> None:
+        self.servers, self.ops_metric, self.period_ns = dict(servers), ops_metric, int(period_ns)
         self.dir: Path | None = None
         self.ok, self.why = available()
 
@@ -181,7 +153,8 @@ class Profiler:
             return
         name = slug(arm, factors)
         data = self.dir / f"{name}.perf.data"
-        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(PERIOD_NS), "-g", "-p", ",".join(map(str, pids))]
+        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(self.period_ns), "--call-graph", CALL_GRAPH]
+        argv += ["-p", ",".join(map(str, pids))]
         ctl, ack = self.dir / f"{name}.ctl", self.dir / f"{name}.ack"
         for fifo in (ctl, ack):
             fifo.unlink(missing_ok=True)
@@ -226,21 +199,19 @@ class Profiler:
         folded = _inferno("inferno-collapse-perf", script)
         atomic_write_text(self.dir / f"{name}.folded", folded)
         title = f"{arm} {' '.join(f'{k}={v}' for k, v in factors.items())}".strip()
-        svg = _inferno("inferno-flamegraph", folded, "--title", title, "--countname", "samples")
-        atomic_write_text(self.dir / f"{name}.svg", svg)
-        counts = leaves(script)
-        by_cat: Counter = Counter()
-        for (cat, _), n in counts.items():
-            by_cat[cat] += n
+        atomic_write_text(self.dir / f"{name}.svg", draw(folded, title))
+        summary = stacks.summarize(stacks.parse(script))
         profile = {
             "arm": arm,
             "factors": factors,
-            "samples": sum(counts.values()),
-            "frequency": FREQUENCY,
-            "by_category": dict(by_cat.most_common()),
-            "top": [[c, s, n] for (c, s), n in counts.most_common(25)],
+            "samples": summary.samples,
+            "frequency": 1e9 / self.period_ns,
+            "by_category": dict(summary.by_category.most_common()),
+            "top": [[c, s, n] for (c, s), n in summary.self_counts.most_common(200)],
             "folded": f"{name}.folded",
             "svg": f"{name}.svg",
+            "unresolved": summary.unresolved,
+            "call_graph": CALL_GRAPH,
         }
         atomic_write_json(self.dir / f"{name}.json", profile)
 
@@ -254,11 +225,20 @@ def _inferno(tool: str, stdin: str, *args: str) -> str:
     return res.stdout
 
 
-def profiler_for(p: Any, servers_by_arm: Mapping[str, Any], *, ops_metric: str) -> Profiler | None:
-    """A profiler for the arms' servers when p.profile is on (None otherwise)."""
+def draw(folded: str, title: str, *extra: str) -> str:
+    """An icicle graph (root on top, so the root shows first wherever the page cuts it), small frames left out."""
+    args = ["--title", title, "--countname", "samples", "--inverted", "--minwidth", MIN_WIDTH_PERCENT, *extra]
+    return _inferno("inferno-flamegraph", folded, *args)
+
+
+def profiler_for(
+    p: Any, servers_by_arm: Mapping[str, Any], *, ops_metric: str, period_ns: int = PERIOD_NS
+) -> Profiler | None:
+    """A profiler for the arms' servers when p.profile is on (None otherwise). `period_ns`: CPU time per
+    sample, shorter for studies whose profiling runs spend little CPU (a few hundred short connections)."""
     if not getattr(p, "profile", False) or not servers_by_arm:
         return None
-    return Profiler(servers_by_arm, ops_metric=ops_metric)
+    return Profiler(servers_by_arm, ops_metric=ops_metric, period_ns=period_ns)
 
 
 # -- reading profiles back ---------------------------------------------------------------------------------
@@ -297,14 +277,7 @@ def diff_svg(store_path: Path, baseline: Profile, arm: Profile) -> str | None:
             timeout=120,
             check=True,
         ).stdout
-        svg = _inferno(
-            "inferno-flamegraph",
-            diff,
-            "--title",
-            f"{arm.arm} against {baseline.arm} (red: grew)",
-            "--countname",
-            "samples",
-        )
+        svg = draw(diff, f"{arm.arm} against {baseline.arm} (red: grew, blue: shrank)")
     except (OSError, RuntimeError, subprocess.SubprocessError):
         return None
     atomic_write_text(out, svg)

@@ -4,32 +4,19 @@ the design (looks, alpha, why it stopped, noise), and the machine's speed."""
 
 from __future__ import annotations
 
-import base64
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from IPython.display import HTML, Markdown, display
 
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
-from secoverhead.host import calibration, profiling
+from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.reporting import plots, tables
-
-
-def say(text: str) -> None:
-    display(Markdown(text))
-
-
-def show(df: pd.DataFrame, precision: int = 3, caption: str = "") -> None:
-    if df is None or not len(df):
-        return
-    display(tables.show(df, precision=precision))
-    if caption:
-        say(f"*{caption}*")
+from secoverhead.reporting.display import say, show
+from secoverhead.reporting.profiles import section as profile_section
 
 
 def figures(items: Sequence[tuple[Any, str]]) -> None:
@@ -178,63 +165,6 @@ def machine_speed(result: StudyResult) -> None:
     )
 
 
-def _svg_object(svg: str, height: int = 420) -> str:
-    """An interactive SVG embedded as its own document (its script then works), with no network."""
-
-    data = base64.b64encode(svg.encode()).decode()
-    style = f"width:100%;height:{height}px"
-    return f'<object type="image/svg+xml" data="data:image/svg+xml;base64,{data}" style="{style}"></object>'
-
-
 def profiles(result: StudyResult, bounds: Sequence[Any] = (), *, diff_against: str | None = None) -> None:
-    """Where the cost goes: per experiment, the profiling round's status, the CPU breakdown by library, the
-    crypto lower bound, the hottest functions, and per arm a flame graph and one against the baseline."""
-
-    if not result.params.profile:
-        say("*Profiles were not taken in this run (`profile` is off).*")
-        return
-    for part in result:
-        st = profiling.status(part.store.path)
-        if len(result.parts) > 1:
-            say(f"### {part.name}")
-        if not st.get("available"):
-            say(f"*Profiles skipped: {st.get('why')}.*")
-            continue
-        baseline = diff_against or part.arms[0]
-        show(
-            tables.breakdown_table(part, baseline),
-            precision=1,
-            caption="Server CPU by library in the profiling round (perf cpu-clock samples, leaf frames), in "
-            "microseconds per operation, and the extra over the baseline; the profile's total stands beside the "
-            "CPU the server's cgroup measured in the same run. The profiling round is not among the runs the "
-            "statistics use.",
-        )
-        cal = part.extras.get("calibration", {})
-        crypto = tables.crypto_table(part, [b for b in bounds if b.arm in part.arms], cal)
-        if len(crypto):
-            show(
-                crypto,
-                precision=1,
-                caption="The cryptographic primitives alone, priced by this "
-                "machine's calibration: a lower bound of the extra cost.",
-            )
-            for row in crypto.to_dict("records"):
-                share, cost = row.get("share of the extra %"), row.get("their cost on this machine (us)")
-                if cost is not None and share is not None and math.isfinite(share):
-                    say(tables.crypto_sentence(row))
-        profs = profiling.profiles(part.store.path)
-        base = profs.get(baseline)
-        for arm, prof in profs.items():
-            say(f"**{arm}**: {prof.samples} samples")
-            show(tables.top_functions(part, arm), precision=1)
-            svg_path = part.store.path / "profiles" / prof.svg
-            if svg_path.exists():
-                display(HTML(_svg_object(svg_path.read_text())))
-            if base is not None and arm != baseline:
-                diff = profiling.diff_svg(part.store.path, base, prof)
-                if diff:
-                    display(HTML(_svg_object(diff)))
-                    say(
-                        f"*{arm} against {baseline}: red frames grew, blue "
-                        "ones shrank (click to zoom, Ctrl-F to search).*"
-                    )
+    """Where the cost goes (reporting/profiles.py)."""
+    profile_section(result, bounds, diff_against=diff_against)

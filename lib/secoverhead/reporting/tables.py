@@ -14,7 +14,6 @@ from secoverhead.analysis.design import aa_floor
 from secoverhead.analysis.stats import median_ci
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
-from secoverhead.host import profiling
 from secoverhead.host.noise import reason
 
 
@@ -250,88 +249,3 @@ def noise_summary(runs: pd.DataFrame) -> dict[str, float]:
         if col in runs:
             out[col] = float(np.nanmedian(runs[col].to_numpy(dtype=float)))
     return out
-
-
-def breakdown_table(part: Any, baseline: str) -> pd.DataFrame:
-    """Per arm and library: the share of the server's sampled CPU, microseconds per operation, and the extra
-    over the baseline; with each arm's profile total beside the CPU the cgroup measured in the same run."""
-
-    profs = profiling.profiles(part.store.path)
-    ops_metric = profiling.status(part.store.path).get("ops_metric", "operations")
-    runs = {r.arm: r for r in part.store.records() if r.profiling and r.status == "ok"}
-    per_op: dict[str, dict[str, float]] = {}
-    rows = []
-    for arm, prof in profs.items():
-        rec = runs.get(arm)
-        ops = float(rec.metrics.get(ops_metric) or 0) if rec else 0.0
-        if ops <= 0 or prof.samples == 0:
-            continue
-        per_op[arm] = {cat: n / prof.frequency / ops * 1e6 for cat, n in prof.by_category.items()}
-        measured = rec.metrics.get("server_cpu_total_s", float("nan")) / ops * 1e6
-        rows.append(
-            {
-                "arm": arm,
-                "library": "all (profile)",
-                "share %": 100.0,
-                "us per op": prof.cpu_s / ops * 1e6,
-                "measured us per op (same run)": measured,
-            }
-        )
-    out = []
-    for row in rows:
-        arm = row["arm"]
-        out.append(row)
-        base = per_op.get(baseline, {})
-        for cat, us in sorted(per_op[arm].items(), key=lambda kv: -kv[1]):
-            out.append(
-                {
-                    "arm": arm,
-                    "library": cat,
-                    "share %": 100 * us / row["us per op"],
-                    "us per op": us,
-                    f"extra over {baseline} (us per op)": us - base.get(cat, 0.0)
-                    if arm != baseline and base
-                    else np.nan,
-                }
-            )
-    return pd.DataFrame(out)
-
-
-def top_functions(part: Any, arm: str, n: int = 12) -> pd.DataFrame:
-    prof = profiling.profiles(part.store.path).get(arm)
-    if prof is None or not prof.samples:
-        return pd.DataFrame()
-    return pd.DataFrame([{"library": c, "function": s, "share %": 100 * k / prof.samples} for c, s, k in prof.top[:n]])
-
-
-def crypto_table(part: Any, bounds: Sequence[Any], cal: Mapping[str, Any]) -> pd.DataFrame:
-    """Per arm: the extra cost over its baseline (medians over runs) and how much of it the cryptographic
-    primitives alone explain, priced by this machine's calibration: a lower bound, not the whole cost."""
-    runs = part.runs()
-    rows = []
-    for b in bounds:
-        if b.metric not in runs or b.arm not in set(runs["arm"]) or b.baseline not in set(runs["arm"]):
-            continue
-        extra = float(
-            runs.loc[runs["arm"] == b.arm, b.metric].median() - runs.loc[runs["arm"] == b.baseline, b.metric].median()
-        )
-        cost = b.cost_us(cal)
-        rows.append(
-            {
-                "arm": b.arm,
-                f"extra over {b.baseline} (us {b.what})": extra,
-                "cryptographic primitives": b.describe(),
-                "their cost on this machine (us)": cost,
-                "share of the extra %": 100 * cost / extra if cost is not None and extra > 0 else np.nan,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def crypto_sentence(row: Mapping[str, Any]) -> str:
-    extra = next(v for k, v in row.items() if str(k).startswith("extra over"))
-    what = next(k for k in row if str(k).startswith("extra over")).split("(us ")[-1].rstrip(")")
-    return (
-        f"{row['arm']}: of the extra {extra:,.0f} us {what}, the cryptography ({row['cryptographic primitives']}) "
-        f"is {row['their cost on this machine (us)']:,.0f} us ({row['share of the extra %']:.0f} %)."
-    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.host import calibration
-from secoverhead.host.profiling import profiler_for
+from secoverhead.host.profiling import PERIOD_NS, profiler_for
 from secoverhead.measurement.experiment import Experiment
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.measurement.plan import cell_of
@@ -108,6 +108,7 @@ class PartPlan:
     judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None
     profile_factors: list[dict[str, Any]] | None = None
     ops_metric: str = "operations"  # the run metric counting operations (to express profiles per operation)
+    profile_period_ns: int = PERIOD_NS  # CPU time per profile sample: shorter where a profiling run spends little
     profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
@@ -137,7 +138,9 @@ def run_parts(
                 servers=pp.facts,
                 factors=pp.factors,
                 judge=None if p.aa else pp.judge,  # an A/A run has no claims: it runs every planned round
-                profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric) if pp.servers else None,
+                profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric, period_ns=pp.profile_period_ns)
+                if pp.servers
+                else None,
                 profile_factors=pp.profile_factors,
                 profile_measure=pp.profile_measure,
                 calibration=cal,
