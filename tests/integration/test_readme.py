@@ -113,7 +113,8 @@ def _lane(cmds: list[str], servers: dict, cwd: Path, env: dict, runs: dict[str, 
             runs |= {"run A": tde_runs[-2], "run B": tde_runs[-1]}
         argv = _fill(cmd, servers, runs, cwd)
         res = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-        assert res.returncode == 0, f"{cmd}\n{res.stdout[-1500:]}\n{res.stderr[-1500:]}"
+        ok = (0, 1) if argv[1] == "compare" else (0,)  # compare exits 1 when B is worse beyond the noise
+        assert res.returncode in ok, f"{cmd}\n{res.stdout[-1500:]}\n{res.stderr[-1500:]}"
         if argv[1:3] == ["run", "tde"] and "aa" not in argv:  # an A/A run has other arms: not for compare
             tde_runs.append(_latest(cwd, "tde"))
         if "mysql_encryption off" in cmd:

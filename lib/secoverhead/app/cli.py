@@ -6,7 +6,7 @@ secoverhead params STUDY
 secoverhead run STUDY [--profile P] [-f FILE]... [-p NAME VALUE]... [--reports DIR]
 secoverhead run --all --profile quick
 secoverhead run --resume REPORT_DIR
-secoverhead compare RUN_A RUN_B [--metric M]...
+secoverhead compare RUN_A RUN_B [--metric M]... [--format text|csv|json|markdown]  (exit 1: a regression)
 secoverhead index [--reports DIR]
 
 Bad input is one line on stderr and exit 2, before anything heavy is imported or started. So imports are deferred
@@ -140,18 +140,23 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from secoverhead.suite import benchtable  # deferred: pandas
     from secoverhead.suite.crossrun import (  # deferred: see the module docstring
         combined_claims,
         compare_reports,
     )
 
-    print(compare_reports(args.run_a, args.run_b, metrics=args.metric or None).to_string(index=False))
+    table = compare_reports(args.run_a, args.run_b, metrics=args.metric or None)
+    print(benchtable.render(table, args.format))
     verdicts = combined_claims(args.run_a, args.run_b)
-    if verdicts:
+    if verdicts and args.format == "text":
         print("\nThe study's claims on the two runs together:")
         for v in verdicts:
             print(f"  {v.verdict}: {v.claim}\n      {v.evidence}")
-    return 0
+    worse = benchtable.regressions(table)
+    if worse and args.format == "text":
+        print(f"\n{worse} regression(s) beyond the noise (exit 1)", file=sys.stderr)
+    return 1 if worse else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +196,7 @@ def _main(argv: list[str] | None) -> int:
     cmp_.add_argument("run_a")
     cmp_.add_argument("run_b")
     cmp_.add_argument("--metric", action="append", help="metric(s) to compare (default: each study's primary ones)")
+    cmp_.add_argument("--format", choices=("text", "csv", "json", "markdown"), default="text", help="output format")
     idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
     try:

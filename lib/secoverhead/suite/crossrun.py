@@ -1,6 +1,7 @@
 """Comparing two report directories of one study (`secoverhead compare RUN_A RUN_B`), as benchstat,
 `pyperf compare_to` and `asv compare` do: per experiment, arm, cell and metric, the medians over runs, the
-ratio B / A with its interval, Holm-adjusted p, the change in words, and n as runs.
+ratio B / A with its interval, Holm-adjusted p, the change in words, and n as runs (numbers; the way they
+print, with `~` and a geomean per metric, is suite/benchtable.py).
 
 Runs of two reports were not interleaved, so nothing is paired: Welch's t on the logs of run summaries.
 When each report measured one arm of a study that needs two (an external server with encryption off, then
@@ -94,20 +95,24 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
                             "experiment": exp,
                             "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
                             "cell": cell,
-                            "metric": f"{metric} ({u})" if u else metric,
-                            "A median": f"{c.baseline_median:.4g}",
-                            "B median": f"{c.candidate_median:.4g}",
-                            "B / A": f"{c.ratio:.3f}",
-                            "95 % CI": f"{c.ci_low:.3f}-{c.ci_high:.3f}",
+                            "metric": metric,
+                            "unit": u,
+                            "higher_is_better": bool(better),
+                            "a": c.baseline_median,
+                            "b": c.candidate_median,
+                            "ratio": c.ratio,
+                            "ci_low": c.ci_low,
+                            "ci_high": c.ci_high,
                             "p": c.p_value,
                             "change": str(c.change),
-                            "n (runs)": f"{c.n_baseline}/{c.n_candidate}",
+                            "n_a": c.n_baseline,
+                            "n_b": c.n_candidate,
                         }
                     )
     if not rows:
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
     out = pd.DataFrame(rows)
-    out["p (Holm)"] = [f"{p:.2g}" for p in holm(out.pop("p").to_numpy())]
+    out["p"] = holm(out["p"].to_numpy())
     return out
 
 

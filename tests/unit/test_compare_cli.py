@@ -1,0 +1,91 @@
+"""`secoverhead compare` as benchstat users expect: a run against a copy of itself is `~` everywhere and exits
+0; a doctored 20 % slowdown is flagged worse and exits 1; geomean lines; every format; lines fit the width."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+from secoverhead.app import cli
+from secoverhead.core.files import atomic_write_json
+from secoverhead.measurement.results import ResultStore, RunRecord
+from secoverhead.suite import benchtable
+
+ARMS = {"HTTP": 300.0, "TLS 1.2 full, RSA": 1500.0}
+
+
+def _report(d, rng, slow=1.0):
+    atomic_write_json(d / "run.json", {"study": "https"})
+    store = ResultStore(d / "results", "https")
+    store.write_metadata({"status": "complete"})
+    run_id = 0
+    for rnd in range(8):
+        for arm, cpu in ARMS.items():
+            us = cpu * slow * float(np.exp(rng.normal(0, 0.03)))
+            m = {"server_cpu_us_per_op": us, "rps": 1e6 / us}
+            store.append(RunRecord(run_id, arm, {}, rnd, rnd, False, "", "", 1.0, metrics=m))
+            run_id += 1
+    return d
+
+
+def _compare(*args):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(["compare", *map(str, args)])
+    return code, out.getvalue()
+
+
+def test_a_run_against_a_copy_of_itself_is_all_tilde_and_exits_0(tmp_path):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    code, text = _compare(a, b, "--format", "json")
+    rows = json.loads(text)
+    measured = [r for r in rows if r["experiment"] != "geomean"]
+    assert code == 0 and len(measured) == 4
+    assert all(r["vs_a"] == "~" for r in measured)
+    geomeans = [r for r in rows if r["experiment"] == "geomean"]
+    assert len(geomeans) == 2 and all(r["ratio"] == pytest.approx(1.0) for r in geomeans)
+
+
+def test_a_20_percent_slowdown_is_flagged_worse_and_exits_1(tmp_path):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(2), slow=1.2)
+    code, text = _compare(a, b)
+    assert code == 1
+    assert text.count("worse") == 4  # CPU per request up, requests per second down, on both arms
+    geomean_cpu = next(line for line in text.splitlines() if line.startswith("geomean") and "server_cpu" in line)
+    assert 15 < float(geomean_cpu.split()[-2].lstrip("+")) < 25  # the slowdown, give or take the noise
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv", "markdown"])
+def test_every_format_holds_every_row(tmp_path, fmt):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(3))
+    code, text = _compare(a, b, "--format", fmt)
+    assert code in (0, 1)
+    assert sum("TLS 1.2 full, RSA" in line for line in text.splitlines()) == 2
+    assert sum("geomean" in line for line in text.splitlines()) == 2
+
+
+def test_text_fits_the_width_it_is_given(tmp_path):
+    from secoverhead.suite.crossrun import compare_reports
+
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(4), slow=1.2)
+    table = compare_reports(a, b)
+    for width in (60, 80, 120):
+        assert max(len(line) for line in benchtable.text(table, width).splitlines()) <= width
+
+
+def test_vs_marks_only_intervals_beyond_one_and_words_only_beyond_the_noise():
+    base = {"ratio": 1.05, "p": 0.01}
+    assert benchtable.vs({**base, "ci_low": 0.99, "ci_high": 1.1, "change": "inconclusive"}) == "~"
+    assert benchtable.vs({**base, "ci_low": 1.01, "ci_high": 1.1, "change": "inconclusive"}) == "+5.0 % (p=0.01)"
+    assert benchtable.vs({**base, "ci_low": 1.03, "ci_high": 1.1, "change": "worse"}).startswith("+5.0 % worse")
+    assert benchtable.vs({**base, "ci_low": 1.001, "ci_high": 1.01, "change": "no change"}) == "~"
