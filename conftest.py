@@ -12,6 +12,9 @@ os.environ["SECOVERHEAD_RESULTS"] = str(BASE / "results")
 # One machine-speed calibration for the session's study runs, as one `secoverhead run` shares one among its
 # studies (about 8 s each otherwise); re-taken when it is older than calibration.MAX_AGE_S.
 os.environ.setdefault("SECOVERHEAD_CALIBRATION", str(BASE / "calibration.json"))
+# No first-screen screenshot for the session's many small runs (a browser start each); the README test, which
+# runs every study as a user would, takes them and checks what they show.
+os.environ["SECOVERHEAD_SCREENS"] = "off"
 
 
 def pytest_unconfigure(config) -> None:  # the scratch base goes with the session (leftovers are checked before)

@@ -6,6 +6,7 @@ host and port, the CA file, the run directories. The secret scan of every report
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import re
 import shlex
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from secoverhead.core import paths
+from secoverhead.reporting import browser
 from secoverhead.servers import FerretDBServer, MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -137,6 +139,7 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
     env = os.environ.copy() | {
         "SECOVERHEAD_RUN_BASE": str(tmp_path / "base"),
         "SECOVERHEAD_STATE": str(tmp_path / "state"),
+        "SECOVERHEAD_SCREENS": "on",
     }
     env.pop("PYTEST_CURRENT_TEST", None)
     dirs = {}
@@ -155,3 +158,28 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
             assert BENCH_PW.encode() not in data and DBA_PW.encode() not in data, f
     general_log = servers["db"].variables(["general_log"])["general_log"]
     assert general_log == "OFF"  # the audit arm's change was undone
+    _check_first_screens([d / "reports" for d in dirs.values()])
+
+
+def _check_first_screens(roots: list[Path]) -> None:
+    """Every finished report, as Chromium showed it to a reviewer at 1280x800: every verdict on the first
+    screen, no sideways scrolling in the summary, every embedded flame graph with its root frame drawn,
+    nothing fetched from the network, the screenshot kept with the run; and the index likewise."""
+    checked = 0
+    for run_json in sorted(p for root in roots for p in root.glob("*/*/run.json")):
+        meta = json.loads(run_json.read_text())
+        if meta.get("status") != "ok":
+            continue
+        seen = meta.get("first_screen") or {}
+        where = f"{run_json.parent}: {seen}"
+        assert "error" not in seen and seen.get("verdicts", 0) >= 1, where
+        assert seen["verdicts_visible"] == seen["verdicts"], where
+        assert seen["summary_overflow"] <= 1, where
+        assert seen["flamegraphs_root_visible"] == seen["flamegraphs"], where
+        assert seen["external_requests"] == [], where
+        assert (run_json.parent / "results" / "screens" / "first-screen.png").stat().st_size > 10_000
+        checked += 1
+    assert checked >= 5
+    index = browser.first_screen(roots[0] / "index.html")
+    assert index.verdicts >= 1 and index.verdicts_visible >= 1 and index.external_requests == []
+    assert index.summary_overflow <= 1

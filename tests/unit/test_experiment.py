@@ -234,30 +234,3 @@ def test_an_owner_that_exited_is_dead_even_as_an_unreaped_zombie():
     assert not alive(child.pid)  # not reaped yet: its directories are stale all the same
     child.wait()
     assert not alive(child.pid) and alive(os.getpid()) and not alive("x") and not alive(0)
-
-
-def test_progress_counts_retakes_in_its_total(tmp_path, monkeypatch):
-    """A retaken run is not in the plan: the total grows with it, so progress never reads 65/60."""
-    import json
-
-    from secoverhead.measurement import experiment as ex
-
-    flagged = iter([1.0] + [0.0] * 100)
-
-    class Flagged:
-        def __init__(self, noise):
-            self.noise = noise
-
-        def metrics(self):
-            return self.noise.metrics() | {"noise_flagged": next(flagged)}
-
-    class Noisy(ex.NoiseMonitor):
-        def stop(self):
-            return Flagged(super().stop())
-
-    monkeypatch.setattr(ex, "NoiseMonitor", Noisy)
-    store = ResultStore(tmp_path, "retake")
-    exp = ex.Experiment("retake", arms=["a", "b"], repetitions=2, warmup=0, store=store, max_retakes=1)
-    exp.run(lambda arm, factors: ex.Measurement({"x": 1.0}))
-    progress = json.loads((store.path / "progress.json").read_text())
-    assert len(store.records()) == 5 and progress["done"] == 5 and progress["planned"] == 5

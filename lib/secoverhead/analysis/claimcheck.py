@@ -60,7 +60,23 @@ def verdict_of(
         source=c.source,
         registered=c.record(),
         rounds_needed=rounds_needed,
+        judged=judged(c, intervals),
     )
+
+
+def judged(c: registry.Claim, intervals: tuple[tuple[list, list | None], ...]) -> list[dict[str, Any]]:
+    """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
+    claim against its thresholds draws)."""
+    out = []
+    for reading, (each, refuting) in zip(c.readings(), intervals, strict=False):
+        out.append(
+            {
+                **reading.as_dict(),
+                "intervals": [[float(lo), float(hi)] for lo, hi in each],
+                "refuting": [[float(lo), float(hi)] for lo, hi in refuting] if refuting is not None else None,
+            }
+        )
+    return out
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class ClaimVerdict:
     registered: dict[str, Any] = field(default_factory=dict)  # the registry's words, metric and reading
     rounds_needed: int | None = None  # undecided: rounds that would decide it were the estimate to stay
     sensitivity: str = ""  # the verdict without the runs a sensitivity check sets aside, and why (never decides)
+    judged: list[dict[str, Any]] = field(default_factory=list)  # per reading: its regions and the intervals read
 
     @property
     def decided(self) -> bool:

@@ -12,6 +12,7 @@ rendered rendered. `--resume` continues an interrupted run in place: completed r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -21,13 +22,14 @@ import re
 import secrets as _stdlib_secrets
 import socket
 import sys
-import threading
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secoverhead.app.watch import Watch
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import atomic_write_bytes, read_json, sanitize, write_in_place
@@ -41,6 +43,7 @@ from secoverhead.host import calibration, environment, leaks
 from secoverhead.studies import STUDIES, StudySpec
 
 KERNEL = "secoverhead"
+SCREENS_ENV = "SECOVERHEAD_SCREENS"  # "off": no first-screen screenshot (the test suite's many tiny runs)
 MAX_PLANNED_RUNS = 100_000
 
 
@@ -221,44 +224,6 @@ def _concurrent(root: Path, me: Path) -> list[str]:
     return found
 
 
-class _Progress(threading.Thread):
-    """Shows the experiments' progress files while papermill executes (a bar on a terminal, a line every
-    30 s in a log)."""
-
-    def __init__(self, results: Path, study: str) -> None:
-        super().__init__(daemon=True)
-        self.results, self.study, self.stop_event = results, study, threading.Event()
-        self.tty = sys.stderr.isatty()
-
-    def run(self) -> None:
-        last_print = 0.0
-        while not self.stop_event.wait(1.0 if self.tty else 5.0):
-            states = [read_json(p) for p in sorted(self.results.glob("*/progress.json"))]
-            states = [s for s in states if isinstance(s, dict)]
-            if not states:
-                continue
-            s = max(states, key=lambda x: x.get("updated", 0))
-            done, planned, eta = s.get("done", 0), max(s.get("planned", 1), 1), s.get("eta_s")
-            width = 24
-            bar = "#" * int(width * min(done / planned, 1)) + "-" * (width - int(width * min(done / planned, 1)))
-            eta_txt = f"ETA {int(eta // 60)}m{int(eta % 60):02d}s" if eta is not None else "ETA -"
-            current = str(s.get("current", ""))[:40]
-            line = f"{self.study}: {s.get('experiment')} [{bar}] {done}/{planned} runs, {eta_txt}  {current}"
-            if self.tty:
-                sys.stderr.write("\r" + line.ljust(110)[:110])
-                sys.stderr.flush()
-            elif time.monotonic() - last_print > 30:
-                print(line, file=sys.stderr, flush=True)
-                last_print = time.monotonic()
-        if self.tty:
-            sys.stderr.write("\r" + " " * 110 + "\r")
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        if self.ident is not None:  # a signal during calibration stops the run before this thread started
-            self.join(3)
-
-
 _CALIBRATION: Path | None = None
 
 
@@ -286,7 +251,12 @@ def notebook_parameters(study: StudySpec, values: dict[str, Any], results_dir: P
 def _declared(notebook: str) -> frozenset[str]:
     import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
 
-    return frozenset(papermill.inspect_notebook(notebook))
+    pm_log = logging.getLogger("papermill")
+    level, pm_log.level = pm_log.level, logging.WARNING  # its "Input Notebook" line is run.log's, said there
+    try:
+        return frozenset(papermill.inspect_notebook(notebook))
+    finally:
+        pm_log.setLevel(level)
 
 
 def run_study(
@@ -339,7 +309,7 @@ def run_study(
     handler = None
     pm_log = logging.getLogger("papermill")
     env_before = {k: os.environ.get(k) for k in (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")}
-    progress = _Progress(results_dir, study.id)
+    progress = Watch(results_dir, study.id)
     try:
         _write_record(run_dir, record, reserve=True)
         others = _concurrent(root, run_dir)
@@ -350,8 +320,10 @@ def run_study(
                 len(others),
                 ", ".join(others),
             )
+        parameters = notebook_parameters(study, prepared.values, results_dir, run_dir / "run.json")
         handler = logging.FileHandler(run_dir / "run.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(_no_object_reprs)
         pm_log.addHandler(handler)
         pm_log.setLevel(logging.INFO)
         pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
@@ -360,15 +332,17 @@ def run_study(
         os.environ["SECOVERHEAD_HEADLESS"] = "1"
         log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
         progress.start()
-        papermill.execute_notebook(
-            str(study.notebook_path),
-            str(run_dir / "report.ipynb"),
-            parameters=notebook_parameters(study, prepared.values, results_dir, run_dir / "run.json"),
-            kernel_name=kernel,
-            cwd=str(run_dir),
-            progress_bar=False,
-            log_output=True,
-        )
+        with _kernel_manager(kernel) as km:
+            papermill.execute_notebook(
+                str(study.notebook_path),
+                str(run_dir / "report.ipynb"),
+                parameters=parameters,
+                kernel_name=kernel,
+                km=km,
+                cwd=str(run_dir),
+                progress_bar=False,
+                log_output=True,
+            )
     except PapermillExecutionError as exc:
         status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0][:300] if exc.evalue else ''}"
     except KeyboardInterrupt as exc:
@@ -395,6 +369,25 @@ def run_study(
             lock.release()
     log.info("%s: %s (%s)", study.id, status, error or "no error")
     return RunOutcome(study.id, run_dir, status, error)
+
+
+_REPR = re.compile(r"^<[\w.]+(?: object| at 0x[0-9a-f]+|[^>]*\bsize \d)[^>]*>$|^\[figure: ")
+
+
+def _no_object_reprs(record: logging.LogRecord) -> bool:
+    """run.log keeps what cells print, not the text stand-ins of what they display (`<... object>`)."""
+    return not _REPR.match(str(record.getMessage()).strip())
+
+
+@contextlib.contextmanager
+def _kernel_manager(kernel: str):
+    """The kernel on Unix sockets in a private folder (IPC transport): nothing listens on a TCP port, and the
+    kernel has no reason to warn that its traffic is unencrypted."""
+    from jupyter_client.manager import KernelManager  # deferred: see the module docstring
+
+    with tempfile.TemporaryDirectory(prefix="secoverhead-kernel-") as d:
+        os.chmod(d, 0o700)
+        yield KernelManager(kernel_name=kernel, transport="ipc", ip=str(Path(d) / "k"))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -434,6 +427,8 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
             )
         except Exception as exc:
             add(f"HTML rendering failed: {_one_line(exc)[:200]}")
+    if (run_dir / "report.html").exists() and os.environ.get(SCREENS_ENV, "on") != "off":
+        record["first_screen"] = _first_screen(run_dir)
     try:
         found = leaks.scan(run_dir, secret_values)
         if found:
@@ -466,6 +461,18 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     except OSError as exc:
         print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error
+
+
+def _first_screen(run_dir: Path) -> dict[str, Any]:
+    """What a reviewer's first 1280x800 shows, measured in Chromium, its screenshot kept with the results.
+    A view, never a failure of the run: a browser that cannot start is said and nothing else."""
+    from secoverhead.reporting import browser  # deferred: Playwright
+
+    try:
+        facts = browser.first_screen(run_dir / "report.html", run_dir / "results" / "screens" / "first-screen.png")
+    except Exception as exc:
+        return {"error": _one_line(exc)[:200]}
+    return dataclasses.asdict(facts)
 
 
 def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:

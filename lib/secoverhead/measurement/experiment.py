@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import threading
 import time
 import traceback
@@ -32,14 +31,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from secoverhead.analysis import outliers
 from secoverhead.analysis.design import Looks
-from secoverhead.core.files import atomic_write_json
 from secoverhead.host import environment
 from secoverhead.host.noise import NoiseMonitor
 from secoverhead.measurement.plan import PlannedRun, Unit, combinations, plan_rounds
+from secoverhead.measurement.progress import Progress
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.workloads.measurement import Measurement
 
@@ -146,7 +143,15 @@ class Experiment:
         completed runs stay stored and the long table is rebuilt on every exit."""
         start = time.monotonic()
         done = self.store.completed_keys()
-        self._progress = _Progress(self, len(done))
+        profiling_runs = len(self.arms) * len(profile_factors or self.combos[:1]) if profile is not None else 0
+        self._progress = Progress(
+            self.experiment_id,
+            self.store.path / "progress.json",
+            ceiling=self.planned_runs + profiling_runs + self.max_retakes,
+            done=len(done),
+            max_seconds=self.max_seconds,
+            show=self.progress,
+        )
         self.store.update_metadata(status="running", resumed_with_done=len(done))
         status, stop_reason, needed = "complete", "", None
         look_log: list[dict[str, Any]] = list(self.store.metadata().get("looks_done", []))
@@ -185,7 +190,7 @@ class Experiment:
                     if all(p.key in done for p in unit):
                         continue
                     if needed is not None and measured_round and unit[-1].cell not in needed:
-                        self._progress.skip(len(unit))
+                        self._progress.drop(len(unit))
                         continue
                     over = self.max_seconds is not None and time.monotonic() - start > self.max_seconds
                     if over and not (first.warmup or first.repetition < guaranteed):
@@ -231,7 +236,7 @@ class Experiment:
             status = "failed"
             raise
         finally:
-            self._progress.close()
+            self._progress.close(status, stop_reason or ("all planned rounds ran" if status == "complete" else ""))
             with contextlib.suppress(Exception):
                 self.store.export()
             self.store.update_metadata(
@@ -311,7 +316,7 @@ class Experiment:
                 **outcome,
             )
 
-        self._progress.start(planned)
+        self._progress.start(planned.arm, planned.factors)
         try:
             m = measure(planned.arm, dict(planned.factors))
         except Exception as exc:
@@ -324,7 +329,7 @@ class Experiment:
         rec = record(metrics=m.metrics, info=m.info)
         with self._lock:
             self.store.append(rec, samples=m.samples, intervals=m.intervals)
-            self._progress.finish(rec)
+            self._progress.finish(rec.duration_s)
         return rec
 
 
@@ -348,72 +353,6 @@ def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int, *
 
 class _Budget(Exception):
     """The time budget ended: stop starting runs."""
-
-
-class _Progress:
-    """Runs done / planned and an ETA from the runs' own durations: written to progress.json (the CLI shows
-    it while papermill executes) and, when interactive, drawn as a bar."""
-
-    def __init__(self, exp: Experiment, done: int) -> None:
-        self.exp, self.done, self.skipped, self.extra = exp, done, 0, 0  # extra: profiling runs and retakes
-        self.durations: list[float] = []
-        self.path = exp.store.path / "progress.json"
-        self.bar = _bar(exp.planned_runs, done, exp.experiment_id) if exp.progress else None
-        self.current = ""
-        self._write()
-
-    def start(self, planned: PlannedRun) -> None:
-        self.current = f"{planned.arm} {planned.factors}" if planned.factors else planned.arm
-        self._write()
-
-    def finish(self, rec: RunRecord) -> None:
-        self.done += 1
-        self.durations.append(rec.duration_s)
-        unplanned = rec.profiling or "retake_of" in (rec.info or {})  # not in the plan: the total grows with them
-        self.extra += unplanned
-        if self.bar is not None:
-            self.bar.total += unplanned
-            self.bar.update(1)
-            self.bar.set_postfix_str(self.current[:50])
-        self._write()
-
-    def skip(self, n: int = 1) -> None:
-        self.skipped += n
-        if self.bar is not None:
-            self.bar.total = max(self.bar.n, self.bar.total - n)
-            self.bar.refresh()
-
-    def planned(self) -> int:
-        return self.exp.planned_runs - self.skipped + self.extra
-
-    def eta_s(self) -> float | None:
-        if not self.durations:
-            return None
-        left = max(0, self.planned() - self.done)
-        mean = sum(self.durations[-20:]) / len(self.durations[-20:])
-        return left * mean
-
-    def _write(self) -> None:
-        with contextlib.suppress(OSError):
-            atomic_write_json(
-                self.path,
-                {
-                    "experiment": self.exp.experiment_id,
-                    "done": self.done,
-                    "planned": self.planned(),
-                    "eta_s": self.eta_s(),
-                    "current": self.current,
-                    "updated": time.time(),
-                },
-            )
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _bar(total: int, done: int, desc: str):
-    return tqdm(total=total, initial=done, desc=desc, unit="run", leave=True, file=sys.stderr)
 
 
 def read_progress(path) -> dict[str, Any] | None:

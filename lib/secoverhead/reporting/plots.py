@@ -3,6 +3,8 @@ with its one-line caption and closes it (notebooks never reach for matplotlib th
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -12,13 +14,22 @@ import seaborn as sns
 from IPython.display import Markdown, display
 
 
-def show(fig, caption: str = "") -> None:
-    """Display a figure and its caption in a notebook, then free it."""
+def show(fig, caption: str = "", *, alt: str = "") -> None:
+    """Display a figure (as PNG, with alt text the HTML keeps) and its caption, then free it."""
 
-    display(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
     plt.close(fig)
+    text = alt or _title(fig) or caption.split(".")[0] or "figure"
+    png = base64.b64encode(buf.getvalue()).decode()
+    display({"image/png": png, "text/plain": f"[figure: {text}]"}, raw=True, metadata={"image/png": {"alt": text}})
     if caption:
         display(Markdown(f"*{caption}*"))
+
+
+def _title(fig) -> str:
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    return (fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else "") or (titles[0] if titles else "")
 
 
 def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str, log: bool = False):

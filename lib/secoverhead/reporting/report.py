@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from IPython.display import HTML, display
 
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.reporting import plots, tables
+from secoverhead.reporting import plots, summary, tables
 from secoverhead.reporting.display import say, show
 from secoverhead.reporting.profiles import section as profile_section
 
@@ -25,26 +26,40 @@ def figures(items: Sequence[tuple[Any, str]]) -> None:
 
 
 def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
-    """The verdict table, written beside the results for the index and for history."""
+    """The summary first: per claim one sentence with its verdict chip (how it is read in a collapsible
+    detail), one picture of every claim against its thresholds; written to verdicts.json for the index."""
     write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
-    table = tables.verdict_table(verdicts)
-    counts = tables.verdict_counts(verdicts)
+    dicts = [v.as_dict() for v in verdicts]
+    counts = summary.tally(dicts)
     if counts:
-        say(f"**Claims** — {counts}. The originals' claims and the suite's own hypotheses are counted apart.")
-    show(table)
+        say(f"**{counts}.**")
+    display(HTML(summary.claims_html(dicts)))
+    fig = summary.figure(dicts)
+    if fig is not None:
+        plots.show(
+            fig,
+            "Each claim's intervals (the ones its verdict reads) against the regions its reading drew before the "
+            "data: green reproduces, red refutes, grey decides nothing. An interval decides only when it lies "
+            "wholly in one colour.",
+            alt="Every claim's measured intervals against its thresholds",
+        )
     alphas = {round(part.alpha, 5) for part in result}
-    say(
-        "*Reproduced*: the intervals lie where the claim's reading (fixed before the data, in "
-        "`data/claims/registry.yaml` with the original's words) says; *not reproduced*: wholly on the wrong side; "
-        "*inconclusive*: the data cannot decide. Every n counts runs (or rounds of interleaved runs), never the "
-        "queries or connections inside them. Each claim's intervals spend its own "
-        + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))
-        + " (the sequential design's last look; see *Design*), widened further where a claim rests on several "
-        "comparisons: the error rate holds per claim, not across a study's claims."
+    display(
+        HTML(
+            "<details><summary>How the verdicts are reached</summary><p>"
+            "<i>Reproduced</i>: the intervals lie where the claim's reading (fixed before the data, in "
+            "<code>data/claims/registry.yaml</code> with the original's words) says; <i>not reproduced</i>: wholly "
+            "on the wrong side; <i>inconclusive</i>: the data cannot decide (the detail says how many rounds would). "
+            "Every n counts runs (or rounds of interleaved runs), never the queries or connections inside them. "
+            "Each claim's intervals spend its own "
+            + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))
+            + " (the sequential design's last look; see <i>Design</i>), widened further where a claim rests on "
+            "several comparisons: the error rate holds per claim, not across a study's claims.</p></details>"
+        )
     )
     for n in notes:
         say(n)
-    return table
+    return tables.verdict_table(verdicts)
 
 
 def _rel(path: Path) -> str:

@@ -1,0 +1,94 @@
+"""What the terminal (or a log) shows while papermill executes a study: each experiment's progress.json (see
+measurement/progress.py), as a tqdm bar per experiment on a terminal, and in a log one line every 30 s and one
+when an experiment ends. Totals come from the experiment and only ever shrink; the ETA is bounded by its
+budget; what runs is said in words."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from secoverhead.core.files import read_json
+
+LOG_EVERY_S = 30.0
+
+
+def line(study: str, s: dict[str, Any]) -> str:
+    """One status line in words: 'tde: tde-4c16g 40/96 runs, ETA at most 3m10s; running encryption on · ...'."""
+    done, total = s.get("done", 0), s.get("planned", 0)
+    if s.get("final"):
+        return f"{study}: {s.get('experiment')} {s.get('status')} after {done} runs" + (
+            f" ({s.get('current')})" if s.get("current") else ""
+        )
+    eta = s.get("eta_s")
+    eta_txt = f", ETA at most {int(eta // 60)}m{int(eta % 60):02d}s" if isinstance(eta, int | float) else ""
+    now = f"; running {s.get('current')}" if s.get("current") else ""
+    return f"{study}: {s.get('experiment')} {done}/{total} runs{eta_txt}{now}"
+
+
+class Watch(threading.Thread):
+    def __init__(self, results: Path, study: str, *, tty: bool | None = None) -> None:
+        super().__init__(daemon=True)
+        self.results, self.study, self.stop_event = Path(results), study, threading.Event()
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.bars: dict[str, tqdm] = {}
+        self.reported: set[str] = set()  # experiments whose final line a log already has
+
+    def states(self) -> list[dict[str, Any]]:
+        found = [read_json(p) for p in sorted(self.results.glob("*/progress.json"))]
+        return [s for s in found if isinstance(s, dict) and s.get("experiment")]
+
+    def run(self) -> None:
+        last = 0.0
+        while not self.stop_event.wait(0.5 if self.tty else 2.0):
+            states = self.states()
+            if self.tty:
+                self._draw(states)
+            else:
+                last = self._log(states, last)
+        self._finish()
+
+    def _draw(self, states: list[dict[str, Any]]) -> None:
+        for s in states:
+            name = s["experiment"]
+            bar = self.bars.get(name)
+            if bar is None:
+                bar = self.bars[name] = tqdm(desc=name, total=s.get("planned", 0), unit="run", file=sys.stderr)
+            bar.total = s.get("planned", 0)
+            bar.n = s.get("done", 0)
+            eta = s.get("eta_s")
+            bar.set_postfix_str(
+                (f"ETA ≤ {int(eta // 60)}m{int(eta % 60):02d}s " if isinstance(eta, int | float) else "")
+                + str(s.get("current") or s.get("status") or "")[:50],
+                refresh=True,
+            )
+
+    def _log(self, states: list[dict[str, Any]], last: float) -> float:
+        for s in states:
+            if s.get("final") and s["experiment"] not in self.reported:
+                self.reported.add(s["experiment"])
+                print(line(self.study, s), file=sys.stderr, flush=True)
+        running = [s for s in states if not s.get("final")]
+        if running and time.monotonic() - last > LOG_EVERY_S:
+            print(line(self.study, max(running, key=lambda x: x.get("updated", 0))), file=sys.stderr, flush=True)
+            return time.monotonic()
+        return last
+
+    def _finish(self) -> None:
+        states = self.states()
+        if self.tty:
+            self._draw(states)
+            for bar in self.bars.values():
+                bar.close()
+        else:
+            self._log(states, time.monotonic())
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.ident is not None:  # a signal during calibration stops the run before this thread started
+            self.join(3)

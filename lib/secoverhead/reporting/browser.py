@@ -1,0 +1,120 @@
+"""A real browser on a report: Debian's Chromium driven by Playwright (no browser download), with every
+request that would leave the machine blocked and counted. It prints a report to PDF (`secoverhead pdf`) and
+says what a reviewer sees on the first screen (the browser test)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+SCREEN = {"width": 1280, "height": 800}
+# Without these Chromium reaches for Google's hosts at start and the closed network refuses it (ENVIRONMENT.md).
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def executable() -> str | None:
+    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+
+
+@dataclass
+class FirstScreen:
+    """What the first 1280x800 of a page shows."""
+
+    verdicts: int  # verdict chips on the page
+    verdicts_visible: int  # of them, inside the first screen
+    scroll_width: int  # the page's
+    client_width: int
+    summary_overflow: int  # pixels the claims' summary would need to scroll sideways (0: none)
+    flamegraphs: int
+    flamegraphs_root_visible: int  # graphs whose root frame (the top row of an icicle) is drawn
+    external_requests: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def page() -> Iterator[Any]:
+    """A headless page that may load file: and data: URLs only."""
+    from playwright.sync_api import sync_playwright  # deferred: only the pdf command and the browser test
+
+    exe = executable()
+    if exe is None:
+        raise RuntimeError("Chromium is not installed (Debian package chromium; `make setup` installs it)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=ARGS)
+        try:
+            ctx = browser.new_context(viewport=SCREEN)
+            pg = ctx.new_page()
+            pg.blocked = []
+
+            def route(r):
+                url = r.request.url
+                if url.startswith(("file:", "data:", "about:", "blob:")):
+                    return r.continue_()
+                pg.blocked.append(url)
+                return r.abort()
+
+            ctx.route("**/*", route)
+            yield pg
+        finally:
+            browser.close()
+
+
+_PROBE = """() => {
+  const inView = (el) => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight
+      && r.left >= 0 && r.right <= innerWidth; };
+  const chips = [...document.querySelectorAll('.claims .chip')];
+  const summary = document.querySelector('.claims');
+  const graphs = [...document.querySelectorAll('object.flamegraph')];
+  let roots = 0;
+  for (const g of graphs) {
+    const doc = g.contentDocument; if (!doc) continue;
+    const svg = doc.querySelector('svg'); if (!svg) continue;
+    const frames = [...doc.querySelectorAll('g rect')]
+      .filter(r => r.getAttribute('width') === '100.0000%');
+    const box = g.getBoundingClientRect();
+    if (frames.length && box.height > 0) {
+      const r = frames[0].getBoundingClientRect();
+      if (r.height > 0 && r.top >= 0 && r.bottom <= box.height) roots += 1;
+    }
+  }
+  return {verdicts: chips.length, verdicts_visible: chips.filter(inView).length,
+          scroll_width: document.documentElement.scrollWidth, client_width: document.documentElement.clientWidth,
+          summary_overflow: summary ? Math.max(0, summary.scrollWidth - summary.clientWidth,
+                                               summary.getBoundingClientRect().right - innerWidth) : 0,
+          flamegraphs: graphs.length, flamegraphs_root_visible: roots};
+}"""
+
+
+def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
+    """Open a report as a reviewer would and measure its first screen (a screenshot of it where asked)."""
+    with page() as pg:
+        pg.goto(Path(html).resolve().as_uri(), wait_until="load")
+        pg.wait_for_timeout(300)  # the graphs' own documents load after the page
+        facts = pg.evaluate(_PROBE)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(screenshot))
+        return FirstScreen(**facts, external_requests=list(pg.blocked))
+
+
+def pdf(html: Path, out: Path) -> Path:
+    """The report printed as a reviewer would print it (A4, its print stylesheet, backgrounds kept)."""
+    with page() as pg:
+        pg.goto(Path(html).resolve().as_uri(), wait_until="load")
+        pg.wait_for_timeout(300)
+        pg.emulate_media(media="print")
+        pg.pdf(path=str(out), format="A4", print_background=True, prefer_css_page_size=True)
+    return out

@@ -1,0 +1,168 @@
+"""The summary a reviewer reads first: per claim one sentence in plain units (the measured interval on the
+claim's own scale, the reading that decides it), the verdict as a coloured chip, how the claim is read in a
+collapsible detail, and one picture of every claim's intervals against its thresholds. Works from verdicts
+as dicts (ClaimVerdict.as_dict() or verdicts.json), so a report and the index say the same."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jinja2
+
+COLOURS = {"reproduced": "#1a7f37", "not reproduced": "#cf222e", "inconclusive": "#7d6608"}
+REGION_COLOURS = {"reproduce": "#b7e4c0", "refute": "#f5b7b1", "gap": "#e5e5e5"}
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("secoverhead.reporting", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def template(name: str) -> jinja2.Template:
+    return _ENV.get_template(name)
+
+
+def chip(verdict: str) -> str:
+    """The verdict as a coloured label (inline style: it shows the same in JupyterLab and in the HTML)."""
+    colour = COLOURS.get(verdict, "#555")
+    return (
+        f'<span class="chip" style="background:{colour};color:#fff;border-radius:0.8em;padding:0.05em 0.6em;'
+        f'font-size:0.85em;white-space:nowrap">{html.escape(verdict)}</span>'
+    )
+
+
+def scale(effect: str) -> str:
+    """How an effect's numbers read: 'pp' (percentage points), '%', or 'x' (a ratio)."""
+    e = effect.lower()
+    if "percentage point" in e or e.endswith(" pp"):
+        return "pp"
+    if "%" in e or "share" in e or "recovers" in e:
+        return "%"
+    return "x"
+
+
+def number(x: float, unit: str) -> str:
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "-∞"
+    if unit == "x":
+        return f"{x:.3g}×" if abs(x) < 100 else f"{x:,.0f}×"
+    sign = "+" if unit == "pp" and x > 0 else ""
+    return f"{sign}{x:.1f} {unit}" if unit == "pp" else f"{x:.1f} %"
+
+
+def interval(lo: float, hi: float, unit: str) -> str:
+    if unit == "x":
+        return f"{lo:.3g}–{hi:.3g}×"
+    return f"{number(lo, unit)} to {number(hi, unit)}"
+
+
+def measured(judged: Sequence[Mapping[str, Any]]) -> str:
+    """What was measured, on the claim's scale: 'set-up time, TLS / no TLS: 1.51–1.86×'."""
+    out = []
+    for r in judged:
+        unit = scale(str(r.get("effect", "")))
+        each = [tuple(i) for i in r.get("intervals") or [] if len(i) == 2]
+        if not each:
+            continue
+        if len(each) <= 2:
+            text = ", ".join(interval(lo, hi, unit) for lo, hi in each)
+        else:
+            text = f"{len(each)} cells, from {number(min(lo for lo, _ in each), unit)} to " + number(
+                max(hi for _, hi in each), unit
+            )
+        out.append(f"{r.get('effect')}: {text}")
+    return "; ".join(out)
+
+
+def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
+    reg = d.get("registered") or {}
+    return {
+        "claim": str(d.get("claim", "")),
+        "verdict": str(d.get("verdict", "")),
+        "chip": chip(str(d.get("verdict", ""))),
+        "measured": measured((d.get("judged") or [])[:1]),  # the first reading; the detail has the rest
+        "reading": reg.get("reading_text", ""),
+        "why": reg.get("why", ""),
+        "metric": d.get("measure") or reg.get("metric_text", ""),
+        "evidence": str(d.get("evidence", "")),
+        "quote": reg.get("quote", ""),
+        "translation": reg.get("translation", ""),
+        "original": reg.get("original", ""),
+        "own": d.get("source") == "suite",
+        "rounds_needed": d.get("rounds_needed"),
+        "sensitivity": d.get("sensitivity", ""),
+        "engine_note": d.get("engine_note", ""),
+    }
+
+
+def claims_html(verdicts: Sequence[Mapping[str, Any]], *, details: bool = True) -> str:
+    """One line per claim (the originals' first, the suite's own after), each with its detail."""
+    rows = [_plain(v) for v in verdicts]
+    rows.sort(key=lambda r: r["own"])
+    return template("claims.html.j2").render(rows=rows, details=details)
+
+
+def tally(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    out = []
+    for own, name in ((False, "published claims"), (True, "the suite's own")):
+        mine = [str(v.get("verdict")) for v in verdicts if (v.get("source") == "suite") == own]
+        if mine:
+            counts = ", ".join(f"{mine.count(k)} {k}" for k in COLOURS if k in mine)
+            out.append(f"{name}: {counts}")
+    return "; ".join(out)
+
+
+def figure(verdicts: Sequence[Mapping[str, Any]]):
+    """Every claim's intervals against its regions, one strip per reading, each on its own scale (a ratio on a
+    log axis): green reproduces, red refutes, grey decides nothing. None when no claim recorded its intervals."""
+    import matplotlib.pyplot as plt  # deferred: only a report draws
+
+    strips = [
+        (str(v.get("claim", "")), str(v.get("verdict", "")), r)
+        for v in verdicts
+        for r in v.get("judged") or []
+        if r.get("intervals")
+    ]
+    if not strips:
+        return None
+    fig, axes = plt.subplots(len(strips), 1, figsize=(9, 0.62 * len(strips) + 0.5), squeeze=False)
+    for ax, (claim, verdict, r) in zip(axes[:, 0], strips, strict=True):
+        unit = scale(str(r.get("effect", "")))
+        cuts = [float(c) for c in r.get("cuts", [])]
+        each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
+        values = cuts + [x for i in each for x in i]
+        log = unit == "x" and all(x > 0 for x in values)
+        lo_x, hi_x = min(values), max(values)
+        if log:
+            pad = (hi_x / lo_x) ** 0.15 if hi_x > lo_x else 1.5
+            left, right = lo_x / pad, hi_x * pad
+            ax.set_xscale("log")
+        else:
+            pad = (hi_x - lo_x) * 0.15 or 1.0
+            left, right = lo_x - pad, hi_x + pad
+        edges = [left, *[c for c in cuts if left < c < right], right]
+        labels = r.get("labels", [])
+        first = sum(c <= left for c in cuts)
+        for i in range(len(edges) - 1):
+            label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
+            ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
+        for k, (lo, hi) in enumerate(each):
+            y = (k + 1) / (len(each) + 1)
+            ax.plot([lo, hi], [y, y], color=COLOURS.get(verdict, "#333"), lw=3, solid_capstyle="butt")
+        ax.set_xlim(left, right)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.set_title(f"{claim[:95]} — {r.get('effect')}", fontsize=8, loc="left")
+        ticks = sorted({c for c in cuts if left < c < right} | {v for i in each[:3] for v in i})
+        ax.minorticks_off()
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:.3g}×" if unit == "x" else number(t, unit) for t in ticks], fontsize=7)
+        for label, t in zip(ax.get_xticklabels(), ticks, strict=True):
+            label.set_fontweight("bold" if t in cuts else "normal")  # the reading's lines in bold
+    fig.tight_layout()
+    return fig

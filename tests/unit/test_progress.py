@@ -1,0 +1,92 @@
+"""Progress that tells the truth: the total never grows during a run (retakes and profiling runs are in it
+from the start, decided or cut runs come off it), the ETA never promises past the time budget left, and
+progress.json ends final with the total equal to the runs made."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from secoverhead.measurement import experiment as ex
+from secoverhead.measurement.progress import Progress, describe
+from secoverhead.measurement.results import ResultStore
+
+
+def _noisy(monkeypatch, flags):
+    flagged = iter(flags)
+
+    class Flagged:
+        def __init__(self, noise):
+            self.noise = noise
+
+        def metrics(self):
+            return self.noise.metrics() | {"noise_flagged": next(flagged, 0.0)}
+
+    class Noisy(ex.NoiseMonitor):
+        def stop(self):
+            return Flagged(super().stop())
+
+    monkeypatch.setattr(ex, "NoiseMonitor", Noisy)
+
+
+def test_the_total_never_grows_through_retakes_and_a_budget_stop(tmp_path, monkeypatch):
+    _noisy(monkeypatch, [1.0, 0.0, 1.0] + [0.0] * 100)  # two noisy runs: two retakes
+    store = ResultStore(tmp_path, "budget")
+    exp = ex.Experiment(
+        "budget", arms=["a", "b"], repetitions=20, warmup=1, store=store, max_retakes=3, max_seconds=0.6
+    )
+    seen = []
+
+    def measure(arm, factors):
+        state = json.loads((store.path / "progress.json").read_text())
+        seen.append(state["planned"])
+        assert state["eta_s"] is None or state["eta_s"] <= 0.6 + 1e-6  # never past the budget
+        time.sleep(0.05)
+        return ex.Measurement({"x": 1.0})
+
+    exp.run(measure)
+    assert seen == sorted(seen, reverse=True), seen  # only ever shrinks
+    final = json.loads((store.path / "progress.json").read_text())
+    assert final["final"] and final["status"] == "stopped at time budget"
+    assert final["done"] == final["planned"] == len(store.records()) < 42
+    assert "time budget" in final["current"] and "{" not in final["current"]
+
+
+def test_a_complete_run_ends_with_every_run_counted(tmp_path, monkeypatch):
+    _noisy(monkeypatch, [1.0] + [0.0] * 100)
+    store = ResultStore(tmp_path, "retake")
+    exp = ex.Experiment("retake", arms=["a", "b"], repetitions=2, warmup=0, store=store, max_retakes=2)
+    exp.run(lambda arm, factors: ex.Measurement({"x": 1.0}))
+    final = json.loads((store.path / "progress.json").read_text())
+    assert len(store.records()) == 5 and final["done"] == 5 and final["planned"] == 5
+    assert final["status"] == "complete" and final["eta_s"] == 0.0
+
+
+def test_eta_is_bounded_by_the_budget_left(tmp_path):
+    now = [0.0]
+    p = Progress("x", tmp_path / "p.json", ceiling=100, max_seconds=60, clock=lambda: now[0])
+    assert p.eta_s() == 60  # nothing measured yet: the budget is the most it can take
+    for _ in range(5):
+        now[0] += 10
+        p.finish(10.0)  # 95 runs of 10 s left would be 950 s
+        assert p.eta_s() <= max(0.0, 60 - now[0]) + 1e-9
+    p.drop(95)
+    assert p.total() == 5 and p.eta_s() == 0
+    unbounded = Progress("y", tmp_path / "q.json", ceiling=10)
+    unbounded.finish(2.0)
+    assert unbounded.eta_s() == 18.0
+
+
+def test_drops_never_take_the_total_below_the_runs_done(tmp_path):
+    p = Progress("x", tmp_path / "p.json", ceiling=4)
+    for _ in range(3):
+        p.finish(1.0)
+    p.drop(10)
+    assert p.total() == 3
+
+
+def test_a_run_is_described_in_words():
+    assert describe("encryption on", {"workload": "oltp_read_only", "threads": 16}) == (
+        "encryption on · workload oltp_read_only, threads 16"
+    )
+    assert describe("TLS", {}) == "TLS"
