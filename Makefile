@@ -6,13 +6,14 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup system-packages python kernel ferretdb inferno test lint format reports lab bench error-rates clean
+.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make reports  - set up, then run every study at quick scale into reports/"
 	@echo "make test     - set up, then lint and run the tests (unit, real-server integration, notebooks)"
-	@echo "make lab      - set up, then open JupyterLab with the project's kernel"
+	@echo "make lab      - set up, then open JupyterLab (notebooks/ and reports/) with the project's kernel"
+	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
 	@echo "make error-rates - set up, then 1,000 A/A experiments through the runner and the audit claims (~10 min)"
 	@echo "make setup    - Debian packages, .venv with the project, Jupyter kernel, FerretDB build (idempotent)"
@@ -67,8 +68,15 @@ bench: setup
 error-rates: setup
 	SECOVERHEAD_AA_EXPERIMENTS=1000 $(BIN)/pytest -s tests/unit/test_claim_error_rates.py --timeout 3600
 
+# Rooted at the checkout: notebooks/ to explore, reports/ to open what `make reports` executed.
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(BIN)/jupyter lab --notebook-dir=. --ServerApp.default_url=/lab/tree/notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# The kernel for a JupyterLab of your own (~/.local/share/jupyter/kernels/secoverhead), not only the .venv's.
+kernel-user: python
+	@$(BIN)/python -m ipykernel install --user --name secoverhead --display-name "Python (secoverhead)" >/dev/null
+	@$(BIN)/python -m secoverhead.app.kernel --install-spec "$$($(BIN)/jupyter --data-dir)/kernels/secoverhead/kernel.json"
+	@echo "registered Jupyter kernel 'secoverhead' for $$(id -un)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -21,3 +21,18 @@ def pytest_unconfigure(config) -> None:  # the scratch base goes with the sessio
     import shutil
 
     shutil.rmtree(BASE, ignore_errors=True)
+
+
+# Notebooks the README test already executes end to end, at the same defaults, through papermill (their check
+# cells included): running them under nbval as well would repeat the same run (42 s for the TLS notebook).
+# test_readme.py checks that the README still runs them that way.
+COVERED_BY_README = {"01_tls_overhead.ipynb": "secoverhead run tls"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    keep, skip = [], []
+    for item in items:
+        (skip if Path(str(item.fspath)).name in COVERED_BY_README else keep).append(item)
+    if skip:
+        config.hook.pytest_deselected(items=skip)
+        items[:] = keep

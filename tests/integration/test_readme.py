@@ -129,6 +129,15 @@ def _lane(cmds: list[str], servers: dict, cwd: Path, env: dict, runs: dict[str, 
             assert "inconclusive" in res.stdout or "reproduced" in res.stdout  # a verdict table
 
 
+def test_the_readme_runs_the_notebooks_nbval_leaves_to_it():
+    """conftest.py leaves notebooks to this test that the README runs at their defaults: it must still do so."""
+    import conftest
+
+    cmds = commands()
+    for command in conftest.COVERED_BY_README.values():
+        assert any(c.split("#")[0].strip().endswith(command) for c in cmds), command
+
+
 def test_every_readme_command_runs_as_written(servers, tmp_path):
     """Two lanes at once: the commands on this machine's own servers, and from the first `export` on, those on
     "your own server" (each lane in order, in a directory of its own). No figure of these runs is read, so
@@ -177,6 +186,7 @@ def _check_first_screens(roots: list[Path]) -> None:
         assert seen["summary_overflow"] <= 1, where
         assert seen["flamegraphs_root_visible"] == seen["flamegraphs"], where
         assert seen["external_requests"] == [], where
+        assert seen["print_cut_tables"] == 0, where  # printed on A4, no table runs off the page
         assert (run_json.parent / "results" / "screens" / "first-screen.png").stat().st_size > 10_000
         checked += 1
     assert checked >= 5

@@ -7,6 +7,7 @@ secoverhead run STUDY [--profile P] [-f FILE]... [-p NAME VALUE]... [--reports D
 secoverhead run --all --profile quick
 secoverhead run --resume REPORT_DIR
 secoverhead compare RUN_A RUN_B [--metric M]... [--format text|csv|json|markdown]  (exit 1: a regression)
+secoverhead pdf REPORT_DIR [-o FILE.pdf]
 secoverhead index [--reports DIR]
 
 Bad input is one line on stderr and exit 2, before anything heavy is imported or started. So imports are deferred
@@ -159,6 +160,26 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if worse else 0
 
 
+def _pdf(args: argparse.Namespace) -> int:
+    from secoverhead.core.errors import ConfigError
+    from secoverhead.core.paths import user_path
+
+    try:
+        run = user_path(args.run)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    html = run / "report.html"
+    if not html.is_file():
+        raise ConfigError(f"{run} holds no report.html (is it a report directory?)")
+    out = user_path(args.output) if args.output else run / "report.pdf"
+    if out.suffix.lower() != ".pdf":
+        raise ConfigError(f"--output {out} must end in .pdf")
+    from secoverhead.reporting import browser  # deferred: Playwright
+
+    print(browser.pdf(html, out))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Every ending signal (SIGINT, SIGTERM, SIGHUP) is handled from the first line: whatever moment it comes,
     the run is finalised and one line says so."""
@@ -197,6 +218,9 @@ def _main(argv: list[str] | None) -> int:
     cmp_.add_argument("run_b")
     cmp_.add_argument("--metric", action="append", help="metric(s) to compare (default: each study's primary ones)")
     cmp_.add_argument("--format", choices=("text", "csv", "json", "markdown"), default="text", help="output format")
+    pdf = sub.add_parser("pdf", help="print a run's report to PDF (headless Chromium; its print stylesheet)")
+    pdf.add_argument("run", help="a report directory (reports/<study>/<run> or reports/<study>/latest)")
+    pdf.add_argument("-o", "--output", help="PDF file (default: report.pdf in the run directory)")
     idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
     try:
@@ -221,6 +245,8 @@ def _main(argv: list[str] | None) -> int:
             return 0
         if args.command == "compare":
             return _compare(args)
+        if args.command == "pdf":
+            return _pdf(args)
         return _run(args)
     except SecoverheadError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)

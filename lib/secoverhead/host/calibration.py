@@ -189,8 +189,9 @@ UNITS = {
 # The functions that do each primitive, by the names Debian's binaries keep (stacks.py): a profile's samples
 # with one of them in their stack are what that primitive cost in the profiled arm.
 PROFILE_FUNCTIONS = {
-    "rsa2048_sign_us": ("RSA signing", ("RSA_private_encrypt", "BN_mod_exp_mont_consttime_x2", "RSA_sign")),
-    "ecdsa_p256_sign_us": ("ECDSA signing", ("ECDSA_sign_ex", "ECDSA_do_sign_ex")),
+    # EVP_DigestSign*: the handshake's signature through OpenSSL 3's providers, whose own functions are unnamed
+    "rsa2048_sign_us": ("RSA signing", ("RSA_private_encrypt", "BN_mod_exp_mont_consttime_x2", "EVP_DigestSign*")),
+    "ecdsa_p256_sign_us": ("ECDSA signing", ("EVP_DigestSign*", "ECDSA_sign_ex", "ECDSA_do_sign_ex")),
     "x25519_derive_us": ("key exchange (ECDHE)", ("EVP_PKEY_derive", "EVP_PKEY_generate", "EVP_PKEY_keygen")),
     "pbkdf2_sha1_10000_ms": ("PBKDF2", ("PKCS5_PBKDF2_HMAC", "crypto/pbkdf2.*", "golang.org/x/crypto/pbkdf2.*")),
     "pbkdf2_sha256_15000_ms": ("PBKDF2", ("PKCS5_PBKDF2_HMAC", "crypto/pbkdf2.*", "golang.org/x/crypto/pbkdf2.*")),

@@ -41,6 +41,7 @@ class FirstScreen:
     flamegraphs: int
     flamegraphs_root_visible: int  # graphs whose root frame (the top row of an icicle) is drawn
     external_requests: list[str] = field(default_factory=list)
+    print_cut_tables: int = 0  # tables wider than an A4 page's printable width under the print stylesheet
 
 
 @contextlib.contextmanager
@@ -78,17 +79,13 @@ _PROBE = """() => {
   const chips = [...document.querySelectorAll('.claims .chip')];
   const summary = document.querySelector('.claims');
   const graphs = [...document.querySelectorAll('object.flamegraph')];
+  // A graph is embedded as its own document (data: URL, opaque to the page): its root frame shows when the
+  // box the page gives it is tall enough, at the width it is drawn, to hold the frame's lower edge.
   let roots = 0;
   for (const g of graphs) {
-    const doc = g.contentDocument; if (!doc) continue;
-    const svg = doc.querySelector('svg'); if (!svg) continue;
-    const frames = [...doc.querySelectorAll('g rect')]
-      .filter(r => r.getAttribute('width') === '100.0000%');
     const box = g.getBoundingClientRect();
-    if (frames.length && box.height > 0) {
-      const r = frames[0].getBoundingClientRect();
-      if (r.height > 0 && r.top >= 0 && r.bottom <= box.height) roots += 1;
-    }
+    const w = parseFloat(g.dataset.svgWidth), bottom = parseFloat(g.dataset.rootBottom);
+    if (box.height > 0 && w > 0 && bottom > 0 && box.height + 0.5 >= bottom * box.width / w) roots += 1;
   }
   return {verdicts: chips.length, verdicts_visible: chips.filter(inView).length,
           scroll_width: document.documentElement.scrollWidth, client_width: document.documentElement.clientWidth,
@@ -96,6 +93,13 @@ _PROBE = """() => {
                                                summary.getBoundingClientRect().right - innerWidth) : 0,
           flamegraphs: graphs.length, flamegraphs_root_visible: roots};
 }"""
+
+
+A4_PRINTABLE_PX = 703  # 210 mm less the print stylesheet's 2 x 12 mm margins, at 96 px per inch
+
+_CUT = """() => [...document.querySelectorAll('table')].filter(t => {
+  const r = t.getBoundingClientRect(); return r.width > 0 && (r.right > innerWidth + 1 || t.scrollWidth > r.width + 1);
+}).length"""
 
 
 def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
@@ -107,7 +111,10 @@ def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=str(screenshot))
-        return FirstScreen(**facts, external_requests=list(pg.blocked))
+        pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
+        pg.emulate_media(media="print")
+        cut = pg.evaluate(_CUT)
+        return FirstScreen(**facts, external_requests=list(pg.blocked), print_cut_tables=cut)
 
 
 def pdf(html: Path, out: Path) -> Path:

@@ -83,7 +83,10 @@ def lines(
     hi: str | None = None,
     logx: bool = False,
 ):
-    """A metric over a factor (threads, concurrency), one line per arm, with CI bands when given."""
+    """A metric over a factor (threads, concurrency), one line per arm, with CI bands when given; a factor
+    measured at one level only is bars (a line through one point says nothing)."""
+    if table[x].nunique() < 2 and lo and hi:
+        return bar_with_ci(table, x=hue, y=y, lo=lo, hi=hi, title=f"{title} ({x} {table[x].iloc[0]})", ylabel=ylabel)
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, g in table.groupby(hue, sort=False):
         g = g.sort_values(x)
@@ -93,6 +96,9 @@ def lines(
     ax.set(title=title, ylabel=ylabel, xlabel=xlabel or x)
     if logx:
         ax.set_xscale("log", base=2)
+        levels = sorted(table[x].unique())
+        ax.set_xticks(levels, [f"{v:g}" for v in levels])  # the levels measured, not overlapping powers
+        ax.minorticks_off()
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

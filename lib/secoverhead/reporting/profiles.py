@@ -22,6 +22,7 @@ from secoverhead.reporting.display import say, show
 # Embedded graphs stop here (base64 bytes per report) and the rest are linked: a report stays under 2 MB.
 GRAPH_BUDGET = 1_300_000
 _SIZE = re.compile(r"<svg[^>]*?\bwidth=\"(\d+)\"[^>]*?\bheight=\"(\d+)\"", re.DOTALL)
+_ROOT = re.compile(r"<title>all \([^<]*</title><rect[^>]*?\by=\"([\d.]+)\"[^>]*?\bheight=\"([\d.]+)\"")
 
 
 def _ops(part: Any) -> dict[str, float]:
@@ -180,11 +181,14 @@ def embed_svg(svg: str, alt: str) -> str:
     that nothing is cut: the page scales it to its width and keeps its height in step."""
     m = _SIZE.search(svg[:4000])
     width, height = (int(m.group(1)), int(m.group(2))) if m else (1200, 420)
+    root = _ROOT.search(svg)
+    root_bottom = float(root.group(1)) + float(root.group(2)) if root else height  # where the root frame ends
     data = base64.b64encode(svg.encode()).decode()
     style = f"display:block;width:100%;max-width:{width}px;aspect-ratio:{width}/{height};height:auto"
     return (
         f'<object class="flamegraph" type="image/svg+xml" data="data:image/svg+xml;base64,{data}" '
-        f'style="{style}" aria-label="{alt}"><p>{alt}</p></object>'
+        f'data-svg-width="{width}" data-root-bottom="{root_bottom:g}" style="{style}" aria-label="{alt}">'
+        f"<p>{alt}</p></object>"
     )
 
 

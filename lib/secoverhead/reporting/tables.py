@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,12 +17,106 @@ from secoverhead.analysis.design import aa_floor
 from secoverhead.analysis.stats import median_ci
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
+from secoverhead.core.units import unit
 from secoverhead.host.noise import reason
 
 
 def show(df: pd.DataFrame, *, precision: int = 3):
-    """A table for reading: no index column, nothing truncated, floats rounded."""
-    return df.style.hide(axis="index").format(precision=precision, na_rep="-")
+    """A table for reading (readable()): no index column, p-values as 3e-05, percentages to one decimal."""
+    out = readable(df)
+    style = out.style.hide(axis="index").format(precision=precision, na_rep="-")
+    words = [c for c in out.columns if not pd.api.types.is_numeric_dtype(out[c])]
+    if words:  # words read from the left, numbers line up on the right
+        style = style.set_properties(subset=words, **{"text-align": "left"})
+    for col in out.columns:
+        if _is_p(col):
+            style = style.format(_p, subset=[col], na_rep="-")
+        elif "%" in str(col) and pd.api.types.is_numeric_dtype(out[col]):
+            style = style.format(precision=1, subset=[col], na_rep="-")
+    return style
+
+
+_METRIC = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_WORDS = {"cpu": "CPU", "tps": "TPS", "qps": "QPS", "rps": "requests/s", "pct": "%", "avg": "mean"}
+
+
+def header(name: Any) -> Any:
+    """A raw metric name as words with its unit from the units registry: 'server_cpu_us_per_op' ->
+    'server CPU per op (µs)'; anything else unchanged."""
+    if isinstance(name, str) and name in ("tps", "qps", "rps"):
+        return _WORDS[name]
+    if not isinstance(name, str) or not _METRIC.match(name):
+        return name
+    u, _ = unit(name)
+    words = [w for w in name.split("_") if w != u and not (u == "1/s" and w == "per" and name.endswith("_per_s"))]
+    if u == "1/s" and words and words[-1] == "s":
+        words = words[:-1]
+    text = " ".join(_WORDS.get(w, w) for w in words)
+    if u == "1/s":
+        return f"{text} per s"
+    shown = {"us": "µs"}.get(u, u)
+    return f"{text} ({shown})" if shown and shown not in ("flag", "count") else text
+
+
+def _is_p(col: Any) -> bool:
+    return isinstance(col, str) and (col == "p" or col.startswith(("p ", "p(")))
+
+
+def _p(p: Any) -> str:
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        return str(p)
+    if not math.isfinite(p):
+        return "-"
+    return f"{p:.0e}".replace("e-0", "e-") if p < 1e-3 else f"{p:.2g}"
+
+
+def _cell(v: Any) -> Any:
+    """Values as words: a factor combination rather than its Python repr, nothing for None."""
+    if v is None:
+        return np.nan
+    if isinstance(v, tuple | list) and v and all(isinstance(x, tuple | list) and len(x) == 2 for x in v):
+        return ", ".join(f"{k} {x}" for k, x in v)
+    if isinstance(v, tuple | list):
+        return ", ".join(map(str, v))
+    if isinstance(v, str) and "[('" in v:  # a duet's block key: round:arm:[(factor, level), ...]
+        head, _, rest = v.partition("[")
+        try:
+            pairs = ast.literal_eval("[" + rest)
+            return head + ", ".join(f"{k} {x}" for k, x in pairs)
+        except (ValueError, SyntaxError):
+            return v
+    return v
+
+
+def _with_ci(v: Any, lo: Any, hi: Any) -> Any:
+    try:
+        v, lo, hi = float(v), float(lo), float(hi)
+    except (TypeError, ValueError):
+        return v
+    if not all(map(math.isfinite, (v, lo, hi))):
+        return f"{v:.4g}" if math.isfinite(v) else "-"
+    return f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """The table as a reader takes it in: each metric's CI beside it in one column, raw metric names as words
+    with units, factor combinations in words. The data a table function returns is unchanged."""
+    out = df.copy()
+    for col in list(out.columns):
+        lo, hi = f"{col}_ci_low", f"{col}_ci_high"
+        if isinstance(col, str) and lo in out and hi in out:
+            out[col] = [_with_ci(v, a, b) for v, a, b in zip(out[col], out.pop(lo), out.pop(hi), strict=True)]
+            out = out.rename(columns={col: f"{col} [95 % CI]"})
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(_cell)
+    out.columns = [
+        f"{header(c[: -len(' [95 % CI]')])} [95 % CI]" if isinstance(c, str) and c.endswith(" [95 % CI]") else header(c)
+        for c in out.columns
+    ]
+    return out
 
 
 def frame(rows: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]]) -> pd.DataFrame:
@@ -104,6 +201,8 @@ def environment_table(
         }
     )
     for name, facts in servers.items():
+        if not facts.get("engine") and not facts.get("version"):
+            continue  # not a server (a link, a delay line): said in the notes
         version = facts.get("version", "?")
         tls = facts.get("version_ssl_library") or facts.get("tls_library") or "-"
         neg = facts.get("negotiated_tls") or {}
