@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,7 @@ from secoverhead.app.pipeline import prepare, run_study
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV
 from secoverhead.host import leaks
 from secoverhead.host.process import free_port
+from secoverhead.reporting import browser
 from secoverhead.reporting.render import external_references
 from secoverhead.servers import MariaDBServer
 
@@ -152,6 +154,16 @@ def test_a_run_produces_a_versioned_report(good_run, reports):
     assert (reports / "tls" / "latest").resolve() == d.resolve()
 
 
+def test_run_log_holds_what_cells_print_not_object_reprs_or_kernel_warnings(good_run):
+    log = (good_run.run_dir / "run.log").read_text()
+    assert "Executing Cell" in log  # the log is there, cell by cell
+    assert not re.search(r"<[\w.]+ object>|at 0x[0-9a-f]+>|<Figure size", log), log[-2000:]
+    assert "without encryption" not in log and "Alternative text" not in log
+    assert log.count("Input Notebook") == 1  # one line per event
+    progress = [json.loads(p.read_text()) for p in good_run.run_dir.glob("results/*/progress.json")]
+    assert progress and all(p["final"] and p["done"] == p["planned"] for p in progress)
+
+
 def test_no_secret_reaches_any_artefact(good_run):
     for path in good_run.run_dir.rglob("*"):
         if path.is_file():
@@ -194,13 +206,7 @@ def test_html_is_conclusions_first_and_renders_offline(good_run, tmp_path):
     flags = [
         chromium,
         "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        *browser.ARGS,
         "--proxy-server=127.0.0.1:9",
         "--host-resolver-rules=MAP * ~NOTFOUND",  # networking off
         f"--user-data-dir={tmp_path / 'profile'}",

@@ -174,14 +174,16 @@ def _check_first_screens(roots: list[Path]) -> None:
     """Every finished report, as Chromium showed it to a reviewer at 1280x800: every verdict on the first
     screen, no sideways scrolling in the summary, every embedded flame graph with its root frame drawn,
     nothing fetched from the network, the screenshot kept with the run; and the index likewise."""
-    checked = 0
+    checked = with_verdicts = 0
     for run_json in sorted(p for root in roots for p in root.glob("*/*/run.json")):
         meta = json.loads(run_json.read_text())
         if meta.get("status") != "ok":
             continue
         seen = meta.get("first_screen") or {}
         where = f"{run_json.parent}: {seen}"
-        assert "error" not in seen and seen.get("verdicts", 0) >= 1, where
+        assert "error" not in seen and "verdicts" in seen, where
+        recorded = json.loads((run_json.parent / "results" / "verdicts.json").read_text())["verdicts"]
+        assert seen["verdicts"] == len(recorded), where  # every verdict the run decided is on its page
         assert seen["verdicts_visible"] == seen["verdicts"], where
         assert seen["summary_overflow"] <= 1, where
         assert seen["flamegraphs_root_visible"] == seen["flamegraphs"], where
@@ -189,7 +191,8 @@ def _check_first_screens(roots: list[Path]) -> None:
         assert seen["print_cut_tables"] == 0, where  # printed on A4, no table runs off the page
         assert (run_json.parent / "results" / "screens" / "first-screen.png").stat().st_size > 10_000
         checked += 1
-    assert checked >= 5
+        with_verdicts += bool(recorded)
+    assert checked >= 5 and with_verdicts >= 3
     index = browser.first_screen(roots[0] / "index.html")
     assert index.verdicts >= 1 and index.verdicts_visible >= 1 and index.external_requests == []
     assert index.summary_overflow <= 1

@@ -158,7 +158,14 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         ax.set_ylim(0, 1)
         ax.set_yticks([])
         ax.set_title(f"{claim[:95]} — {r.get('effect')}", fontsize=8, loc="left")
-        ticks = sorted({c for c in cuts if left < c < right} | {v for i in each[:3] for v in i})
+        def frac(x: float, lg: bool = log, a: float = left, b: float = right) -> float:
+            return math.log(x / a) / math.log(b / a) if lg else (x - a) / (b - a)
+
+        ticks: list[float] = []
+        for t in [c for c in cuts if left < c < right] + [v for i in each[:3] for v in i]:  # lines first
+            if all(abs(frac(t) - frac(k)) > 0.08 for k in ticks):  # labels that would overlap are left out
+                ticks.append(t)
+        ticks.sort()
         ax.minorticks_off()
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:.3g}×" if unit == "x" else number(t, unit) for t in ticks], fontsize=7)

@@ -1,0 +1,76 @@
+"""The summary a reviewer reads first and the tables' presentation: the measured interval on the claim's own
+scale, a chip per verdict, the detail with the reading, a figure only where intervals were recorded; tables
+with CIs beside their metric, names as words, p-values readable, no Python reprs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from secoverhead.analysis import claimcheck
+from secoverhead.analysis.verdicts import Verdict
+from secoverhead.reporting import summary, tables
+
+
+def _verdict(**kw):
+    v = claimcheck.verdict_of(
+        "tls",
+        "setup",
+        kw.pop("verdict", Verdict.REPRODUCED),
+        "median 1 -> 2 ms; n=4 rounds",
+        part="MySQL",
+        intervals=(([(1.5, 2.1)], None),),
+        rounds=4,
+    )
+    return v.as_dict()
+
+
+def test_a_verdict_records_the_intervals_its_reading_judged():
+    v = _verdict()
+    assert v["judged"][0]["intervals"] == [[1.5, 2.1]] and v["judged"][0]["cuts"] == [1.3]
+
+
+def test_the_line_says_the_measured_interval_on_the_claims_scale_with_a_chip_and_a_detail():
+    page = summary.claims_html([_verdict()])
+    assert "reproduced" in page and "background:#1a7f37" in page
+    assert "1.5–2.1×" in page and "<details" in page and "reproduce above 1.3" in page
+    assert "<details" not in summary.claims_html([_verdict()], details=False)
+
+
+def test_scales_read_in_their_units():
+    assert summary.measured([{"effect": "TPS loss with general_log, %", "intervals": [[10.8, 32.4]]}]) == (
+        "TPS loss with general_log, %: 10.8 % to 32.4 %"
+    )
+    assert "pp" in summary.measured([{"effect": "CPU on minus off, percentage points", "intervals": [[1, 2]]}])
+    many = summary.measured([{"effect": "ratio", "intervals": [[0.9, 1.0], [0.95, 1.1], [0.8, 1.2]]}])
+    assert many.startswith("ratio: 3 cells, from 0.8")
+
+
+def test_counts_keep_the_originals_apart_from_the_suites_own():
+    own = {**_verdict(verdict=Verdict.INCONCLUSIVE), "source": "suite"}
+    assert summary.tally([_verdict(), own]) == "published claims: 1 reproduced; the suite's own: 1 inconclusive"
+
+
+def test_the_figure_draws_what_was_recorded_and_nothing_without_it():
+    assert summary.figure([{**_verdict(), "judged": []}]) is None
+    fig = summary.figure([_verdict()])
+    assert len(fig.axes) == 1
+
+
+def test_tables_read_as_words_with_their_intervals():
+    df = pd.DataFrame(
+        {
+            "arm": ["on"],
+            "server_cpu_us_per_op": [10.0],
+            "server_cpu_us_per_op_ci_low": [9.0],
+            "server_cpu_us_per_op_ci_high": [11.0],
+            "duet": ["3:on:[('threads', 16), ('workload', 'oltp_read_only')]"],
+            "note": [None],
+            "p": [3.2e-5],
+        }
+    )
+    out = tables.readable(df)
+    assert list(out.columns) == ["arm", "server CPU per op (µs) [95 % CI]", "duet", "note", "p"]
+    assert out.iloc[0, 1] == "10 [9, 11]" and out.iloc[0, 2] == "3:on:threads 16, workload oltp_read_only"
+    assert pd.isna(out.iloc[0, 3])
+    html = tables.show(df).to_html()
+    assert "3e-5" in html and "None" not in html
