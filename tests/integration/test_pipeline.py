@@ -164,6 +164,24 @@ def test_run_log_holds_what_cells_print_not_object_reprs_or_kernel_warnings(good
     assert progress and all(p["final"] and p["done"] == p["planned"] for p in progress)
 
 
+def _kernels_of(pid: int) -> list[str]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and "secoverhead.app.kernel" in cmd:
+            found.append(f"{stat.parent.name}: {cmd}")
+    return found
+
+
+def test_the_runs_kernel_ends_with_the_run(good_run):
+    """The kernel is started on our own kernel manager (IPC transport), which papermill does not stop."""
+    assert _kernels_of(os.getpid()) == []
+
+
 def test_no_secret_reaches_any_artefact(good_run):
     for path in good_run.run_dir.rglob("*"):
         if path.is_file():

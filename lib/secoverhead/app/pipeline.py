@@ -387,7 +387,15 @@ def _kernel_manager(kernel: str):
 
     with tempfile.TemporaryDirectory(prefix="secoverhead-kernel-") as d:
         os.chmod(d, 0o700)
-        yield KernelManager(kernel_name=kernel, transport="ipc", ip=str(Path(d) / "k"))
+        km = KernelManager(kernel_name=kernel, transport="ipc", ip=str(Path(d) / "k"))
+        try:
+            yield km
+        finally:  # papermill stops only a kernel manager it made itself; this one is ours to stop
+            with contextlib.suppress(Exception):
+                if km.has_kernel:
+                    km.shutdown_kernel(now=False)
+            with contextlib.suppress(Exception):
+                km.cleanup_resources()
 
 
 def _one_line(exc: BaseException) -> str:

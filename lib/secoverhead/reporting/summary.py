@@ -158,6 +158,7 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         ax.set_ylim(0, 1)
         ax.set_yticks([])
         ax.set_title(f"{claim[:95]} — {r.get('effect')}", fontsize=8, loc="left")
+
         def frac(x: float, lg: bool = log, a: float = left, b: float = right) -> float:
             return math.log(x / a) / math.log(b / a) if lg else (x - a) / (b - a)
 
