@@ -22,13 +22,13 @@ import re
 import secrets as _stdlib_secrets
 import socket
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.watch import Watch
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
@@ -323,7 +323,7 @@ def run_study(
         parameters = notebook_parameters(study, prepared.values, results_dir, run_dir / "run.json")
         handler = logging.FileHandler(run_dir / "run.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler.addFilter(_no_object_reprs)
+        handler.addFilter(no_object_reprs)
         pm_log.addHandler(handler)
         pm_log.setLevel(logging.INFO)
         pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
@@ -332,7 +332,7 @@ def run_study(
         os.environ["SECOVERHEAD_HEADLESS"] = "1"
         log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
         progress.start()
-        with _kernel_manager(kernel) as km:
+        with kernel_manager(kernel) as km:
             papermill.execute_notebook(
                 str(study.notebook_path),
                 str(run_dir / "report.ipynb"),
@@ -369,33 +369,6 @@ def run_study(
             lock.release()
     log.info("%s: %s (%s)", study.id, status, error or "no error")
     return RunOutcome(study.id, run_dir, status, error)
-
-
-_REPR = re.compile(r"^<[\w.]+(?: object| at 0x[0-9a-f]+|[^>]*\bsize \d)[^>]*>$|^\[figure: ")
-
-
-def _no_object_reprs(record: logging.LogRecord) -> bool:
-    """run.log keeps what cells print, not the text stand-ins of what they display (`<... object>`)."""
-    return not _REPR.match(str(record.getMessage()).strip())
-
-
-@contextlib.contextmanager
-def _kernel_manager(kernel: str):
-    """The kernel on Unix sockets in a private folder (IPC transport): nothing listens on a TCP port, and the
-    kernel has no reason to warn that its traffic is unencrypted."""
-    from jupyter_client.manager import KernelManager  # deferred: see the module docstring
-
-    with tempfile.TemporaryDirectory(prefix="secoverhead-kernel-") as d:
-        os.chmod(d, 0o700)
-        km = KernelManager(kernel_name=kernel, transport="ipc", ip=str(Path(d) / "k"))
-        try:
-            yield km
-        finally:  # papermill stops only a kernel manager it made itself; this one is ours to stop
-            with contextlib.suppress(Exception):
-                if km.has_kernel:
-                    km.shutdown_kernel(now=False)
-            with contextlib.suppress(Exception):
-                km.cleanup_resources()
 
 
 def _one_line(exc: BaseException) -> str:
