@@ -36,7 +36,10 @@ def test_nginx_full_handshake_cost_is_libcrypto_and_keepalive_has_none(tmp_path)
     assert crypto_keepalive < 0.05 * extra["libcrypto (OpenSSL)"]  # negligible once connected
     # The question by name: RSA signing's functions lead the full handshake's extra CPU, and the stacks resolve.
     prof = profiling.profiles(part.store.path)["TLS 1.2 full, RSA"]
-    assert prof.unresolved < 0.10 * prof.samples, (prof.unresolved, prof.samples)
+    # unresolved: no named function to credit at all (stacks.py); with no name in the leaf's own library, the
+    # stricter share, is what stripped OpenSSL leaves to the caller that entered it (10-11 % of this arm)
+    assert prof.unresolved < 0.10 * prof.samples, (prof.unresolved, prof.unnamed_in_library, prof.samples)
+    assert prof.unnamed_in_library >= prof.unresolved
     top = extra_functions(part, "TLS 1.2 full, RSA", "HTTP", n=5)
     assert any(f.startswith(("BN_mod_exp_mont_consttime", "RSA_private_encrypt")) for f in top["function"]), top
     rsa = [r for r in question_rows(part, https_declarations.CRYPTO) if r["what"] == "RSA signing"]

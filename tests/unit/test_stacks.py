@@ -30,19 +30,20 @@ def test_parse_gives_leaf_first_stacks_with_inlined_frames_in_their_callers_libr
     assert parsed[2][0] == ("memcpy_inline", "libc.so.6")
 
 
-def test_unnamed_leaf_goes_to_the_nearest_named_frame_of_its_own_library_only():
+def test_unnamed_leaf_goes_to_its_own_librarys_nearest_name_else_to_the_caller_that_entered_it():
     parsed = stacks.parse(SCRIPT)
     assert stacks.self_function(parsed[0]) == ("BN_mod_exp_mont_consttime*", True)
-    # the named caller is in another library: the sample stays unresolved, named by its library
-    assert stacks.self_function(parsed[1]) == ("[libssl.so.3]", False)
+    # no name in libssl: credited to the named caller that entered it, marked as such
+    assert stacks.self_function(parsed[1]) == ("ngx_ssl_handshake -> [libssl.so.3]", True)
+    assert stacks.named_in_library(parsed[0]) and not stacks.named_in_library(parsed[1])
     assert stacks.self_function(parsed[2]) == ("memcpy_inline", True)
     assert stacks.self_function(parsed[3]) == ("tcp_sendmsg", True)
 
 
 def test_summary_counts_samples_libraries_and_unresolved():
-    s = stacks.summarize(stacks.parse(SCRIPT))
-    assert s.samples == 4 and s.unresolved == 1
-    assert s.by_category == {"libcrypto (OpenSSL)": 1, "libssl (OpenSSL)": 1, "libc": 1, "kernel": 1}
+    s = stacks.summarize([*stacks.parse(SCRIPT), [("[unknown]", "libssl.so.3"), ("[unknown]", "nginx")]])
+    assert s.samples == 5 and s.unresolved == 1 and s.unnamed_in_library == 2
+    assert s.by_category == {"libcrypto (OpenSSL)": 1, "libssl (OpenSSL)": 2, "libc": 1, "kernel": 1}
     assert s.self_counts[("libcrypto (OpenSSL)", "BN_mod_exp_mont_consttime*")] == 1
 
 

@@ -121,7 +121,8 @@ class Profile:
     top: list[tuple[str, str, int]]  # (category, symbol, samples)
     folded: str  # file names, relative to the profiles directory
     svg: str
-    unresolved: int = 0  # samples no frame of whose leaf's library has a name (stacks.self_function)
+    unresolved: int = 0  # samples with no named frame to credit (stacks.self_function)
+    unnamed_in_library: int = 0  # samples with no named frame in their leaf's own library
     call_graph: str = "fp"  # profiles taken before DWARF call graphs unwound frame pointers only
 
     @property
@@ -213,6 +214,7 @@ class Profiler:
             "folded": f"{name}.folded",
             "svg": f"{name}.svg",
             "unresolved": summary.unresolved,
+            "unnamed_in_library": summary.unnamed_in_library,
             "call_graph": CALL_GRAPH,
         }
         atomic_write_json(self.dir / f"{name}.json", profile)

@@ -1,11 +1,16 @@
 """Sampled call stacks from `perf script`, attributed in the terms a DBA reads.
 
 Debian's libcrypto and libssl are stripped: their exported functions keep names (the dynamic symbol table)
-but their internal ones, the assembly that does the arithmetic among them, show as `[unknown]`. With DWARF
-call graphs the stacks still unwind through them (`.eh_frame` survives stripping), so a sample whose leaf is
-unnamed is credited to the nearest named function above it in the same library: `BN_mod_exp_mont_consttime*`
-is that function with the unnamed code it calls. A sample is *unresolved* only when no frame of its leaf's
-library has a name; the profile records how many.
+but their internal ones, the assembly that does the arithmetic among them, show as `[unknown]`; and no debug
+symbols are reachable here (Debian's debug archive is not). With DWARF call graphs the stacks still unwind through
+them (`.eh_frame` survives stripping), so a sample whose leaf is unnamed is credited to:
+- the nearest named function above it in the same library: `BN_mod_exp_mont_consttime*` is that function with the
+  unnamed code it calls;
+- else the nearest named function above it at all, the one that entered the unnamed code:
+  `ngx_ssl_handshake -> [libssl.so.3]` is OpenSSL's internal handshake code nginx's handshake called (libssl's
+  state machine, a tail call from the exported SSL_do_handshake, keeps no named frame of its own);
+- else nothing: the sample is *unresolved*.
+The profile records both shares: samples with no name in their leaf's library, and those unresolved.
 """
 
 from __future__ import annotations
@@ -88,7 +93,8 @@ def _named(sym: str) -> bool:
 
 def self_function(stack: Sequence[Frame]) -> tuple[str, bool]:
     """(the function a sample's time is credited to, whether it was resolved): the leaf when named, else the
-    nearest named frame above it in the leaf's own library, marked `*` (it and the unnamed code it calls)."""
+    nearest named frame above it in the leaf's own library, marked `*` (it and the unnamed code it calls), else
+    the nearest named frame above it at all, `caller -> [library]` (the code that entered the unnamed library)."""
     leaf_sym, leaf_lib = stack[0]
     if _named(leaf_sym):
         return leaf_sym, True
@@ -97,7 +103,21 @@ def self_function(stack: Sequence[Frame]) -> tuple[str, bool]:
             break
         if _named(sym):
             return f"{sym}*", True
+    for sym, _ in stack[1:]:
+        if _named(sym):
+            return f"{sym} -> [{leaf_lib}]", True
     return f"[{leaf_lib}]", False
+
+
+def named_in_library(stack: Sequence[Frame]) -> bool:
+    """Whether a frame of the leaf's own library has a name (the stricter measure of what the symbols resolve)."""
+    leaf_lib = stack[0][1]
+    for sym, lib in stack:
+        if lib != leaf_lib:
+            return False
+        if _named(sym):
+            return True
+    return False
 
 
 @dataclass
@@ -105,7 +125,8 @@ class Summary:
     """What a profile's samples say: by library of the leaf, by function (self), by function (inclusive)."""
 
     samples: int = 0
-    unresolved: int = 0
+    unresolved: int = 0  # no named frame anywhere above the leaf
+    unnamed_in_library: int = 0  # no named frame in the leaf's own library (credited to their caller, or not)
     by_category: Counter = field(default_factory=Counter)
     self_counts: Counter = field(default_factory=Counter)  # (category, function) -> samples
 
@@ -118,6 +139,7 @@ def summarize(stacks: Iterable[Sequence[Frame]]) -> Summary:
         cat = category(leaf_lib, leaf_sym)
         fn, resolved = self_function(stack)
         s.unresolved += not resolved
+        s.unnamed_in_library += not named_in_library(stack)
         s.by_category[cat] += 1
         s.self_counts[(cat, fn)] += 1
     return s

@@ -193,14 +193,18 @@ def embed_svg(svg: str, alt: str) -> str:
 
 
 def _unresolved_note(profs: Mapping[str, profiling.Profile]) -> str:
-    parts = [f"{arm} {100 * p.unresolved / p.samples:.0f} %" for arm, p in profs.items() if p.samples]
+    parts = [
+        f"{arm} {100 * p.unnamed_in_library / p.samples:.0f} % / {100 * p.unresolved / p.samples:.1f} %"
+        for arm, p in profs.items()
+        if p.samples
+    ]
     kinds = {p.call_graph for p in profs.values()}
     how = "DWARF call graphs" if all(k.startswith("dwarf") for k in kinds) else "frame-pointer call graphs"
     return (
-        f"Stacks unwound with {how}; samples left unresolved (no named function in their leaf's library): "
-        + ", ".join(parts)
-        + ". A name marked `*` is that function with the unnamed internal code it calls (Debian strips OpenSSL's "
-        "internal symbols)."
+        f"Stacks unwound with {how}. Samples with no named function in their leaf's library / left unresolved "
+        "(no named function above them at all): " + ", ".join(parts) + ". A name marked `*` is that function with "
+        "the unnamed internal code it calls; `f -> [library]` is unnamed code of that library entered from f "
+        "(Debian strips OpenSSL's internal symbols, and its debug symbols are not reachable here)."
     )
 
 
