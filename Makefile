@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno test lint format reports lab bench error-rates clean
+.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -47,6 +47,10 @@ ferretdb:
 inferno:
 	@scripts/build-inferno.sh >/dev/null
 
+# Only the tests need it: the Airflow recipe is loaded by Airflow itself, in a virtualenv of its own.
+airflow: python
+	@scripts/install-airflow.sh
+
 lint: python
 	$(BIN)/ruff check lib tests benchmarks
 	$(BIN)/ruff format --check lib tests benchmarks
@@ -55,7 +59,7 @@ format: python
 	$(BIN)/ruff format lib tests benchmarks
 	$(BIN)/ruff check --fix lib tests benchmarks
 
-test: setup lint
+test: setup airflow lint
 	$(BIN)/pytest tests notebooks --nbval-lax --nbval-sanitize-with $(abspath tests/nbval_sanitize.cfg) $(PYTEST_ARGS)
 
 reports: setup

@@ -21,7 +21,9 @@ LAYERS = (
     "measurement",  # experiments: rounds, arms, sequential looks, the result store
     "reporting",  # one study's tables, plots and report
     "studies",  # the study protocol and the five study packages
-    "suite",  # across studies and runs: index, history, run-to-run comparison
+    "sizing",  # the cost calculator: the studies' measured costs priced for a DBA's workload and machine
+    "suite",  # across studies and runs: index, history, run-to-run comparison, retention
+    "fleet",  # many targets and client hosts on Dask distributed: the fleet file, its jobs, their runner
     "app",  # the pipeline, the CLI, the kernel launcher
 )
 MAX_LINES = 500

@@ -8,6 +8,10 @@ secoverhead run --all --profile quick
 secoverhead run --resume REPORT_DIR
 secoverhead compare RUN_A RUN_B [--metric M]... [--format text|csv|json|markdown]  (exit 1: a regression)
 secoverhead pdf REPORT_DIR [-o FILE.pdf]
+secoverhead calibrate [-o FILE.json]    this machine's speed reference, for `run cost -p calibration_file FILE`
+secoverhead fleet FLEET.yaml [--scheduler ADDRESS]   every study against every target, on Dask distributed
+secoverhead prune --keep N [--older-than DAYS] [--dry-run]
+secoverhead expect STUDY RUN --why TEXT [--claim ID] [--target NAME]
 secoverhead index [--reports DIR]
 
 Bad input is one line on stderr and exit 2, before anything heavy is imported or started. So imports are deferred
@@ -18,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
+from pathlib import Path
 
 from secoverhead import __version__
 from secoverhead.core import signals
@@ -32,11 +38,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _list() -> int:
-    from secoverhead.studies import (
-        STUDIES,  # deferred: see the module docstring
-    )
+    from secoverhead.suite.notebooks import NOTEBOOKS  # deferred: see the module docstring
 
-    for s in STUDIES.values():
+    for s in NOTEBOOKS.values():
         files = ", ".join(p.stem for p in s.parameter_files()) or "-"
         print(f"{s.id:6} {s.notebook:36} params: {files}")
     return 0
@@ -77,9 +81,7 @@ def _startup_housekeeping() -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from secoverhead.studies import (
-        STUDIES,  # deferred: see the module docstring
-    )
+    from secoverhead.suite.notebooks import NOTEBOOKS  # deferred: see the module docstring
 
     _startup_housekeeping()  # first: what a crash left behind is cleaned even when this command is refused
     if args.resume and (args.study or args.all or args.file or args.param or args.profile):
@@ -95,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
         resume_values,
     )
 
-    reports = check_reports_root(args.reports)
+    # a resumed run's index is the one it belongs to, wherever the command is typed
+    reports = check_reports_root(args.reports or (Path(args.resume).parent.parent if args.resume else "reports"))
     lock = None
     if args.resume:
         from secoverhead.core.paths import (
@@ -109,15 +112,39 @@ def _run(args: argparse.Namespace) -> int:
         lock = RunLock(user_path(args.resume)).acquire()  # one writer per run, before any server or kernel
         jobs = [(prepare(study, values=values), user_path(args.resume))]
     else:
-        studies = list(STUDIES) if args.all else [args.study]
+        studies = list(NOTEBOOKS) if args.all else [args.study]
         profile = args.profile if (args.profile or args.file) else "smoke"
         for s in studies:
             get_study(s)
         overrides = [tuple(p) for p in args.param or []]
-        jobs = [(prepare(s, files=args.file or [], profile=profile, overrides=overrides), None) for s in studies]
-    from secoverhead.app.pipeline import (
-        run_study,  # deferred: see the module docstring
+        jobs = [
+            (
+                prepare(
+                    s,
+                    files=args.file or [],
+                    profile=profile,
+                    overrides=overrides,
+                    reports_root=reports,
+                    upcoming=frozenset(studies[:i]),  # with --all, the calculator reads what the studies write
+                ),
+                None,
+            )
+            for i, s in enumerate(studies)
+        ]
+    from secoverhead.app.pipeline import (  # deferred: see the module docstring
+        Placement,
+        run_study,
     )
+    from secoverhead.core.params import ID_PATTERN
+
+    for what, value in (("--name", args.name), ("--target", args.target), ("--client-host", args.client_host)):
+        if value is not None and not re.fullmatch(ID_PATTERN, value):
+            raise SecoverheadError(f"{what} must be letters, digits, '_', '-', '.' (at most 64)")
+    if args.name and (len(jobs) != 1 or args.resume):
+        raise SecoverheadError("--name names one new run")
+    if args.name and (reports / jobs[0][0].study.id / args.name).exists():
+        raise SecoverheadError(f"--name {args.name}: that run exists (continue it with --resume)")
+    placement = Placement(args.name or "", args.target or "", args.client_host or "")
     from secoverhead.suite.index import (
         build_index,  # deferred: see the module docstring
     )
@@ -127,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"plan: {line}", file=sys.stderr)
     failed = []
     for prepared, resume in jobs:
-        outcome = run_study(prepared, reports_root=reports, resume=resume, lock=lock)
+        outcome = run_study(prepared, reports_root=reports, resume=resume, lock=lock, placement=placement)
         print(
             f"{outcome.study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else "")
         )
@@ -180,6 +207,88 @@ def _pdf(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from secoverhead.core.errors import ConfigError
+    from secoverhead.core.paths import user_path
+
+    try:
+        out = user_path(args.output)
+    except ValueError as exc:
+        raise ConfigError(f"--output {exc}") from None
+    if out.suffix.lower() != ".json" or out.is_dir():
+        raise ConfigError(f"--output {out} must be a .json file")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--output {out}: the folder {out.parent} does not exist")
+    from secoverhead.host import calibration  # deferred: openssl, ctypes
+    from secoverhead.sizing.scaling import REFERENCES, reference_us
+
+    print("measuring this machine's speed reference (about 8 s of one core)...", file=sys.stderr)
+    cal = calibration.measure()
+    calibration.save(cal, out)
+    for key, what in REFERENCES.items():
+        us = reference_us(cal, key)
+        if us is not None:
+            shown = f"{us / 1e3:10.3f} ms" if us >= 1e3 else f"{us * 1e3:10.3f} ns" if us < 0.01 else f"{us:10.3f} us"
+            print(f"{key:32} {shown}  {what.split(':')[0]}")
+    print(f"saved {out}: price a workload on this machine with `secoverhead run cost -p calibration_file {out}`")
+    return 0
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    from secoverhead.app.pipeline import check_reports_root, prepare  # deferred: see the module docstring
+    from secoverhead.fleet import spec
+
+    fleet = spec.load(args.file)
+    for job in fleet.jobs():  # every job's parameters, as `run` checks them; its client host checks the rest
+        try:
+            prepare(
+                job.study,
+                files=list(job.entry.files),
+                profile=job.entry.profile,
+                overrides=[(k, spec.param_text(v)) for k, v in job.params().items()],
+                check_servers=False,
+            )
+        except SecoverheadError as exc:
+            raise SecoverheadError(f"{job.key}: {exc}") from None
+    reports = check_reports_root(args.reports)
+    from secoverhead.fleet import runner  # deferred: Dask
+    from secoverhead.suite.index import build_index
+
+    print(f"fleet {fleet.stamp}: {len(fleet.jobs())} job(s) on {args.scheduler or 'a local cluster'}", file=sys.stderr)
+    summary = runner.run(fleet, reports, args.scheduler)
+    print(f"summary: {summary.path}\nindex: {build_index(reports)}")
+    return 0 if summary.ok else 1
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from secoverhead.app.pipeline import check_reports_root
+    from secoverhead.suite import retention
+
+    if args.keep is None and args.older_than is None:
+        raise SecoverheadError("say what to keep whole: --keep N (newest runs per study) and/or --older-than DAYS")
+    if (args.keep is not None and args.keep < 0) or (args.older_than is not None and args.older_than < 0):
+        raise SecoverheadError("--keep and --older-than take numbers of at least 0")
+    reports = check_reports_root(args.reports)
+    done = retention.prune(retention.plan(reports, args.keep, args.older_than), dry_run=args.dry_run)
+    for d in done:
+        print(f"{'would free' if args.dry_run else 'freed'} {d.freed / 1e6:8.1f} MB  {d.run.relative_to(reports)}")
+    total = sum(d.freed for d in done) / 1e6
+    print(
+        f"{len(done)} run(s); {total:.1f} MB {'would be ' if args.dry_run else ''}freed; verdicts, history and "
+        "reports kept"
+    )
+    return 0
+
+
+def _expect(args: argparse.Namespace) -> int:
+    from secoverhead.app.pipeline import check_reports_root
+    from secoverhead.suite import expected
+
+    reports = check_reports_root(args.reports)
+    print(expected.mark(reports, args.study, args.run, args.why, args.claim or "*", args.target or "*"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Every ending signal (SIGINT, SIGTERM, SIGHUP) is handled from the first line: whatever moment it comes,
     the run is finalised and one line says so."""
@@ -211,8 +320,11 @@ def _main(argv: list[str] | None) -> int:
     run.add_argument(
         "--profile", help="papermill-params/<study>/<profile>.yaml, applied first (default: smoke, without -f)"
     )
-    run.add_argument("--reports", default="reports", help="reports directory (default: reports)")
+    run.add_argument("--reports", help="reports directory (default: reports; with --resume, the one the run is in)")
     run.add_argument("--resume", metavar="REPORT_DIR", help="continue an interrupted run in place")
+    run.add_argument("--name", help=argparse.SUPPRESS)  # a fleet's job: its run directory's name
+    run.add_argument("--target", help=argparse.SUPPRESS)  # a fleet's job: the target's name (recorded)
+    run.add_argument("--client-host", help=argparse.SUPPRESS)  # a fleet's job: the host it runs on (recorded)
     cmp_ = sub.add_parser("compare", help="benchstat-style comparison of two runs of one study")
     cmp_.add_argument("run_a")
     cmp_.add_argument("run_b")
@@ -221,6 +333,24 @@ def _main(argv: list[str] | None) -> int:
     pdf = sub.add_parser("pdf", help="print a run's report to PDF (headless Chromium; its print stylesheet)")
     pdf.add_argument("run", help="a report directory (reports/<study>/<run> or reports/<study>/latest)")
     pdf.add_argument("-o", "--output", help="PDF file (default: report.pdf in the run directory)")
+    cal = sub.add_parser("calibrate", help="measure this machine's speed reference and save it (for run cost)")
+    cal.add_argument("-o", "--output", default="calibration.json", help="where to save it (default: calibration.json)")
+    flt = sub.add_parser("fleet", help="run studies against a fleet of targets on Dask (FLEET.yaml)")
+    flt.add_argument("file", help="the fleet file: targets, their client hosts, the studies")
+    flt.add_argument("--scheduler", help="a Dask scheduler's address (default: a local cluster on this machine)")
+    flt.add_argument("--reports", default="reports", help="where the runs come back (default: reports)")
+    prn = sub.add_parser("prune", help="drop raw samples of old runs, keeping verdicts, history and reports")
+    prn.add_argument("--keep", type=int, help="runs per study kept whole (the newest)")
+    prn.add_argument("--older-than", type=float, metavar="DAYS", help="prune only runs started this long ago")
+    prn.add_argument("--dry-run", action="store_true", help="say what would be freed; change nothing")
+    prn.add_argument("--reports", default="reports")
+    exp = sub.add_parser("expect", help="mark a change in a study's history as expected, and why")
+    exp.add_argument("study")
+    exp.add_argument("run", help="the first run after the change (its directory name)")
+    exp.add_argument("--why", required=True, help="the reason (an upgrade, a new instance class, ...)")
+    exp.add_argument("--claim", help="one claim's id (default: every claim of the study)")
+    exp.add_argument("--target", help="one target (default: every target)")
+    exp.add_argument("--reports", default="reports")
     idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
     try:
@@ -247,6 +377,14 @@ def _main(argv: list[str] | None) -> int:
             return _compare(args)
         if args.command == "pdf":
             return _pdf(args)
+        if args.command == "calibrate":
+            return _calibrate(args)
+        if args.command == "fleet":
+            return _fleet(args)
+        if args.command == "prune":
+            return _prune(args)
+        if args.command == "expect":
+            return _expect(args)
         return _run(args)
     except SecoverheadError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)

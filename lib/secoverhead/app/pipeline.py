@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import functools
 import json
 import logging
 import os
-import re
 import secrets as _stdlib_secrets
 import socket
 import sys
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
+from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
@@ -40,7 +39,8 @@ from secoverhead.core.runlock import RunLock
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, environment, leaks
-from secoverhead.studies import STUDIES, StudySpec
+from secoverhead.studies import StudySpec
+from secoverhead.suite.notebooks import NOTEBOOKS
 
 KERNEL = "secoverhead"
 SCREENS_ENV = "SECOVERHEAD_SCREENS"  # "off": no first-screen screenshot (the test suite's many tiny runs)
@@ -62,6 +62,16 @@ class Prepared:
     plan_notes: list[str] = field(default_factory=list)  # what the plan check said (and did) before the run
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a fleet runs a job: the run directory's name (fixed beforehand, so a retry resumes it), the target
+    it loads and the client host it runs on (recorded in run.json; a resumed run adds its host)."""
+
+    run_name: str = ""
+    target: str = ""
+    client_host: str = ""
+
+
 @dataclass
 class RunOutcome:
     study: str
@@ -75,9 +85,9 @@ class RunOutcome:
 
 
 def get_study(study_id: str) -> StudySpec:
-    if study_id not in STUDIES:
-        raise ConfigError(f"unknown study {study_id!r}; studies: {', '.join(STUDIES)}")
-    study = STUDIES[study_id]
+    if study_id not in NOTEBOOKS:
+        raise ConfigError(f"unknown study {study_id!r}; studies: {', '.join(NOTEBOOKS)}")
+    study = NOTEBOOKS[study_id]
     if not study.available:
         raise ConfigError(f"study {study_id!r} has no notebook ({study.notebook_path})")
     return study
@@ -91,9 +101,12 @@ def prepare(
     overrides: list[tuple[str, str]] | None = None,
     values: dict[str, Any] | None = None,
     check_servers: bool = True,
+    reports_root: Path | None = None,
+    upcoming: frozenset[str] = frozenset(),
 ) -> Prepared:
     """Parameters from files (a profile first, then -f files in order) and -p pairs, checked against the
-    study's Params, bounded, and pre-flighted (secrets present, files present, named servers answering)."""
+    study's Params, bounded, and pre-flighted (secrets present, files present, named servers answering, the
+    reports a notebook reads there, or coming from the studies the same command runs first: `upcoming`)."""
     study = get_study(study_id)
     chain = [str(f) for f in files or []]
     if profile is not None:
@@ -105,7 +118,8 @@ def prepare(
     cls = study.Params
     merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
     p = build(cls, merged, study=study.id)
-    _check_secrets_scannable(study, p, merged)
+    if check_servers:  # a fleet's driver checks parameters only: its client hosts hold the secrets
+        _check_secrets_scannable(study, p, merged)
     notes = p.check_plan() if values is None else []  # a resumed run keeps its plan
     if "repetitions" in merged or notes:
         merged["repetitions"] = p.repetitions
@@ -115,8 +129,13 @@ def prepare(
             f"{study.id}: the plan has up to {planned:,} runs (limit "
             f"{MAX_PLANNED_RUNS:,}): lower repetitions or the factor levels"
         )
+    for name, value in p.path_values().items():  # as the user meant them, wherever the notebook runs
+        setattr(p, name, value)
+        merged[name] = value
     if check_servers:
         preflight(p)
+    if study.check is not None:
+        study.check(p, reports_root or check_reports_root("reports"), upcoming)
     name = params_name(chain, overrides or []) if values is None else "resumed"
     return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
 
@@ -149,7 +168,7 @@ def check_reports_root(root: str | os.PathLike) -> Path:
             raise ConfigError(f"--reports {path} is a file, not a directory")
         path.mkdir(parents=True, exist_ok=True)
         for child in path.iterdir():  # reports/<study> must be folders: a file there would fail the run midway
-            if child.name in STUDIES and not child.is_dir():
+            if child.name in NOTEBOOKS and not child.is_dir():
                 raise ConfigError(f"--reports {path}: {child.name} is a file, not a study's folder; move it away")
     except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
         why = getattr(exc, "strerror", None) or str(exc)
@@ -171,45 +190,12 @@ def check_kernel(name: str = KERNEL) -> None:
         raise ConfigError(f"Jupyter kernel {name!r} is not registered: run `make setup`") from None
 
 
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:24] or "host"
-
-
-def _new_run_dir(root: Path, study: str, name: str, secret_values: list[str]) -> Path:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    for v in secret_values:  # a file or parameter named like a password must not put it in a folder name
-        if v and v in name:
-            name = name.replace(v, "redacted")
-    base = root / study / f"{stamp}-{_host()}-{name}"
-    path, n = base, 1
-    while True:
-        try:
-            path.mkdir(parents=True, exist_ok=False)  # never overwrite an earlier run
-            return path
-        except FileExistsError:
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
-
-
 def _secret_values(p: Any) -> list[str]:
     """The secrets this run can touch: every *_password_env / *_password_file parameter's value, read here."""
     out = []
     for kind, where in secret_parameters(p).values():
         out.append(secret_from(env=where).reveal() if kind == "env" else secret_from(file=where).reveal())
     return out
-
-
-def _point_latest(run_dir: Path) -> None:
-    """reports/<study>/latest -> the newest run; a `latest` that is not a link (a folder someone made) is left
-    alone and said."""
-    latest = run_dir.parent / "latest"
-    if latest.exists() and not latest.is_symlink():
-        raise OSError(f"{latest} is not a link; left as it is")
-    tmp = run_dir.parent / f".latest-{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(run_dir.name)
-    os.replace(tmp, latest)
 
 
 def _concurrent(root: Path, me: Path) -> list[str]:
@@ -267,10 +253,12 @@ def run_study(
     log: logging.Logger | None = None,
     resume: Path | None = None,
     lock: RunLock | None = None,
+    placement: Placement | None = None,
 ) -> RunOutcome:
     """Execute, render, scan, record. Raises only before a run directory exists (or, resuming, when another
     process holds its lock); after, every outcome is recorded and returned (KeyboardInterrupt / Terminated are
-    re-raised once recorded). One process writes a run directory at a time: `lock`, or one taken here."""
+    re-raised once recorded). One process writes a run directory at a time: `lock`, or one taken here.
+    `placement`: a fleet's job, its run directory named beforehand and its target and client host recorded."""
     import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
     from papermill.exceptions import PapermillExecutionError
 
@@ -283,7 +271,14 @@ def run_study(
     secret_values = _secret_values(p)
     if resume is not None and lock is None:
         lock = RunLock(resume).acquire()
-    run_dir = resume if resume is not None else _new_run_dir(root, study.id, prepared.name, secret_values)
+    placement = placement or Placement()
+    if resume is not None:
+        run_dir = resume
+    elif placement.run_name:
+        run_dir = root / study.id / placement.run_name
+        run_dir.mkdir(parents=True)  # never overwrites: an existing run is resumed, not remade
+    else:
+        run_dir = new_run_dir(root, study.id, prepared.name, secret_values)
     if lock is None:
         lock = RunLock(run_dir).acquire()  # a new directory: nobody else can hold it yet
     results_dir = run_dir / "results"
@@ -305,6 +300,14 @@ def run_study(
         "status": "running",
         "resumed": (previous or {}).get("resumed", 0) + (1 if previous is not None else 0),
     }
+    target = placement.target or (previous or {}).get("target")
+    if target:
+        record["target"] = target
+    hosts = list((previous or {}).get("client_hosts") or [])
+    if placement.client_host:
+        hosts.append(placement.client_host)
+    if hosts:
+        record["client_hosts"] = hosts
     status, error = "ok", None
     handler = None
     pm_log = logging.getLogger("papermill")
@@ -328,7 +331,8 @@ def run_study(
         pm_log.setLevel(logging.INFO)
         pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
         os.environ[EMBEDDED_PASSWORD_ENV] = embedded_pw
-        os.environ[calibration.ENV] = str(_shared_calibration(run_dir))
+        if p.MEASURES:
+            os.environ[calibration.ENV] = str(_shared_calibration(run_dir))
         os.environ["SECOVERHEAD_HEADLESS"] = "1"
         log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
         progress.start()
@@ -438,7 +442,7 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
         print(f"error: could not record the run in {run_dir}: {exc.strerror or exc}", file=sys.stderr)
         return "failed", error
     try:  # every run, whatever its status: latest is the newest
-        _point_latest(run_dir)
+        point_latest(run_dir)
     except OSError as exc:
         print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error

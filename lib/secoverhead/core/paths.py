@@ -104,3 +104,8 @@ def interactive_results() -> Path:
     """Where a notebook run outside the pipeline writes: $SECOVERHEAD_RESULTS, else results/interactive/."""
     env = os.environ.get("SECOVERHEAD_RESULTS")
     return Path(env) if env else ROOT / "results" / "interactive"
+
+
+# A Dask scheduler the run reaches other client hosts through (a load from several hosts at once); `secoverhead
+# fleet` sets it for the runs it starts.
+SCHEDULER_ENV = "SECOVERHEAD_SCHEDULER"

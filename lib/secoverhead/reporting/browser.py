@@ -42,6 +42,8 @@ class FirstScreen:
     flamegraphs_root_visible: int  # graphs whose root frame (the top row of an icicle) is drawn
     external_requests: list[str] = field(default_factory=list)
     print_cut_tables: int = 0  # tables wider than an A4 page's printable width under the print stylesheet
+    headlines: int = 0  # the cost calculator's sentences (it has no verdicts)
+    headlines_visible: int = 0
 
 
 @contextlib.contextmanager
@@ -77,7 +79,8 @@ _PROBE = """() => {
     return r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight
       && r.left >= 0 && r.right <= innerWidth; };
   const chips = [...document.querySelectorAll('.claims .chip')];
-  const summary = document.querySelector('.claims');
+  const sentences = [...document.querySelectorAll('.headline p')];
+  const summary = document.querySelector('.claims') || document.querySelector('.headline');
   const graphs = [...document.querySelectorAll('object.flamegraph')];
   // A graph is embedded as its own document (data: URL, opaque to the page): its root frame shows when the
   // box the page gives it is tall enough, at the width it is drawn, to hold the frame's lower edge.
@@ -91,7 +94,8 @@ _PROBE = """() => {
           scroll_width: document.documentElement.scrollWidth, client_width: document.documentElement.clientWidth,
           summary_overflow: summary ? Math.max(0, summary.scrollWidth - summary.clientWidth,
                                                summary.getBoundingClientRect().right - innerWidth) : 0,
-          flamegraphs: graphs.length, flamegraphs_root_visible: roots};
+          flamegraphs: graphs.length, flamegraphs_root_visible: roots,
+          headlines: sentences.length, headlines_visible: sentences.filter(inView).length};
 }"""
 
 

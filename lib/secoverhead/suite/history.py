@@ -1,15 +1,19 @@
-"""Results over time (after asv and conbench): every run of a study found under reports/, each claim's effect
-(a ratio with its interval, which is machine-independent: both arms ran on the same machine) and verdict,
-with the host, the server versions and the machine's speed reference beside it. A change between two
-consecutive runs of a claim is flagged when their intervals do not overlap: beyond the noise of either.
+"""Results over time (after asv and conbench; change detection after MongoDB's CI and Apache Otava): every run of a
+study found under reports/, each claim's effect (a ratio with its interval, machine-independent: both arms ran on
+the same machine) and verdict, per series: the claim on one target, one server version and one machine speed
+class (runs of different classes are not one series). Over each whole series, E-divisive means finds the runs
+where the effect changed (analysis/changepoints.py), each flagged better or worse for the DBA; a change marked
+expected (`secoverhead expect`) is shown as such, not as an alarm. The x-axis is the runs' dates.
 
-Runs copied in from other hosts merge by copying their directories under reports/<study>/ (their names carry
-the host) and rebuilding the index."""
+Runs copied in from other hosts merge by copying their directories under reports/<study>/ and rebuilding the
+index."""
 
 from __future__ import annotations
 
 import base64
 import io
+import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +21,27 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
-from secoverhead.studies import STUDIES
+from secoverhead.core.units import unit
+from secoverhead.suite import expected as expected_marks
+
+EMBEDDED = "this machine's servers"
+SERIES = ["claim id", "target", "server", "speed class"]
+
+
+def speed_class(rsa_sign_us: Any) -> str:
+    """Machines within a factor of about 1.4 of one RSA-2048 signature time are one class (a new class is a new
+    series: a slower machine is not a regression)."""
+    try:
+        x = float(rsa_sign_us)
+    except (TypeError, ValueError):
+        return "unknown"
+    if not x > 0:
+        return "unknown"
+    k = round(math.log(x, 1.4))
+    return f"RSA sign ~{1.4**k:.0f} us"
 
 
 def collect(root: Path, study: str) -> pd.DataFrame:
@@ -34,19 +56,26 @@ def collect(root: Path, study: str) -> pd.DataFrame:
             continue
         cal = read_json(run / "calibration.json") or {}
         env = meta.get("environment") or {}
+        tools = env.get("tools") or {}
         for v in verdicts.get("verdicts", []):
             if not isinstance(v, dict):
                 continue
+            metric = str((v.get("registered") or {}).get("metric") or "")
             rows.append(
                 {
+                    "study": study,
                     "run": run.name,
                     "started": meta.get("started", ""),
-                    "host": (env.get("machine") or {}).get("hostname") or meta.get("host", ""),
-                    "mariadb": (env.get("tools") or {}).get("mariadbd", ""),
+                    "commit": str(env.get("git_commit") or "")[:10],
+                    "target": meta.get("target") or EMBEDDED,
+                    "client hosts": ", ".join(meta.get("client_hosts") or []) or meta.get("host", ""),
+                    "server": meta.get("server_version") or tools.get("mariadbd", "") or "",
                     "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
+                    "speed class": speed_class(cal.get("rsa2048_sign_us")),
                     "params": meta.get("params_name", ""),
                     "claim id": v.get("id") or v.get("claim", "")[:40],
                     "claim": v.get("claim", ""),
+                    "metric": metric,
                     "verdict": v.get("verdict", ""),
                     "ratio": v.get("ratio"),
                     "ci low": v.get("ci_low"),
@@ -56,54 +85,104 @@ def collect(root: Path, study: str) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if not len(df):
         return df
-    return df.sort_values(["claim id", "started"]).assign(change=_changes).reset_index(drop=True)
+    df["date"] = pd.to_datetime(df["started"], utc=True, errors="coerce")
+    return df.sort_values([*SERIES, "date", "run"]).reset_index(drop=True)
 
 
-def _changes(df: pd.DataFrame) -> list[str]:
-    """Per claim, against its previous run: 'changed' when the intervals are apart, 'verdict changed' when only
-    the verdict moved, '' otherwise."""
-    out, prev = [], {}
-    for row in df.itertuples(index=False):
-        key = row[df.columns.get_loc("claim id")]
-        before = prev.get(key)
-        lo, hi = row[df.columns.get_loc("ci low")], row[df.columns.get_loc("ci high")]
-        verdict = row[df.columns.get_loc("verdict")]
-        mark = ""
-        if before is not None:
-            b_lo, b_hi, b_verdict = before
-            if all(x is not None and x == x for x in (lo, hi, b_lo, b_hi)) and (lo > b_hi or hi < b_lo):
-                mark = "changed beyond the noise"
-            elif verdict != b_verdict:
-                mark = "verdict changed"
-        prev[key] = (lo, hi, verdict)
-        out.append(mark)
+@dataclass(frozen=True)
+class Change:
+    """A change point in one claim's series."""
+
+    study: str
+    claim_id: str
+    claim: str
+    target: str
+    server: str
+    speed_class: str
+    run: str  # the first run after the change
+    date: str
+    commit: str
+    before: float
+    after: float
+    p_value: float
+    direction: str  # better | worse (for the DBA: the feature costs less or more)
+    expected: str  # why, where a change was marked expected; "" otherwise
+
+    @property
+    def change_pct(self) -> float:
+        return (self.after / self.before - 1.0) * 100.0
+
+
+def _direction(metric: str, before: float, after: float) -> str:
+    """Better or worse for the DBA: the effect is arm / baseline on the claim's metric; where higher is better
+    (TPS), a falling ratio means the feature costs more."""
+    _, higher_is_better = unit(metric)
+    up = after > before
+    return ("better" if up else "worse") if higher_is_better else ("worse" if up else "better")
+
+
+def changes(df: pd.DataFrame, root: Path | None = None) -> list[Change]:
+    """Every change point of every series, with its direction and whether it was marked expected."""
+    if not len(df):
+        return []
+    marks = expected_marks.load(root) if root is not None else []
+    out = []
+    for _, g in df.groupby(SERIES, sort=False):
+        g = g.dropna(subset=["ratio"])
+        if len(g) < 6:
+            continue
+        half = ((g["ci high"] - g["ci low"]) / 2).to_numpy(dtype=float)
+        for cp in detect(g["ratio"].to_numpy(dtype=float), half):
+            row = g.iloc[cp.index]
+            out.append(
+                Change(
+                    str(row["study"]),
+                    str(row["claim id"]),
+                    str(row["claim"]),
+                    str(row["target"]),
+                    str(row["server"]),
+                    str(row["speed class"]),
+                    str(row["run"]),
+                    str(row["started"])[:19],
+                    str(row["commit"]),
+                    cp.before,
+                    cp.after,
+                    cp.p_value,
+                    _direction(str(row["metric"]), cp.before, cp.after),
+                    expected_marks.why(marks, str(row["study"]), str(row["claim id"]), str(row["target"]), row["run"]),
+                )
+            )
     return out
 
 
-def plot_png(df: pd.DataFrame, title: str) -> str | None:
-    """Each claim's ratio over runs with its interval, as an embedded PNG (base64), or None without ratios."""
-    data = df.dropna(subset=["ratio", "ci low", "ci high"]) if len(df) else df
+def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
+    """Each series' ratio over the runs' dates with its interval, change points marked; a base64 PNG."""
+    data = df.dropna(subset=["ratio", "ci low", "ci high", "date"]) if len(df) else df
     if not len(data):
         return None
-
     matplotlib.use("Agg")
-
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    for claim, g in data.groupby("claim id", sort=False):
-        x = range(len(g))
+    for key, g in data.groupby(SERIES, sort=False):
+        label = key[0][:32] + ("" if key[1] == EMBEDDED else f" @ {key[1]}")
         ax.errorbar(
-            list(x),
+            g["date"],
             g["ratio"],
             yerr=[g["ratio"] - g["ci low"], g["ci high"] - g["ratio"]],
             marker="o",
             capsize=3,
-            label=claim[:40],
+            label=label,
         )
+    for c in found:
+        when = pd.to_datetime(c.date, utc=True, errors="coerce")
+        if when is not pd.NaT:
+            colour = "#888" if c.expected else ("#b00" if c.direction == "worse" else "#070")
+            ax.axvline(when, color=colour, ls="--", lw=1)
     ax.axhline(1.0, color="grey", lw=1)
-    ax.set(title=title, xlabel="run (oldest first, per claim)", ylabel="effect ratio (arm / baseline)")
+    ax.set(title=title, xlabel="run started (UTC)", ylabel="effect ratio (arm / baseline)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+    fig.autofmt_xdate()
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
@@ -112,27 +191,51 @@ def plot_png(df: pd.DataFrame, title: str) -> str | None:
 
 
 def table_html(df: pd.DataFrame) -> str:
-    cols = ["run", "host", "claim", "verdict", "ratio", "ci low", "ci high", "change", "rsa2048 sign (us)", "mariadb"]
+    cols = [
+        "run",
+        "started",
+        "commit",
+        "target",
+        "claim",
+        "verdict",
+        "ratio",
+        "ci low",
+        "ci high",
+        "server",
+        "speed class",
+    ]
     show = df[[c for c in cols if c in df]].copy()
-    for c in ("ratio", "ci low", "ci high", "rsa2048 sign (us)"):
+    for c in ("ratio", "ci low", "ci high"):
         if c in show:
             show[c] = show[c].map(lambda v: "" if v is None or v != v else f"{v:.3g}")
     return show.to_html(index=False, escape=True, border=0)
 
 
-def section(root: Path, study: str, title: str) -> str:
+def section(root: Path, study: str, title: str, df: pd.DataFrame | None = None) -> str:
     """The index's history section of one study (empty when it has fewer than two runs with verdicts)."""
-    df = collect(root, study)
+    df = collect(root, study) if df is None else df
     if not len(df) or df["run"].nunique() < 2:
         return ""
-    png = plot_png(df, f"{title}: effects across runs")
-    img = f"<img alt='effects across runs' src='data:image/png;base64,{png}'>" if png else ""
-    flagged = int((df["change"] != "").sum())
+    found = changes(df, root)
+    png = plot_png(df, f"{title}: effects across runs", found)
+    img = (
+        f"<img alt='{title}: each claim's effect across runs, by date' src='data:image/png;base64,{png}'>"
+        if png
+        else ""
+    )
     return (
-        f"<h3>History ({df['run'].nunique()} runs; {flagged} change(s) flagged)</h3>{img}"
+        f"<h3>History ({df['run'].nunique()} runs; {len(found)} change(s) detected)</h3>{img}"
         f"<details><summary>every claim in every run</summary>{table_html(df)}</details>"
     )
 
 
-def summary(root: Path) -> dict[str, Any]:
-    return {s: collect(root, s) for s in STUDIES}
+def export_csv(df: pd.DataFrame, path: Path) -> Path:
+    """The series as CSV (one row per run and claim), for a spreadsheet or another tool."""
+    cols = [c for c in df.columns if c != "date"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df[cols].to_csv(path, index=False)
+    return path
+
+
+def change_dicts(found: list[Change]) -> list[dict[str, Any]]:
+    return [asdict(c) | {"change_pct": c.change_pct} for c in found]

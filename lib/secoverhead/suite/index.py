@@ -14,6 +14,7 @@ from secoverhead.core.owners import alive
 from secoverhead.reporting import summary
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history
+from secoverhead.suite.notebooks import NOTEBOOKS
 
 
 def run_status(meta: dict[str, Any]) -> str:
@@ -34,7 +35,8 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
     studies, summaries, everything = [], [], []
-    for study in STUDIES.values():
+    detected: list[history.Change] = []
+    for study in NOTEBOOKS.values():
         rows, newest = [], None
         for run in runs_of(root, study.id):
             outside = [f for f in ("run.json", "verdicts.json", "results/verdicts.json") if not within(run / f, root)]
@@ -43,7 +45,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 continue
             row, listed = _row(root, study.id, run, skipped)
             rows.append(row)
-            if newest is None and row["status"] == "ok" and listed:
+            if newest is None and row["status"] == "ok" and (listed or row["headline"]):
                 newest = (run, listed)
         if newest is not None:
             run, listed = newest
@@ -53,16 +55,28 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                     "title": study.title,
                     "run": run.name,
                     "link": f"{study.id}/{run.name}/report.html",
-                    "claims": summary.claims_html(listed, details=False),
+                    "claims": summary.claims_html(listed, details=False) if listed else "",
+                    "headline": _headline(run),
                 }
             )
-        try:
-            hist = history.section(root, study.id, study.title) if rows else ""
-        except Exception as exc:  # history is a view; a corrupt old run must not cost the index
-            hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
+        hist = ""
+        if rows and study.id in STUDIES:
+            try:
+                df = history.collect(root, study.id)
+                if len(df):
+                    history.export_csv(df, root / "history" / f"{study.id}.csv")
+                    detected += history.changes(df, root)
+                hist = history.section(root, study.id, study.title, df)
+            except Exception as exc:  # history is a view; a corrupt old run must not cost the index
+                hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
+        rows.sort(key=lambda r: (r["target"] != history.EMBEDDED, r["target"]))  # stable: newest first per target
         studies.append({"id": study.id, "title": study.title, "runs": rows, "history": hist})
     page = summary.template("index.html.j2").render(
-        studies=studies, summaries=summaries, tally=summary.tally(everything), skipped=skipped
+        studies=studies,
+        summaries=summaries,
+        tally=summary.tally(everything),
+        skipped=skipped,
+        changes=sorted(detected, key=lambda c: (bool(c.expected), c.date), reverse=False),
     )
     out = root / "index.html"
     atomic_write_text(out, page)
@@ -92,10 +106,13 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
             for p in sorted(run.glob("results/*/results.csv"))
         ],
         "status": run_status(meta),
+        "target": str(meta.get("target") or history.EMBEDDED),
+        "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
         "error": str(meta.get("error") or ""),
         "duration": meta.get("duration_s", ""),
         "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else "",
         "tally": _tally(listed),
+        "headline": _headline(run),
         "verdicts": [
             {
                 "verdict": str(v.get("verdict")),
@@ -107,6 +124,13 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
         ],
     }
     return row, listed
+
+
+def _headline(run: Path) -> list[str]:
+    """The cost calculator's sentences (results/cost.json), for the index; none for a study's run."""
+    data = read_json(run / "results" / "cost.json")
+    lines = data.get("headline") if isinstance(data, dict) else None
+    return [str(x) for x in lines] if isinstance(lines, list) else []
 
 
 def _tally(verdicts: list[dict]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import pandas as pd
 import pymongo
 
 from secoverhead.core.errors import SecoverheadError
+from secoverhead.core.secrets import secret_from
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import _set_pdeathsig
 from secoverhead.workloads.measurement import Measurement
@@ -28,6 +29,22 @@ class ConnectSpec:
     engine: str
     client_args: dict[str, Any]
     query: str = "SELECT 1"  # mysql; mongo runs find_one() on ycsb.usertable
+
+    def without_secret(self, kind: str, where: str) -> ConnectSpec:
+        """The spec to send to another host: the password left out, named by where it lives (an environment
+        variable or a file, which that host has too); never the password itself over the wire or in a log."""
+        args = {k: v for k, v in self.client_args.items() if k != "password"}
+        return ConnectSpec(self.engine, args | {"__secret__": (kind, where)}, self.query)
+
+    def with_secret(self) -> ConnectSpec:
+        """On the host that loads: the password read from where the spec names."""
+        ref = self.client_args.get("__secret__")
+        if ref is None:
+            return self
+        kind, where = ref
+        secret = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
+        args = {k: v for k, v in self.client_args.items() if k != "__secret__"} | {"password": secret}
+        return ConnectSpec(self.engine, args, self.query)
 
 
 def _one_op_mongo(args: dict[str, Any]) -> None:
@@ -105,10 +122,13 @@ def run_short_connections(
     max_seconds: float = 60,
     pooled: bool = False,
     server_cpu: CpuSource | Sequence[int] | None = None,
+    ready: Callable[[], None] | None = None,
 ) -> Measurement:
-    """Run the load; metrics: connections (or queries) per second, latency, server/client CPU per op."""
+    """Run the load; metrics: connections (or queries) per second, latency, server/client CPU per op. `ready`, when
+    given, is called once every worker is prepared and before the clock starts (a barrier with other hosts)."""
     if concurrency < 1 or ops_per_worker < 1 or max_seconds <= 0:
         raise ValueError("concurrency and ops_per_worker must be >= 1, max_seconds > 0")
+    spec = spec.with_secret()
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
     deadline = time.monotonic() + max_seconds
@@ -120,10 +140,13 @@ def run_short_connections(
         for p in procs:
             p.start()
         time.sleep(0.2)  # let every worker import and (pooled) connect before the clock starts
-        t0 = time.perf_counter()
+        if ready is not None:
+            ready()
+        t0, wall_started = time.perf_counter(), time.time()
         start.set()
         results = [out.get(timeout=max_seconds + 60) for _ in procs]
         wall = time.perf_counter() - t0
+        wall_ended = time.time()
         for p in procs:
             p.join(10)
     lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
@@ -142,5 +165,12 @@ def run_short_connections(
     }
     metrics |= meter.metrics(n)
     samples = pd.DataFrame({"latency_ms": lat})
-    info = {"engine": spec.engine, "pooled": pooled, "concurrency": concurrency, "first_error": first_error}
+    info = {
+        "engine": spec.engine,
+        "pooled": pooled,
+        "concurrency": concurrency,
+        "first_error": first_error,
+        "wall_started": wall_started,
+        "wall_ended": wall_ended,
+    }
     return Measurement(metrics, samples=samples, info=info)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from secoverhead.analysis.design import ClaimPlan
+from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
+from secoverhead.core.paths import SCHEDULER_ENV
 from secoverhead.host.calibration import CryptoBound
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
@@ -137,10 +140,37 @@ class Params(BothEngines, StudyParams):
         [1, 4], "nonce worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
     )
     nonces_per_run: int = param(300_000, "nonces generated per run, over all workers", min=1, max=100_000_000)
+    load_hosts: list[str] = param(
+        [],
+        "client hosts (Dask workers, by name) that load your server at once, each with concurrency workers: "
+        "one host cannot load a big server (a SCRAM client spends several times the server's CPU). Needs "
+        "`secoverhead fleet --scheduler` (it sets SECOVERHEAD_SCHEDULER) and mysql_host or mongo_uri",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}",
+        max_items=64,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines("nonce_enabled")
+        if self.load_hosts:
+            if not os.environ.get(SCHEDULER_ENV):
+                raise ConfigError(
+                    "load_hosts needs a Dask scheduler: run it through `secoverhead fleet --scheduler ADDRESS` (or "
+                    f"set {SCHEDULER_ENV})"
+                )
+            if (self.mysql_enabled and not self.mysql_host) or (self.mongo_enabled and not self.mongo_uri):
+                raise ConfigError(
+                    "load_hosts loads a server of yours from several hosts: name it (mysql_host, mongo_uri) and "
+                    "leave the embedded engines off"
+                )
+            if self.design == "duet":
+                raise ConfigError("load_hosts: a server of yours runs interleaved, not in duets")
+
+    def secret_reference(self, engine: str) -> tuple[str, str]:
+        """Where the load hosts read the password: the same environment variable or file as here."""
+        if engine == "mysql":
+            return ("env", self.mysql_password_env) if self.mysql_password_env else ("file", self.mysql_password_file)
+        return ("env", self.mongo_password_env) if self.mongo_password_env else ("file", self.mongo_password_file)
 
     def part_design(self, part: str) -> str:
         """Duets need a server per arm: the nonce part has none, and a user's server is one, so those parts run

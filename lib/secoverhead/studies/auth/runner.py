@@ -11,6 +11,7 @@ from secoverhead.studies.auth.claims import part_claims
 from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.multihost import run_on_hosts
 from secoverhead.workloads.nonce import nonce_benchmark
 from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
 
@@ -91,14 +92,16 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
         seconds = p.max_seconds_per_run
         if duet:  # time-bound: a count-bound auth-off run ended in half the time of its SCRAM partner, which then
             ops, seconds = ops * DUET_COUNT_FACTOR, min(seconds, p.duet_seconds)  # ran alone (duet sd 0.23)
-        return run_short_connections(
-            spec,
+        load = dict(
             concurrency=int(factors["concurrency"]),
             ops_per_worker=ops * (POOLED_FACTOR if arm.pooled else 1),
             max_seconds=seconds,
             pooled=arm.pooled,
-            server_cpu=srv.cpu,
         )
+        if p.load_hosts:  # several client hosts at once, met at a barrier; server CPU measured here
+            remote = spec.without_secret(*p.secret_reference(arm.engine))
+            return run_on_hosts(p.load_hosts, run_short_connections, remote, server_cpu=srv.cpu, **load)
+        return run_short_connections(spec, server_cpu=srv.cpu, **load)
 
     return measure
 

@@ -33,13 +33,79 @@ MAX_MINUTES = 7 * 24 * 60
 
 
 @dataclass
-class StudyParams:
-    """Design parameters every study has."""
+class NotebookParams:
+    """What every notebook the pipeline runs has: where its results go and the run.json of its checked parameters,
+    and the questions the pipeline asks before anything starts (a notebook without servers or a plan answers
+    them with nothing)."""
 
     output_dir: str = param("", "where results go; the pipeline sets it (empty: results/interactive/)", internal=True)
     params_from: str = param(
         "", "run.json whose checked parameters this run uses; the pipeline sets it (empty: defaults)", internal=True
     )
+
+    STUDY: ClassVar[str] = ""  # the registry id (each Params sets it)
+    PLANS: ClassVar[tuple] = ()
+    PRIMARY_METRICS: ClassVar[tuple[str, ...]] = ()
+    MEASURES: ClassVar[bool] = True  # whether it measures this machine (then the run records its speed reference)
+
+    @classmethod
+    def from_namespace(cls, namespace: Mapping[str, Any], *, study: str = "") -> NotebookParams:
+        """Build from a notebook's globals: the parameters the pipeline checked and recorded in run.json
+        (params_from), under the names the parameters cell and papermill's injected cell set (the pipeline injects
+        every cell name it has a value for, so the two agree). Checked by the same schema the pipeline used."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in namespace.items() if k in names}
+        output_dir = values.pop("output_dir", "")
+        source = values.pop("params_from", "")
+        if source:
+            values = dict(json.loads(Path(source).read_text()).get("parameters") or {}) | values
+        p = build(cls, values, study=study or cls.STUDY)
+        p.output_dir = output_dir
+        return p
+
+    def external_servers(self) -> list[Server]:
+        """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
+        return []
+
+    def path_values(self) -> dict[str, Any]:
+        """Parameters naming files, made absolute where the user gave them relative to where they typed the
+        command: the notebook runs in its report's directory, where `ca.pem` would name another file."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_file") and isinstance(value, str) and value and not Path(value).is_absolute():
+                out[f.name] = str(Path(value).expanduser().absolute())
+        return out
+
+    def check_clients(self) -> None:
+        """After the external servers answered: log in with every client tool the run uses besides the Python
+        drivers (sysbench), so credentials a tool cannot use fail before any load."""
+
+    def planned_runs(self) -> int:
+        """Upper bound of the runs this plan can take (each study counts its arms and cells)."""
+        return 0
+
+    def check_plan(self) -> list[str]:
+        """Before anything starts: what the plan cannot do (lines to print); none without a plan."""
+        return []
+
+    def show_progress(self) -> bool:
+        return False
+
+    def results_dir(self) -> Path:
+        """Where this run's results go: the pipeline's, else a new folder under results/interactive/."""
+        if self.output_dir:
+            return Path(self.output_dir)
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        name = getattr(self, "experiment_id", "") or self.STUDY or "run"
+        self.output_dir = str(paths.interactive_results() / f"{name}-{stamp}")
+        return Path(self.output_dir)
+
+
+@dataclass
+class StudyParams(NotebookParams):
+    """Design parameters every study has."""
+
     experiment_id: str = param("study", "name of the experiment directories", pattern=ID_PATTERN)
     seed: int = param(0, "seed of the randomised arm order (recorded)", min=0, max=2**31 - 1)
     repetitions: int = param(3, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
@@ -79,9 +145,8 @@ class StudyParams:
     )
 
     DUET_ABLE = False  # whether every arm runs on a server of its own, so two arms can run at once
-    STUDY: ClassVar[str] = ""  # the study's id (each study's Params sets it)
-    PLANS: ClassVar[tuple] = ()  # what the study's claims need: design.ClaimPlan per claim (each study sets it)
-    PRIMARY_METRICS: ClassVar[tuple[str, ...]] = ()  # the metrics its A/A and design tables show
+    # STUDY, PLANS (design.ClaimPlan per claim) and PRIMARY_METRICS (what its A/A and design tables show): each
+    # study's Params sets them
 
     def __post_init__(self) -> None:
         if self.design == "duet" and not self.DUET_ABLE:
@@ -91,36 +156,8 @@ class StudyParams:
         if self.repetitions < 2 and self.looks > 1:
             self.looks = 1
 
-    @classmethod
-    def from_namespace(cls, namespace: Mapping[str, Any], *, study: str = "") -> StudyParams:
-        """Build from a notebook's globals: the parameters the pipeline checked and recorded in run.json
-        (params_from), under the names the parameters cell and papermill's injected cell set (the pipeline injects
-        every cell name it has a value for, so the two agree). Checked by the same schema the pipeline used."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in namespace.items() if k in names}
-        output_dir = values.pop("output_dir", "")
-        source = values.pop("params_from", "")
-        if source:
-            values = dict(json.loads(Path(source).read_text()).get("parameters") or {}) | values
-        p = build(cls, values, study=study or cls.STUDY)
-        p.output_dir = output_dir
-        return p
-
-    # -- what the pipeline asks before anything starts ----------------------------------------
-    def external_servers(self) -> list[Server]:
-        """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""
-        return []
-
-    def check_clients(self) -> None:
-        """After the external servers answered: log in with every client tool the run uses besides the Python
-        drivers (sysbench), so credentials a tool cannot use fail before any load."""
-
     # part -> its share of the time budget, relative to the others (default 1): parts whose runs are slow get more
     PART_WEIGHTS: ClassVar[dict[str, float]] = {}
-
-    def planned_runs(self) -> int:
-        """Upper bound of the runs this plan can take (each study counts its arms and cells)."""
-        return 0
 
     def claim_plans(self) -> list:
         """What the study's claims need (its PLANS: A/A noise priors and precisions); none for A/A runs and
@@ -154,14 +191,6 @@ class StudyParams:
             elif need is None:
                 lines.append("no plan of at most 1000 rounds can decide it on this noise: running as planned")
         return lines
-
-    def results_dir(self) -> Path:
-        if self.output_dir:
-            return Path(self.output_dir)
-
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        self.output_dir = str(paths.interactive_results() / f"{self.experiment_id}-{stamp}")
-        return Path(self.output_dir)
 
     def show_progress(self) -> bool:
         if self.progress != "auto":

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from secoverhead.core import paths
-from secoverhead.studies.protocol.params import StudyParams
+from secoverhead.studies.protocol.params import NotebookParams
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,10 @@ class StudyCode:
     cross_claims: Callable[[str, Any], list] | None = None
 
     @property
-    def Params(self) -> type[StudyParams]:
+    def Params(self) -> type[NotebookParams]:
         return self.spec.Params
 
-    def params(self, namespace: dict[str, Any]) -> StudyParams:
+    def params(self, namespace: dict[str, Any]) -> NotebookParams:
         """The notebook's parameters (its parameters cell and papermill's injected cell), checked."""
         return self.spec.Params.from_namespace(namespace)
 
@@ -41,8 +41,11 @@ class StudySpec:
     notebook: str
     title: str
     seed: str
-    Params: type[StudyParams]
+    Params: type[NotebookParams]
     load: Callable[[], StudyCode]
+    # Before anything starts, beyond the parameters: what the notebook reads is there (ConfigError if not), given
+    # the reports root and the studies the same command runs first (their reports will be there by then).
+    check: Callable[[Any, Path, frozenset[str]], None] | None = None
 
     @property
     def primary_metrics(self) -> tuple[str, ...]:

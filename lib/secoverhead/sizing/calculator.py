@@ -1,0 +1,161 @@
+"""The calculation as a DBA asks for it: the workload and features in, extra cores, latency and audit storage out,
+each with its interval, what dominates, the rules of thumb beside it, and one plain sentence per feature.
+
+    from secoverhead import sizing
+    calc = sizing.calculate(new_connections_per_s=2000, tls_key="ecdsa", features=["tls"])
+    calc.headline()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from secoverhead.core.params import build
+from secoverhead.sizing import recipes, sources
+from secoverhead.sizing.costs import Book
+from secoverhead.sizing.declarations import STUDY, Params
+from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, totals
+from secoverhead.sizing.interval import Interval
+from secoverhead.sizing.thumbs import Thumb, mariadb_encryption, nginx_handshakes
+
+
+@dataclass
+class Calculation:
+    params: Params
+    book: Book
+    target: dict[str, Any]  # the user's machine as described (empty: the measuring machine)
+    lines: list[LineResult]
+    totals: Totals
+    storage: Storage | None
+    thumbs: list[Thumb]
+
+    def line(self, key: str) -> LineResult | None:
+        return next((r for r in self.lines if r.line.key == key), None)
+
+    def feature_cores(self, feature: str, side: str = "server") -> Interval:
+        out = Interval.zero()
+        for r in self.lines:
+            if r.line.feature == feature and r.line.side == side:
+                out = out + r.cores
+        return out
+
+    @property
+    def where(self) -> str:
+        return (
+            "on a machine like yours"
+            if self.target
+            else "on the machine that measured it (run `secoverhead calibrate` on yours for your own)"
+        )
+
+    def headline(self) -> list[str]:
+        """One plain sentence per feature, then the total."""
+        return [_sentence(self, f) for f in self.params.features] + [_total_sentence(self)]
+
+
+def number(x: float) -> str:
+    """Cores and rates as a reader takes them: 0.031, 0.42, 3.1, 12, 2,000."""
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 10:
+        return f"{x:.1f}".removesuffix(".0")
+    if a >= 0.1:
+        return f"{x:.2f}"
+    return f"{x:.3f}" if a >= 0.001 or a == 0 else f"{x:.1e}"
+
+
+def cores_text(iv: Interval) -> str:
+    if iv.lo <= 0 < iv.hi:
+        return f"at most {number(iv.hi)} cores (no cost is within the interval)"
+    return f"{number(iv.lo)}–{number(iv.hi)} cores"
+
+
+def _rate(x: float, what: str) -> str:
+    return f"{number(x)} {what}"
+
+
+def _sentence(c: Calculation, feature: str) -> str:
+    p = c.params
+    cores = cores_text(c.feature_cores(feature))
+    key = recipes.KEY_NAME[p.tls_key]
+    if feature == "tls":
+        new = p.new_connections_per_s * (1 - p.pooled_share)
+        return (
+            f"Turning on TLS {p.tls_version} with {key} at {_rate(new, 'new connections/s')} and "
+            f"{_rate(p.reused_queries_per_s, 'queries/s')} on open connections costs {cores} {c.where}."
+        )
+    if feature == "scram":
+        client = c.feature_cores("scram", "client")
+        new = p.new_connections_per_s * (1 - p.pooled_share)
+        return (
+            f"Turning on {p.scram_mechanism} at {_rate(new, 'new connections/s')} costs {cores} {c.where}, and "
+            f"{cores_text(client)} of key derivation on your clients."
+        )
+    if feature == "encryption_at_rest":
+        return (
+            f"Turning on encryption at rest at {number(p.read_only_tps)} read-only, {number(p.read_write_tps)} "
+            f"read-write and {number(p.write_only_tps)} write-only transactions/s costs {cores} {c.where}."
+        )
+    if feature == "audit":
+        s = c.storage
+        log = ""
+        if s is not None:
+            day = s.gb_per_day
+            kept = s.gb_rotated_daily or s.gb_retained_raw
+            how = f", {s.compressor}-compressed after each day" if s.gb_rotated_daily else " uncompressed"
+            log = (
+                f", and writes {number(day.lo)}–{number(day.hi)} GB of log a day: {number(kept.lo)}–"
+                f"{number(kept.hi)} GB kept for {p.retention_months:g} months{how}"
+            )
+        rate = _rate(p.audited_statements_per_s, "statements/s")
+        return f"Auditing with {p.audit_approach} at {rate} costs {cores} {c.where}{log}."
+    if feature == "https":
+        return (
+            f"Serving HTTPS (TLS {p.tls_version}, {key}) at {_rate(p.https_requests_per_s, 'requests/s')} "
+            f"({p.https_new_share:.0%} full handshakes, {p.https_resumed_share:.0%} resumed, the rest kept alive) "
+            f"costs {cores} {c.where}."
+        )
+    raise ValueError(feature)
+
+
+def _total_sentence(c: Calculation) -> str:
+    p, t = c.params, c.totals.server
+    pct = t.times(100.0 / p.cores)
+    need = t.times(1.0 / p.target_utilisation)
+    text = (
+        f"In all, {cores_text(t)}: {number(max(pct.lo, 0))}–{number(pct.hi)} % of your {p.cores:g} cores; "
+        f"planned at {p.target_utilisation:.0%} utilisation, {number(max(need.lo, 0))}–{number(need.hi)} cores."
+    )
+    if c.totals.dominant:
+        dom = c.line(c.totals.dominant)
+        share = c.totals.shares[c.totals.dominant]
+        text += f" The largest part is {dom.line.label} ({share:.0%} of the estimate), driven by {dom.line.driver}."
+    return text
+
+
+def _storage(p: Params, book: Book, confidence: float) -> Storage | None:
+    if "audit" not in p.features:
+        return None
+    per, _ = book.level("audit", "audit", p.audit_approach, "audit_bytes_per_query", confidence)
+    compressor, ratio = book.compression("audit", "audit", p.audit_approach)
+    return Storage(p.audit_approach, per, p.audited_statements_per_s, p.retention_months, compressor, ratio)
+
+
+def run(p: Params) -> Calculation:
+    """The calculation for checked inputs (ConfigError, one line, where the reports cannot price them)."""
+    root = p.reports_root()
+    src = sources.sources(root, p.studies(), p.runs)
+    target = sources.target_calibration(p.calibration_file, p.speed)
+    book = Book(src)
+    lines = recipes.lines(p, src)
+    priced = book.price_all(lines, p.confidence)
+    results = [compute_line(ln, priced, target, p.rtt_ms) for ln in lines]
+    level = 1.0 - (1.0 - p.confidence) / max(1, len(priced))
+    thumbs = [t for t in [nginx_handshakes(book, target, level)] if t] + mariadb_encryption(results)
+    return Calculation(p, book, target, results, totals(results), _storage(p, book, level), thumbs)
+
+
+def calculate(**inputs: Any) -> Calculation:
+    """The calculation from keyword inputs, checked as `secoverhead run cost -p ...` checks them."""
+    return run(build(Params, inputs, study=STUDY))

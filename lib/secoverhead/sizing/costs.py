@@ -1,0 +1,146 @@
+"""The measured extra cost of each comparison a calculation uses, from its study's runs: arm minus baseline on the
+metric, per operation, paired by round (or duet) as the study ran them, with a t interval of the mean difference.
+
+Every interval of one calculation is Bonferroni-widened over all of its comparisons (confidence 1 - alpha / m),
+so the sum of their ends bounds the sum of the costs at the stated joint confidence: a total is never a sum of
+intervals that each held only alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.stats import mean_interval
+from secoverhead.core.errors import ConfigError
+from secoverhead.measurement.results import ResultStore
+from secoverhead.sizing.interval import Interval
+from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
+from secoverhead.sizing.scaling import Primitives
+from secoverhead.sizing.sources import Source
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One comparison, as measured: extra microseconds per operation on the measuring machine."""
+
+    measure: Measure
+    point: float
+    lo: float
+    hi: float
+    baseline_us: float  # the baseline's median, per operation
+    arm_us: float
+    n: int  # rounds (or duets) paired
+    design: str
+    confidence: float
+    primitives: Primitives  # the cryptography in the extra, per operation (TDE: the pages measured)
+    calibration: Mapping[str, Any]  # the measuring machine's speed reference
+    run_dir: Path
+
+
+def _cell_runs(runs: pd.DataFrame, cell: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    for k, v in cell:
+        runs = runs[runs[k].astype(str) == v]
+    return runs
+
+
+def _tde_primitives(arm_runs: pd.DataFrame) -> Primitives:
+    """The encrypting arm's pages (decrypted on read, encrypted on write) and redo bytes per transaction, from
+    InnoDB's own counters: what its extra CPU holds of AES."""
+    med = arm_runs.median(numeric_only=True)
+    pages = float(med.get("pages_decrypted_per_txn", 0.0) or 0.0) + float(
+        med.get("pages_encrypted_per_txn", 0.0) or 0.0
+    )
+    log = float(med.get("log_written_bytes_per_txn", 0.0) or 0.0)
+    return tuple((k, n) for k, n in ((PAGE, pages), (LOG_BYTE, log)) if np.isfinite(n) and n > 0)
+
+
+class Book:
+    """The runs of the studies a calculation reads, loaded once, and the comparisons priced from them."""
+
+    def __init__(self, sources: Mapping[str, Source]) -> None:
+        self.sources = dict(sources)
+        self._runs: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def runs(self, study: str, part: str) -> pd.DataFrame:
+        key = (study, part.lower())
+        if key not in self._runs:
+            exp = self.sources[study].experiment(part)
+            if exp is None:
+                raise ConfigError(f"{self.sources[study].run_dir}: no {part!r} experiment")
+            self._runs[key] = ResultStore(exp.path.parent, exp.path.name).runs()
+        return self._runs[key]
+
+    def price(self, m: Measure, confidence: float) -> Priced:
+        src = self.sources[m.study]
+        runs = _cell_runs(self.runs(m.study, m.part), m.cell)
+        where = f"{src.run_dir.name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
+            f" ({', '.join(f'{k} {v}' for k, v in m.cell)})" if m.cell else ""
+        )
+        if m.metric not in runs or runs[runs["arm"] == m.arm][m.metric].notna().sum() == 0:
+            raise ConfigError(
+                f"{where}: no {m.metric} recorded (a server the suite did not start has no server CPU); name a run "
+                "of servers the suite started"
+            )
+        comps = compare_arms(
+            runs,
+            m.metric,
+            baseline=m.baseline,
+            candidates=[m.arm],
+            confidence=confidence,
+            family=1,
+            scale="difference",
+        )
+        c = comps.get(m.arm)
+        if c is None or not np.isfinite(c.ratio):
+            raise ConfigError(f"{where}: no runs of both arms to compare")
+        lo, hi = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
+        arm_runs = runs[runs["arm"] == m.arm]
+        prims = _tde_primitives(arm_runs) if m.pages else tuple(m.primitives)
+        return Priced(
+            m,
+            float(c.ratio),
+            float(lo),
+            float(hi),
+            float(c.baseline_median),
+            float(c.candidate_median),
+            int(c.n_pairs or min(c.n_baseline, c.n_candidate)),
+            c.design,
+            confidence,
+            prims,
+            src.calibration,
+            src.run_dir,
+        )
+
+    def price_all(self, lines: Sequence[Line], confidence: float) -> dict[Measure, Priced]:
+        """Every comparison the lines use, each at 1 - (1 - confidence) / m."""
+        measures = list(dict.fromkeys(m for ln in lines for m in ln.measures))
+        level = 1.0 - (1.0 - confidence) / max(1, len(measures))
+        return {m: self.price(m, level) for m in measures}
+
+    def level(
+        self, study: str, part: str, arm: str, metric: str, confidence: float, cell: Sequence[tuple[str, str]] = ()
+    ) -> tuple[Interval, int]:
+        """One arm's own level of a metric (not a difference): the mean of its run summaries, its t interval, n."""
+        runs = _cell_runs(self.runs(study, part), cell)
+        x = runs[runs["arm"] == arm][metric].to_numpy(dtype=float) if metric in runs else np.array([])
+        x = x[np.isfinite(x)]
+        if not len(x):
+            raise ConfigError(f"{self.sources[study].run_dir.name}: {part} {arm!r} recorded no {metric}")
+        mean, lo, hi, _, n = mean_interval(x, confidence)
+        return Interval(mean, lo if np.isfinite(lo) else mean, hi if np.isfinite(hi) else mean), n
+
+    def compression(self, study: str, part: str, arm: str) -> tuple[str, float | None]:
+        """The compressor the study measured on the arm's real log, and its ratio (zstd where measured)."""
+        exp = self.sources[study].experiment(part)
+        meta = ResultStore(exp.path.parent, exp.path.name).metadata() if exp is not None else {}
+        measured = (meta.get("compression") or {}).get(arm) or {}
+        for name in ("zstd", "gzip"):
+            if measured.get(f"{name}_ratio"):
+                return name, float(measured[f"{name}_ratio"])
+        return "none measured", None

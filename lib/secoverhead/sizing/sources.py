@@ -1,0 +1,137 @@
+"""Where the calculator's costs come from: for each study, the newest run that finished (or the one the user
+names), what its experiments measured (arms, factor levels), and the machine it ran on. JSON only, so the CLI
+checks all of it before any kernel starts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json
+from secoverhead.core.paths import file_problem, user_path
+from secoverhead.sizing.scaling import REFERENCES
+
+
+@dataclass
+class Experiment:
+    """What one experiment of a run holds: its arms and the levels of its factors (from the run records)."""
+
+    path: Path
+    arms: set[str] = field(default_factory=set)
+    levels: dict[str, set[str]] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Source:
+    """One study's run the costs are read from."""
+
+    study: str
+    run_dir: Path
+    meta: dict[str, Any]
+    experiments: dict[str, Experiment]  # part name (as the study names it) -> experiment
+
+    def experiment(self, part: str) -> Experiment | None:
+        return self.experiments.get(part.lower())
+
+    @property
+    def calibration(self) -> dict[str, Any]:
+        """The measuring machine's speed reference (the run's own calibration.json, else an experiment's)."""
+        cal = read_json(self.run_dir / "calibration.json")
+        if isinstance(cal, dict) and cal:
+            return cal
+        return next((e.calibration for e in self.experiments.values() if e.calibration), {})
+
+
+def _finished_ok(run_dir: Path) -> dict[str, Any] | None:
+    meta = read_json(run_dir / "run.json")
+    return meta if isinstance(meta, dict) and meta.get("status") == "ok" else None
+
+
+def newest_ok(root: Path, study: str) -> Path | None:
+    """The newest run of a study under root that finished ok (run directories start with their UTC time)."""
+    folder = root / study
+    if not folder.is_dir():
+        return None
+    for run in sorted((d for d in folder.iterdir() if d.is_dir() and not d.is_symlink()), reverse=True):
+        if _finished_ok(run) is not None:
+            return run
+    return None
+
+
+def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Experiment]:
+    """Experiments by part: the study's runner names them <experiment_id>-<part> (a one-part study: the id)."""
+    eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
+    out: dict[str, Experiment] = {}
+    for exp in sorted((run_dir / "results").glob("*/metadata.json")):
+        name = exp.parent.name
+        part = meta["study"] if name == eid else name.removeprefix(f"{eid}-")
+        e = Experiment(exp.parent)
+        md = read_json(exp)
+        if isinstance(md, dict) and isinstance(md.get("calibration"), dict):
+            e.calibration = md["calibration"]
+        for rec in (exp.parent / "runs").glob("*.json"):
+            r = read_json(rec)
+            if not isinstance(r, dict) or r.get("status") != "ok" or r.get("warmup") or r.get("profiling"):
+                continue
+            e.arms.add(str(r.get("arm")))
+            for k, v in (r.get("factors") or {}).items():
+                e.levels.setdefault(k, set()).add(str(v))
+        if e.arms:
+            out[part.lower()] = e
+    return out
+
+
+def source(root: Path, study: str, named: str | None = None) -> Source:
+    """The run a study's costs come from: the one named, else the newest that finished ok under root."""
+    if named:
+        try:
+            run_dir = user_path(named)
+        except ValueError as exc:
+            raise ConfigError(f"runs: {study}: {exc}") from None
+        meta = read_json(run_dir / "run.json")
+        if not isinstance(meta, dict) or meta.get("study") != study:
+            raise ConfigError(f"runs: {study}: {run_dir} is not a report directory of study {study!r}")
+        if meta.get("status") != "ok":
+            raise ConfigError(f"runs: {study}: {run_dir} did not finish ok (status {meta.get('status')!r})")
+    else:
+        found = newest_ok(root, study)
+        if found is None:
+            raise ConfigError(
+                f"{root} holds no finished run of study {study!r}, whose costs this calculation needs: run "
+                f"`secoverhead run {study} --profile quick` first, name a run (-p runs '{{{study}: DIR}}'), "
+                "or leave its feature out"
+            )
+        run_dir, meta = found, _finished_ok(found) or {}
+    exps = _experiments(run_dir, meta)
+    if not exps:
+        raise ConfigError(f"{run_dir} holds no completed runs of study {study!r}")
+    return Source(study, run_dir, meta, exps)
+
+
+def sources(
+    root: Path, studies: list[str], named: Mapping[str, str], upcoming: frozenset[str] = frozenset()
+) -> dict[str, Source]:
+    """The run of every study needed, except those the same command runs first (`upcoming`)."""
+    return {s: source(root, s, named.get(s)) for s in studies if s in named or s not in upcoming}
+
+
+def target_calibration(path: str, typed: Mapping[str, Any]) -> dict[str, Any]:
+    """The user's machine: a calibration file from `secoverhead calibrate`, with typed-in references over it;
+    empty when neither is given (the costs then stay those of the machine that measured them)."""
+    cal: dict[str, Any] = {}
+    if path:
+        if problem := file_problem(path):
+            raise ConfigError(f"calibration_file: {problem}")
+        try:
+            loaded = json.loads(user_path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"calibration_file: not a calibration saved by `secoverhead calibrate` ({exc})") from None
+        if not isinstance(loaded, dict) or not any(k in loaded for k in REFERENCES):
+            raise ConfigError("calibration_file: holds none of the speed references `secoverhead calibrate` saves")
+        cal = loaded
+    return cal | dict(typed)

@@ -1,0 +1,63 @@
+"""Changes marked expected: a DBA who upgraded OpenSSL, moved to a new instance class or switched a setting knows
+the history will show a step there; marking it (`secoverhead expect`) keeps it listed, with the reason, but not
+as an alarm. Kept in reports/expected.yaml beside the runs, so it travels with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import atomic_write_text
+
+FILE = "expected.yaml"
+
+
+def load(root: Path) -> list[dict[str, Any]]:
+    path = Path(root) / FILE
+    if not path.is_file():
+        return []
+    try:
+        data = yaml.safe_load(path.read_text()) or []
+    except (OSError, yaml.YAMLError):
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+
+
+def why(marks: list[dict[str, Any]], study: str, claim_id: str, target: str, run: str) -> str:
+    """The reason a change at `run` was marked expected ("" when it was not). A mark without a claim or target
+    covers every claim or target of the study at that run."""
+    for m in marks:
+        if (
+            m.get("study") == study
+            and str(m.get("run")) == run
+            and m.get("claim", claim_id) in (claim_id, "*")
+            and m.get("target", target) in (target, "*")
+        ):
+            return str(m.get("why") or "expected")
+    return ""
+
+
+def mark(root: Path, study: str, run: str, why_text: str, claim: str = "*", target: str = "*") -> Path:
+    """Record that the change at `run` (the first run after it) is expected, and why."""
+    root = Path(root)
+    if not (root / study / run / "run.json").is_file():
+        raise ConfigError(f"{root / study / run} is not a run of study {study!r}")
+    if not why_text.strip():
+        raise ConfigError("say why the change is expected (--why)")
+    marks = [
+        m
+        for m in load(root)
+        if not (
+            m.get("study") == study
+            and str(m.get("run")) == run
+            and m.get("claim", "*") == claim
+            and m.get("target", "*") == target
+        )
+    ]
+    marks.append({"study": study, "run": run, "claim": claim, "target": target, "why": why_text.strip()[:300]})
+    path = root / FILE
+    atomic_write_text(path, yaml.safe_dump(marks, sort_keys=False, allow_unicode=True))
+    return path

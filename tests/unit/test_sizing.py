@@ -1,0 +1,302 @@
+"""The cost calculator's arithmetic on synthetic costs: units, scaling by the speed reference component by
+component, intervals, retention; the whole calculation on a synthetic report tree through the real code path
+(result store, paired comparisons); and bad input, one line and exit 2 before anything runs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from secoverhead import sizing
+from secoverhead.core.errors import ConfigError
+from secoverhead.measurement.results import ResultStore, RunRecord
+from secoverhead.sizing import scaling
+from secoverhead.sizing.calculator import cores_text, number
+from secoverhead.sizing.costs import Priced
+from secoverhead.sizing.estimate import Storage, compute_line, totals
+from secoverhead.sizing.interval import Interval
+from secoverhead.sizing.recipes import Line, Measure
+
+M = {"rsa2048_sign_us": 100.0, "ecdsa_p256_sign_us": 20.0, "x25519_derive_us": 30.0, "python_loop_ms": 50.0}
+RSA = (("rsa2048_sign_us", 1),)
+
+
+# -- scaling ------------------------------------------------------------------------------------------------
+def test_a_cost_that_is_one_signature_moves_with_the_signature_alone():
+    you = M | {"rsa2048_sign_us": 200.0, "python_loop_ms": 75.0}
+    assert scaling.scale(100.0, M, you, RSA) == pytest.approx(200.0)
+
+
+def test_the_rest_moves_with_the_fixed_loop():
+    you = M | {"rsa2048_sign_us": 200.0, "python_loop_ms": 75.0}  # general factor 1.5
+    assert scaling.scale(150.0, M, you, RSA) == pytest.approx(200.0 + 50.0 * 1.5)
+    assert scaling.scale(50.0, M, you) == pytest.approx(75.0)  # no cryptography: all general
+
+
+def test_each_primitive_by_its_own_reference():
+    you = M | {"rsa2048_sign_us": 300.0, "x25519_derive_us": 10.0}
+    prims = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))
+    assert scaling.scale(100 + 60 + 40, M, you, prims) == pytest.approx(300 + 20 + 40)
+
+
+def test_a_neighbour_configuration_swaps_the_signature():
+    ecdsa = (("ecdsa_p256_sign_us", 1),)
+    assert scaling.scale(150.0, M, M, RSA, ecdsa) == pytest.approx(20.0 + 50.0)
+
+
+def test_scaling_is_monotone_so_interval_ends_stay_ends():
+    you = M | {"rsa2048_sign_us": 40.0, "python_loop_ms": 90.0}
+    xs = np.linspace(-100, 500, 301)
+    ys = [scaling.scale(x, M, you, RSA) for x in xs]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(ys))
+    assert scaling.scale(0.0, M, you, RSA) == 0.0
+    assert scaling.scale(50.0, M, you, RSA) == pytest.approx(20.0)  # below the signature's price: all crypto
+    assert scaling.scale(-10.0, M, you, RSA) == pytest.approx(-18.0)  # below zero: all rest
+
+
+def test_a_missing_reference_moves_the_whole_cost_with_the_general_factor():
+    you = {"python_loop_ms": 100.0}  # no RSA figure on the user's side
+    assert scaling.scale(150.0, {"python_loop_ms": 50.0}, you, RSA) == pytest.approx(300.0)
+
+
+def test_reference_units():
+    assert scaling.reference_us({"pbkdf2_sha256_15000_ms": 3.5}, "pbkdf2_sha256_15000_ms") == pytest.approx(3500)
+    assert scaling.reference_us({"aes_256_ctr_ns_per_byte": 0.5}, "aes_256_ctr_ns_per_byte") == pytest.approx(5e-4)
+    assert scaling.reference_us({"rsa2048_sign_us": 0}, "rsa2048_sign_us") is None
+
+
+# -- arithmetic ---------------------------------------------------------------------------------------------
+def _priced(m: Measure, point: float, lo: float, hi: float, base: float = 100.0, prims=()) -> Priced:
+    return Priced(m, point, lo, hi, base, base + point, 10, "paired by round", 0.99, prims, M, Path("/nowhere"))
+
+
+def _line(rate: float, *, key="x", side="server", rtt=0.0, measures=None) -> Line:
+    m = measures or (Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op"),)
+    return Line(key, "https", key, "rate", rate, "request", m, rtt, side)
+
+
+def test_cores_are_rate_times_cost_with_the_interval_carried():
+    m = Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op")
+    r = compute_line(_line(2000.0, measures=(m,)), {m: _priced(m, 500.0, 400.0, 650.0)}, {}, rtt_ms=0.5)
+    assert (r.cores.point, r.cores.lo, r.cores.hi) == pytest.approx((1.0, 0.8, 1.3))
+    doubled = compute_line(_line(4000.0, measures=(m,)), {m: _priced(m, 500.0, 400.0, 650.0)}, {}, rtt_ms=0.5)
+    assert doubled.cores.point == pytest.approx(2 * r.cores.point) and doubled.cores.hi == pytest.approx(2.6)
+
+
+def test_latency_is_cpu_time_plus_round_trips():
+    m = Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op")
+    r = compute_line(_line(1.0, rtt=2, measures=(m,)), {m: _priced(m, 500.0, 400.0, 650.0)}, {}, rtt_ms=0.75)
+    assert (r.latency_ms.point, r.latency_ms.lo, r.latency_ms.hi) == pytest.approx((2.0, 1.9, 2.15))
+
+
+def test_a_line_of_two_comparisons_sums_them_and_scales_each_by_its_own_cryptography():
+    a = Measure("tde", "8c32g", "on", "off", "m", (("workload", "ro"),), pages=True)
+    b = Measure("tde", "8c32g", "on", "off", "m", (("workload", "wo"),), pages=True)
+    pages = (("rsa2048_sign_us", 1),)  # any reference: one unit of it in each
+    priced = {a: _priced(a, 100.0, 90.0, 110.0, prims=pages), b: _priced(b, 200.0, 150.0, 250.0)}
+    you = {"rsa2048_sign_us": 300.0}  # a's cryptography costs 3x; b has none and the loop is unchanged
+    r = compute_line(_line(1e6, measures=(a, b)), priced, you, rtt_ms=0)
+    assert r.measured_us.point == pytest.approx(300.0)
+    assert r.us.point == pytest.approx(300.0 + 200.0)
+    # the low end on a machine 5 % faster in cryptography and 15 % in the rest (one calibration's repeatability)
+    assert r.us.lo == pytest.approx(90.0 * 300.0 * 0.95 / 100.0 + 150.0 * 0.85)
+    assert r.cores.point == pytest.approx(500.0)
+
+
+def test_a_users_machine_widens_the_interval_by_its_references_repeatability_and_none_does_not():
+    m = Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op")
+    priced = {m: _priced(m, 150.0, 140.0, 160.0, prims=RSA)}
+    same = compute_line(_line(1e6, measures=(m,)), priced, {}, rtt_ms=0)
+    assert (same.us.lo, same.us.hi) == (140.0, 160.0)  # the measuring machine's own costs: as measured
+    mine = compute_line(_line(1e6, measures=(m,)), priced, dict(M), rtt_ms=0)  # a machine just like it
+    assert mine.us.point == pytest.approx(150.0)
+    assert mine.us.lo == pytest.approx(100 * 0.95 + 40 * 0.85) and mine.us.hi == pytest.approx(100 * 1.05 + 60 * 1.15)
+
+
+def test_totals_share_and_dominance_and_clients_apart():
+    m = Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op")
+    p = {m: _priced(m, 100.0, -20.0, 200.0)}
+    rs = [
+        compute_line(_line(3000.0, key="a", measures=(m,)), p, {}, 0),
+        compute_line(_line(1000.0, key="b", measures=(m,)), p, {}, 0),
+        compute_line(_line(-0.0, key="c", measures=(m,)), p, {}, 0),
+        compute_line(_line(5000.0, key="client", side="client", measures=(m,)), p, {}, 0),
+    ]
+    t = totals(rs)
+    assert t.server.point == pytest.approx(0.4) and t.server.lo == pytest.approx(-0.08)
+    assert t.client.point == pytest.approx(0.5)
+    assert t.dominant == "a" and t.shares["a"] == pytest.approx(0.75) and "client" not in t.shares
+
+
+def test_storage_per_day_retention_and_compression():
+    s = Storage("server_audit", Interval(100.0, 90.0, 110.0), 1000.0, 6.0, "zstd", 10.0)
+    assert s.gb_per_day.point == pytest.approx(8.64)
+    days = 6 * 365.25 / 12
+    assert s.gb_retained_raw.hi == pytest.approx(8.64 * 1.1 * days)
+    assert s.gb_retained_compressed.point == pytest.approx(8.64 * days / 10)
+    assert s.gb_rotated_daily.point == pytest.approx(8.64 * (1 + (days - 1) / 10))
+    assert Storage("x", Interval(1, 1, 1), 1.0, 1.0, "none measured", None).gb_retained_compressed is None
+
+
+def test_numbers_and_intervals_read_as_words():
+    assert number(2000) == "2,000" and number(3.14159) == "3.14" and number(12.0) == "12" and number(0.0312) == "0.031"
+    assert cores_text(Interval(1.2, 1.1, 1.4)) == "1.10–1.40 cores"
+    assert cores_text(Interval(0.1, -0.1, 0.3)).startswith("at most 0.30 cores")
+
+
+# -- the whole calculation on synthetic runs ------------------------------------------------------------
+CAL = {
+    "rsa2048_sign_us": 250.0,
+    "ecdsa_p256_sign_us": 20.0,
+    "x25519_derive_us": 30.0,
+    "python_loop_ms": 55.0,
+    "taken_at": 0,
+}
+
+
+def _report(
+    root: Path,
+    study: str,
+    arms: dict[str, float],
+    rounds: int = 8,
+    metric="server_cpu_us_per_op",
+    name="20260101T000000Z-host-quick",
+    status="ok",
+    seed=0,
+) -> Path:
+    """A report directory as the pipeline writes one: run.json, calibration.json, one experiment of runs whose
+    metric is each arm's true cost times 1 +- 2 % noise, interleaved in rounds."""
+    run = root / study / name
+    store = ResultStore(run / "results", study)
+    store.write_metadata({"study": study, "calibration": CAL})
+    rng = np.random.default_rng(seed)
+    i = 0
+    for rnd in range(1, rounds + 1):
+        for arm, cost in arms.items():
+            value = cost * (1 + rng.normal(0, 0.02))
+            store.append(RunRecord(i, arm, {}, rnd, rnd, False, "", "", 1.0, metrics={metric: value}))
+            i += 1
+    (run / "run.json").write_text(json.dumps({"study": study, "status": status, "parameters": {}}))
+    (run / "calibration.json").write_text(json.dumps(CAL))
+    return run
+
+
+HTTPS = {
+    "HTTP": 30.0,
+    "TLS 1.2 full, RSA": 530.0,
+    "TLS 1.2 resumed, ticket": 110.0,
+    "HTTP keep-alive": 12.0,
+    "HTTPS keep-alive": 14.0,
+}
+
+
+def test_the_calculation_from_runs_prices_what_they_measured(tmp_path):
+    _report(tmp_path, "https", HTTPS)
+    inputs = dict(
+        features=["https"],
+        reports_dir=str(tmp_path),
+        tls_version="1.2",
+        https_requests_per_s=1000.0,
+        https_new_share=1.0,
+        https_resumed_share=0.0,
+    )
+    calc = sizing.calculate(**inputs)
+    full = calc.line("https_full")
+    assert full.measured_us.lo < 500.0 < full.measured_us.hi and full.cores.point == pytest.approx(0.5, rel=0.03)
+    assert calc.line("https_resumed") is None and calc.line("https_keepalive") is None  # rate 0: not priced
+    doubled = sizing.calculate(**inputs | {"https_requests_per_s": 2000.0})
+    assert doubled.totals.server.point == pytest.approx(2 * calc.totals.server.point)
+    # on a machine whose RSA signature is twice as slow and whose loop is the same: + one signature (250 us)
+    slow = sizing.calculate(**inputs | {"speed": {"rsa2048_sign_us": 500.0}})
+    assert slow.line("https_full").us.point == pytest.approx(full.us.point + 250.0)
+    assert "like yours" in slow.headline()[0] and "measured it" in calc.headline()[0]
+
+
+def test_the_newest_finished_run_is_read_and_a_failed_one_skipped(tmp_path):
+    _report(tmp_path, "https", HTTPS, name="20260101T000000Z-h-quick")
+    _report(tmp_path, "https", {k: 2 * v for k, v in HTTPS.items()}, name="20260102T000000Z-h-quick")
+    _report(tmp_path, "https", {k: 9 * v for k, v in HTTPS.items()}, name="20260103T000000Z-h-quick", status="failed")
+    calc = sizing.calculate(features=["https"], reports_dir=str(tmp_path), tls_version="1.2")
+    assert calc.book.sources["https"].run_dir.name == "20260102T000000Z-h-quick"
+    assert calc.line("https_full").measured_us.point == pytest.approx(1000.0, rel=0.05)
+
+
+def test_the_joint_confidence_widens_each_interval(tmp_path):
+    _report(tmp_path, "https", HTTPS)
+    base = dict(features=["https"], reports_dir=str(tmp_path), tls_version="1.2")
+    calc = sizing.calculate(**base)
+    pr = calc.line("https_full").priced[0]
+    assert pr.confidence == pytest.approx(1 - 0.05 / 3)  # three comparisons priced together
+    alone = sizing.calculate(**base | {"https_new_share": 1.0, "https_resumed_share": 0.0})
+    assert alone.line("https_full").priced[0].confidence == pytest.approx(0.95)
+    assert alone.line("https_full").measured_us.hi - alone.line("https_full").measured_us.lo < (
+        calc.line("https_full").measured_us.hi - calc.line("https_full").measured_us.lo
+    )
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"https_new_share": 0.7, "https_resumed_share": 0.4}, "cannot add up to more than 1"),
+        ({"features": ["scram"]}, "scram is MongoDB's"),
+        ({"engine": "mongodb", "features": ["audit"]}, "measured on MariaDB only"),
+        ({"speed": {"rsa_sign": 3}}, "unknown reference"),
+        ({"speed": {"rsa2048_sign_us": -3}}, "positive number"),
+        ({"runs": {"nosuch": "x"}}, "not a study the calculator reads"),
+    ],
+)
+def test_inconsistent_inputs_are_refused(inputs, message):
+    with pytest.raises(ConfigError, match=message):
+        sizing.calculate(**inputs)
+
+
+def test_a_missing_arm_is_named(tmp_path):
+    _report(tmp_path, "https", {"HTTP": 30.0, "TLS 1.2 full, RSA": 530.0})
+    with pytest.raises(ConfigError, match=r"did not measure 'TLS 1\.3 full, RSA'"):
+        sizing.calculate(features=["https"], reports_dir=str(tmp_path))
+
+
+# -- the command line: one line, exit 2, before any kernel starts -------------------------------------------
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    exe = str(Path(sys.executable).with_name("secoverhead"))
+    return subprocess.run(
+        [exe, "run", "cost", "--reports", str(tmp_path / "reports"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "new_connections_per_s", "-5"], "must be between 0"),
+        (["-p", "pooled_share", "1.5"], "must be between 0"),
+        (["-p", "https_new_share", "0.8", "-p", "https_resumed_share", "0.5"], "cannot add up"),
+        (["-p", "features", "[tls, quantum]"], "must be one of"),
+        (["-p", "audit_approach", "mcafee"], "must be one of"),
+        ([], "holds no finished run of study"),
+        (["-p", "calibration_file", "nosuch.json", "-p", "features", "[https]"], "calibration_file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    res = _cli(tmp_path, *args)
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], res.stderr
+    assert not (tmp_path / "reports" / "cost").exists()  # nothing ran
+
+
+def test_a_reports_folder_without_a_needed_study_is_refused(tmp_path):
+    _report(tmp_path / "reports", "https", HTTPS)
+    res = _cli(tmp_path, "-p", "features", "[https, tls]", "-p", "tls_version", "1.2")
+    assert res.returncode == 2 and "no finished run of study 'tls'" in res.stderr, res.stderr
+    res = _cli(tmp_path, "-p", "features", "[https]")  # TLS 1.3 was not measured in that run
+    assert res.returncode == 2 and "did not measure 'TLS 1.3 full, RSA'" in res.stderr, res.stderr
