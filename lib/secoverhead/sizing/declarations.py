@@ -12,7 +12,7 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.sizing.scaling import REFERENCES
-from secoverhead.studies.protocol.params import NotebookParams
+from secoverhead.studies.protocol.params import NotebookParams, absolute_path
 
 STUDY = "cost"
 
@@ -121,9 +121,9 @@ class Params(NotebookParams):
 
     def path_values(self) -> dict[str, Any]:
         out = super().path_values()
-        if self.reports_dir and not Path(self.reports_dir).is_absolute():
-            out["reports_dir"] = str(Path(self.reports_dir).expanduser().absolute())
-        runs = {k: str(Path(v).expanduser().absolute()) for k, v in self.runs.items()}
+        if self.reports_dir and (absolute := absolute_path(self.reports_dir)) != self.reports_dir:
+            out["reports_dir"] = absolute
+        runs = {k: absolute_path(v) for k, v in self.runs.items()}
         if runs != self.runs:
             out["runs"] = runs
         return out

@@ -32,6 +32,15 @@ HOST_PATTERN = rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?|\[?[0-9A-Fa-f:.]+\]?" 
 MAX_MINUTES = 7 * 24 * 60
 
 
+def absolute_path(path: str) -> str:
+    """The path made absolute from where the command was typed; unchanged where it cannot be (a ~user that does
+    not exist, a NUL byte, a name too long): the checks that follow say why in one line."""
+    try:
+        return str(Path(path).expanduser().absolute())
+    except (RuntimeError, ValueError, OSError):
+        return path
+
+
 @dataclass
 class NotebookParams:
     """What every notebook the pipeline runs has: where its results go and the run.json of its checked parameters,
@@ -73,8 +82,8 @@ class NotebookParams:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name.endswith("_file") and isinstance(value, str) and value and not Path(value).is_absolute():
-                out[f.name] = str(Path(value).expanduser().absolute())
+            if f.name.endswith("_file") and isinstance(value, str) and value:
+                out |= {f.name: absolute} if (absolute := absolute_path(value)) != value else {}
         return out
 
     def check_clients(self) -> None:
