@@ -30,10 +30,16 @@ def pytest_unconfigure(config) -> None:  # the scratch base goes with the sessio
 COVERED_BY_README = {"01_tls_overhead.ipynb": "secoverhead run tls", "06_cost_calculator.ipynb": "secoverhead run cost"}
 
 
+# The longest files first, so that two workers (make test's second phase) do not end with one of them alone on
+# a long file; the order within a file is kept (a notebook's cells run in order).
+LONGEST_FIRST = ("test_readme.py", "test_faults.py", "test_fleet.py", "test_signals.py", "test_users_server.py")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     keep, skip = [], []
     for item in items:
         (skip if Path(str(item.fspath)).name in COVERED_BY_README else keep).append(item)
     if skip:
         config.hook.pytest_deselected(items=skip)
-        items[:] = keep
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items[:] = sorted(keep, key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))

@@ -14,6 +14,7 @@ from secoverhead.servers import MariaDBServer
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.quiet,
     pytest.mark.skipif(not cgroups.available("cpuacct"), reason="no writable cpuacct"),
 ]
 

@@ -265,6 +265,7 @@ def test_a_worker_killed_mid_job_is_retried_with_resume_and_repeats_no_run(clust
     assert len(keys) == md["completed_runs"]  # every run it counts was made once, across the two attempts
 
 
+@pytest.mark.quiet  # the hosts' start skew: a neighbour's load could delay one host's start
 def test_one_server_loaded_from_both_hosts_at_once_merges_their_counts(cluster, targets):
     from distributed import Client
 

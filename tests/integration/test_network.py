@@ -18,7 +18,7 @@ import pytest
 from secoverhead.core.errors import ConfigError
 from secoverhead.network import Link, available
 
-pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
+pytestmark = [pytest.mark.quiet, pytest.mark.skipif(available() is not None, reason=str(available()))]
 
 ECHO = """
 import socket

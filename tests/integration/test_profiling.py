@@ -13,7 +13,7 @@ from secoverhead.studies.tls import declarations as tls_declarations
 from secoverhead.studies.tls import runner as tls_runner
 
 ok, why = profiling.available()
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet, pytest.mark.skipif(not ok, reason=why)]
 
 
 def _extra(table, arm: str, library: str, baseline: str) -> float:

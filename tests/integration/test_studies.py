@@ -21,7 +21,7 @@ from secoverhead.studies.tls import declarations as tls_declarations
 from secoverhead.studies.tls import runner as tls_runner
 from secoverhead.studies.tls import tables as tls_tables
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]
 
 
 def test_tls_makes_mysql_connection_setup_slower_but_not_reused_queries_much(tmp_path):

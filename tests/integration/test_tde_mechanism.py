@@ -25,7 +25,7 @@ from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers import MariaDBServer
 from secoverhead.workloads import server_status
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]
 ROWS = 5_000  # two 7 KB rows per 16 KiB page: about 2,500 pages, 40 MiB, far beyond a 6 MiB buffer pool
 PAGES = ROWS / 2
 SCANS = 10

@@ -15,6 +15,7 @@ The profile records both shares: samples with no name in their leaf's library, a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,7 @@ _ENTRY_POINTS = frozenset({"_start", "__libc_start_main", "__libc_start_call_mai
 Frame = tuple[str, str]  # (function, library file name); leaf first in a stack
 
 
+@functools.lru_cache(maxsize=4096)  # a profile names a few dozen libraries over hundreds of thousands of frames
 def library(dso: str) -> str:
     return Path(dso.strip("()")).name or UNNAMED
 

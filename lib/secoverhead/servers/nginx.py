@@ -43,16 +43,26 @@ def parse_log_line(line: str) -> dict[str, str]:
     return dict(zip(LOG_FIELDS, (p.strip('"') for p in parts), strict=False))
 
 
-def read_access_log(path: Path, *, offset: int = 0, wait: bool = True) -> list[dict[str, str]]:
-    """Lines logged since byte offset, parsed (waits for nginx's 200 ms log flush by default)."""
-    if wait:
-        time.sleep(0.4)
-    if not Path(path).exists():
-        return []
-    with open(path, "rb") as f:
-        f.seek(offset)
-        text = f.read().decode(errors="replace")
-    return [parse_log_line(line) for line in text.splitlines() if line.strip()]
+LOG_FLUSH_WAIT_S = 0.4  # the log buffer is flushed every 200 ms: twice that sees every line written before
+
+
+def read_access_log(
+    path: Path, *, offset: int = 0, wait: bool = True, expect: int | None = None
+) -> list[dict[str, str]]:
+    """Lines logged since byte offset, parsed. Waits for nginx's 200 ms log flush by default: until `expect`
+    lines are there when it is given (a run's requests: most runs need a fraction of the wait), at most
+    LOG_FLUSH_WAIT_S plus one flush otherwise."""
+    deadline = time.monotonic() + (LOG_FLUSH_WAIT_S + 0.2 if expect is not None else LOG_FLUSH_WAIT_S)
+    while True:
+        text = ""
+        if Path(path).exists():
+            with open(path, "rb") as f:
+                f.seek(offset)
+                text = f.read().decode(errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
+        if not wait or time.monotonic() >= deadline or (expect is not None and len(lines) >= expect):
+            return [parse_log_line(line) for line in lines]
+        time.sleep(0.05 if expect is not None else max(0.0, deadline - time.monotonic()))
 
 
 def _nginx() -> str:

@@ -279,11 +279,12 @@ def run_s_time(
 
 
 # -- measuring -------------------------------------------------------------------------------------------
-def reuse_counts(access_log: Path, offset: int, https_port: int) -> dict[str, float]:
-    """Full handshakes and resumed sessions nginx logged on the HTTPS port since byte offset."""
+def reuse_counts(access_log: Path, offset: int, https_port: int, expect: int | None = None) -> dict[str, float]:
+    """Full handshakes and resumed sessions nginx logged on the HTTPS port since byte offset (once the `expect`
+    requests the client made are logged, or the log's flush interval has passed)."""
     c = Counter(
         row.get("session_reused", "")
-        for row in read_access_log(access_log, offset=offset)
+        for row in read_access_log(access_log, offset=offset, expect=expect)
         if row.get("server_port") == str(https_port)
     )
     full, resumed = c.get(".", 0), c.get("r", 0)
@@ -309,6 +310,6 @@ def measure(
     metrics = {k: v for k, v in summary.items() if isinstance(v, int | float)}
     metrics |= meter.metrics(int(summary.get("requests") or 0))
     if access_log is not None and https_port is not None:
-        metrics |= reuse_counts(access_log, offset, https_port)
+        metrics |= reuse_counts(access_log, offset, https_port, expect=int(summary.get("requests") or 0) or None)
     info = {"command": command} | {k: v for k, v in summary.items() if isinstance(v, str)}
     return Measurement(metrics, info=info)
