@@ -1,13 +1,22 @@
 """Signals that end a run: Ctrl-C (SIGINT), a scheduler's SIGTERM, a closed terminal's SIGHUP. Each becomes an
 exception in the main thread, so every `with` block unwinds (servers stop, a user's settings are restored) and
 the run is finalised. While a run is being finalised, a further signal is remembered rather than raised: a
-second Ctrl-C must not leave run.json half-done."""
+second Ctrl-C must not leave run.json half-done.
+
+Python runs a handler between any two bytecodes, so its exception can land in code that cannot raise: a weakref
+callback or a `__del__` (an import's module-lock callback took a SIGINT 1 s into a run on a busy machine, and the
+run went on to the end). Python reports those to sys.unraisablehook and drops them; the hook installed here sends
+such a signal again, a moment later, so that it lands where it can end the run."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -40,14 +49,36 @@ def _handler(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
-def install() -> dict[int, object]:
+REDELIVER_AFTER_S = 0.05
+_previous_unraisable: list[Any] = []
+
+
+def _unraisable(info: Any) -> None:
+    """A Terminated that Python swallowed (raised inside a callback that cannot raise): send its signal again."""
+    exc = getattr(info, "exc_value", None)
+    if isinstance(exc, Terminated):
+        timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), exc.signum))
+        timer.daemon = True
+        timer.start()
+        return
+    (_previous_unraisable[-1] if _previous_unraisable else sys.__unraisablehook__)(info)
+
+
+def install() -> dict[Any, Any]:
     """Handle every ending signal; returns the previous handlers for restore()."""
-    return {s: signal.signal(s, _handler) for s in HANDLED}
+    _previous_unraisable.append(sys.unraisablehook)
+    sys.unraisablehook = _unraisable
+    return {s: signal.signal(s, _handler) for s in HANDLED} | {"unraisablehook": _previous_unraisable[-1]}
 
 
-def restore(previous: dict[int, object]) -> None:
+def restore(previous: dict[Any, Any]) -> None:
     for s, h in previous.items():
-        signal.signal(s, h)
+        if s == "unraisablehook":
+            sys.unraisablehook = h
+            if _previous_unraisable:
+                _previous_unraisable.pop()
+        else:
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager

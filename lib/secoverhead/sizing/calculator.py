@@ -42,11 +42,7 @@ class Calculation:
 
     @property
     def where(self) -> str:
-        return (
-            "on a machine like yours"
-            if self.target
-            else "on the machine that measured it (run `secoverhead calibrate` on yours for your own)"
-        )
+        return "on a machine like yours" if self.target else "on the machine that measured it"
 
     def headline(self) -> list[str]:
         """One plain sentence per feature, then the total."""

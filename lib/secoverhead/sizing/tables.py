@@ -328,6 +328,11 @@ def headline_html(calc: Calculation) -> str:
 
     sentences = "".join(f"<p>{html.escape(s)}</p>" for s in calc.headline())
     conf = f"Intervals: joint {calc.params.confidence:.0%} over every measured cost used (Bonferroni)."
+    if not calc.target:
+        conf += (
+            " No speed reference of your machine was given: run `secoverhead calibrate -o my-host.json` on it and "
+            "pass `-p calibration_file my-host.json` to move these costs to it."
+        )
     return (
         f'<div class="headline" style="font-size:1.05em;line-height:1.45">{sentences}</div>'
         f"<p><small>{html.escape(conf)} {html.escape(ENGINES)}</small></p>"
