@@ -4,6 +4,7 @@ then priced by the calculator, which must agree with what the study measured, an
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,8 @@ def test_the_calculator_report_through_the_pipeline(reports):
     data = json.loads((run / "results" / "cost.json").read_text())
     assert data["headline"][0].startswith("Serving HTTPS (TLS 1.2, RSA-2048) at 3,000 requests/s")
     assert "of your 8 cores" in data["headline"][-1]
+    assert "  Serving HTTPS (TLS 1.2, RSA-2048) at 3,000 requests/s" in res.stdout  # the answer, on the terminal
+    assert not re.search(r"object at 0x|<[\w.]+ object>", res.stdout + res.stderr), res.stderr[-2000:]
     html = (run / "report.html").read_text()
     assert "What it costs" in html and "Beside the rules of thumb" in html and "Serving HTTPS" in html
     assert "In all," in (reports / "index.html").read_text()  # the index opens with it too

@@ -104,8 +104,9 @@ def test_a_line_of_two_comparisons_sums_them_and_scales_each_by_its_own_cryptogr
     r = compute_line(_line(1e6, measures=(a, b)), priced, you, rtt_ms=0)
     assert r.measured_us.point == pytest.approx(300.0)
     assert r.us.point == pytest.approx(300.0 + 200.0)
-    # the low end on a machine 5 % faster in cryptography and 15 % in the rest (one calibration's repeatability)
-    assert r.us.lo == pytest.approx(90.0 * 300.0 * 0.95 / 100.0 + 150.0 * 0.85)
+    # the low end on a machine faster in cryptography and in the rest by one calibration's repeatability
+    c, g = 1 - scaling.CRYPTO_REPEATABILITY, 1 - scaling.REPEATABILITY[scaling.GENERAL]
+    assert r.us.lo == pytest.approx(90.0 * 300.0 * c / 100.0 + 150.0 * g)
     assert r.cores.point == pytest.approx(500.0)
 
 
@@ -116,7 +117,9 @@ def test_a_users_machine_widens_the_interval_by_its_references_repeatability_and
     assert (same.us.lo, same.us.hi) == (140.0, 160.0)  # the measuring machine's own costs: as measured
     mine = compute_line(_line(1e6, measures=(m,)), priced, dict(M), rtt_ms=0)  # a machine just like it
     assert mine.us.point == pytest.approx(150.0)
-    assert mine.us.lo == pytest.approx(100 * 0.95 + 40 * 0.85) and mine.us.hi == pytest.approx(100 * 1.05 + 60 * 1.15)
+    c, g = scaling.CRYPTO_REPEATABILITY, scaling.REPEATABILITY[scaling.GENERAL]
+    assert mine.us.lo == pytest.approx(100 * (1 - c) + 40 * (1 - g))
+    assert mine.us.hi == pytest.approx(100 * (1 + c) + 60 * (1 + g))
 
 
 def test_totals_share_and_dominance_and_clients_apart():

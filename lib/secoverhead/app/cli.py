@@ -145,6 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.name and (reports / jobs[0][0].study.id / args.name).exists():
         raise SecoverheadError(f"--name {args.name}: that run exists (continue it with --resume)")
     placement = Placement(args.name or "", args.target or "", args.client_host or "")
+    from secoverhead.app import answer  # deferred: see the module docstring
     from secoverhead.suite.index import (
         build_index,  # deferred: see the module docstring
     )
@@ -158,6 +159,8 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"{outcome.study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else "")
         )
+        for line in answer.lines(outcome.run_dir):
+            print(line)
         if not outcome.ok:
             failed.append(outcome.study)
     try:

@@ -33,12 +33,13 @@ REFERENCES: dict[str, str] = {
 
 Primitives = Sequence[tuple[str, float]]  # (calibration key, how many per operation)
 
-# How far one machine's reference moves between calibrations (each a best-of-N timing): measured on this project's
-# VM on 2026-11-25, seven calibrations over an hour: the fixed loop 55-72 ms (+-15 %), RSA-2048 signing 242-248 us,
-# AES pages 3.4-3.6 us (+-5 % covers both). A user's machine is described by one calibration, so its references
-# carry this much; a scaled interval is widened by it (and is not, when no machine of the user's is given).
-REPEATABILITY = {GENERAL: 0.15}
-CRYPTO_REPEATABILITY = 0.05
+# How far the ratio of two calibrations of one machine moves: both are snapshots of a VM whose speed changes by up
+# to 1.8x for seconds at a time. Measured on this project's VM on 2026-11-25 with the fixed loop sampled across the
+# calibration (host/calibration.py): its fastest chunk 63-74 ms over two hours (+-8 %); RSA-2048 signing, one
+# second of `openssl speed`, 724-1,017 us (+-17 %), AES and PBKDF2 alike. A user's machine is described by one
+# calibration, so a scaled interval is widened by this much (and is not, when no machine of the user's is given).
+REPEATABILITY = {GENERAL: 0.10}
+CRYPTO_REPEATABILITY = 0.15
 
 
 def spread(cal: Mapping[str, Any], direction: int) -> dict[str, Any]:
