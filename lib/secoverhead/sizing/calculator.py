@@ -63,7 +63,7 @@ def number(x: float) -> str:
 
 def cores_text(iv: Interval) -> str:
     if iv.lo <= 0 < iv.hi:
-        return f"at most {number(iv.hi)} cores (no cost is within the interval)"
+        return f"at most {number(iv.hi)} cores (its interval reaches zero: more rounds would say how much)"
     return f"{number(iv.lo)}–{number(iv.hi)} cores"
 
 
