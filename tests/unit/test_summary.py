@@ -41,8 +41,36 @@ def test_scales_read_in_their_units():
         "TPS loss with general_log, %: 10.8 % to 32.4 %"
     )
     assert "pp" in summary.measured([{"effect": "CPU on minus off, percentage points", "intervals": [[1, 2]]}])
-    many = summary.measured([{"effect": "ratio", "intervals": [[0.9, 1.0], [0.95, 1.1], [0.8, 1.2]]}])
-    assert many.startswith("ratio: 3 cells, from 0.8")
+    many = summary.measured([{"effect": "ratio", "intervals": [[0.9, 1.0], [0.95, 1.1], [0.8, 1.2], [1, 1.1]]}])
+    assert many.startswith("ratio: 4 cells, from 0.8")
+
+
+def test_each_interval_is_named_by_its_cell_and_many_cells_by_their_named_ends():
+    two = summary.measured(
+        [{"effect": "TPS loss, %", "intervals": [[-1.1, 0.9], [-2.3, 0.3]], "cells": ["write x16", "read x16"]}]
+    )
+    assert two == "TPS loss, %: write x16 -1.1 % to 0.9 %, read x16 -2.3 % to 0.3 %"
+    many = summary.measured(
+        [
+            {
+                "effect": "CPU on minus off, percentage points",
+                "intervals": [[1, 2], [0.5, 3], [2, 4], [1, 1.5]],
+                "cells": ["a", "b", "c", "d"],
+            }
+        ]
+    )
+    assert many == "CPU on minus off, percentage points: 4 cells, from +0.5 pp (b) to +4.0 pp (c)"
+    # names that do not match the intervals one for one are not guessed at
+    assert "x" not in summary.measured([{"effect": "loss %", "intervals": [[1, 2]], "cells": ["x", "y"]}])
+
+
+def test_a_verdict_keeps_its_cells_names_only_when_they_match_its_intervals():
+    sets = (([(0.9, 1.0), (0.95, 1.05)], None),)
+    v = claimcheck.verdict_of("tls", "setup", Verdict.INCONCLUSIVE, "e", intervals=sets, cells=(["a", "b"],))
+    assert v.as_dict()["judged"][0]["cells"] == ["a", "b"]
+    v = claimcheck.verdict_of("tls", "setup", Verdict.INCONCLUSIVE, "e", intervals=sets, cells=(["a"],))
+    assert v.as_dict()["judged"][0]["cells"] == []
+    assert summary.figure([v.as_dict()]) is not None
 
 
 def test_counts_keep_the_originals_apart_from_the_suites_own():

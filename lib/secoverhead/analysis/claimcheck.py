@@ -5,6 +5,7 @@ verdict carries the claim's source, words, metric and reading with it into verdi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +33,12 @@ def verdict_of(
     needs: list[dict[str, Any]] | None = None,
     intervals: tuple[tuple[list, list | None], ...] = (),
     rounds: int = 0,
+    cells: tuple[Sequence[str], ...] = (),
 ) -> ClaimVerdict:
     """A ClaimVerdict for the registered claim, its text filled in for this part and level. `intervals` (what
     decided it, one (intervals, refuting) pair per reading) and `rounds` (how many they rest on) let an
-    undecided verdict say how many rounds would decide it."""
+    undecided verdict say how many rounds would decide it; `cells` names each reading's intervals in order
+    (the workload, the approach), so a summary can say which interval is which."""
     c = registry.get(study, claim_id)
     rounds_needed = None
     if verdict == Verdict.INCONCLUSIVE and intervals and rounds:
@@ -60,20 +63,26 @@ def verdict_of(
         source=c.source,
         registered=c.record(),
         rounds_needed=rounds_needed,
-        judged=judged(c, intervals),
+        judged=judged(c, intervals, cells),
     )
 
 
-def judged(c: registry.Claim, intervals: tuple[tuple[list, list | None], ...]) -> list[dict[str, Any]]:
+def judged(
+    c: registry.Claim,
+    intervals: tuple[tuple[list, list | None], ...],
+    cells: tuple[Sequence[str], ...] = (),
+) -> list[dict[str, Any]]:
     """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
-    claim against its thresholds draws)."""
+    claim against its thresholds draws), with each interval's cell name where the study gave them."""
     out = []
-    for reading, (each, refuting) in zip(c.readings(), intervals, strict=False):
+    for k, (reading, (each, refuting)) in enumerate(zip(c.readings(), intervals, strict=False)):
+        names = [str(n) for n in cells[k]] if k < len(cells) else []
         out.append(
             {
                 **reading.as_dict(),
                 "intervals": [[float(lo), float(hi)] for lo, hi in each],
                 "refuting": [[float(lo), float(hi)] for lo, hi in refuting] if refuting is not None else None,
+                "cells": names if len(names) == len(each) else [],
             }
         )
     return out

@@ -62,21 +62,32 @@ def interval(lo: float, hi: float, unit: str) -> str:
 
 
 def measured(judged: Sequence[Mapping[str, Any]]) -> str:
-    """What was measured, on the claim's scale: 'set-up time, TLS / no TLS: 1.51–1.86×'."""
+    """What was measured, on the claim's scale, each interval with its cell's name where the study gave it:
+    'TPS loss at the most threads, %: oltp_write_only x16 -1.1 % to 0.9 %, oltp_read_only x16 ...'. More than
+    three cells are summed up by their two ends, each named."""
     out = []
     for r in judged:
         unit = scale(str(r.get("effect", "")))
         each = [tuple(i) for i in r.get("intervals") or [] if len(i) == 2]
         if not each:
             continue
-        if len(each) <= 2:
-            text = ", ".join(interval(lo, hi, unit) for lo, hi in each)
+        names = [str(n) for n in r.get("cells") or []]
+        names = names if len(names) == len(each) else [""] * len(each)
+        if len(each) <= 3:
+            text = ", ".join(f"{n} {interval(lo, hi, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True))
         else:
-            text = f"{len(each)} cells, from {number(min(lo for lo, _ in each), unit)} to " + number(
-                max(hi for _, hi in each), unit
+            low = min(range(len(each)), key=lambda i: each[i][0])
+            high = max(range(len(each)), key=lambda i: each[i][1])
+            text = (
+                f"{len(each)} cells, from {number(each[low][0], unit)}{_of(names[low])} to "
+                f"{number(each[high][1], unit)}{_of(names[high])}"
             )
         out.append(f"{r.get('effect')}: {text}")
     return "; ".join(out)
+
+
+def _of(name: str) -> str:
+    return f" ({name})" if name else ""
 
 
 def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,9 +162,13 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         for i in range(len(edges) - 1):
             label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
             ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
+        names = [str(n) for n in r.get("cells") or []] if len(r.get("cells") or []) == len(each) <= 3 else []
         for k, (lo, hi) in enumerate(each):
             y = (k + 1) / (len(each) + 1)
             ax.plot([lo, hi], [y, y], color=COLOURS.get(verdict, "#333"), lw=3, solid_capstyle="butt")
+            if names:  # which interval is which, where few enough to read
+                mid = math.sqrt(lo * hi) if log else (lo + hi) / 2
+                ax.text(mid, y + 0.06, names[k], ha="center", va="bottom", fontsize=6, color="#333")
         ax.set_xlim(left, right)
         ax.set_ylim(0, 1)
         ax.set_yticks([])

@@ -119,6 +119,7 @@ def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     needs=[{"arm": a} for a in ("general_log", *others)],
                     intervals=sets,
                     rounds=min(x.n_pairs for x in each.values()),
+                    cells=(list(each),),
                 )
             )
     for claim in SMALL_CLAIMS:

@@ -122,6 +122,11 @@ def _ends(comps: Any) -> list[tuple[float, float]]:
     return [(c.ci_low, c.ci_high) for c in comps]
 
 
+def _name(cell: dict[str, Any]) -> str:
+    """A cell as a reader names it: 'oltp_write_only x16' (the workload alone when threads are not part of it)."""
+    return f"{cell['workload']} x{cell['threads']}" if "threads" in cell else str(cell["workload"])
+
+
 def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
     """The original's conclusions on one profile's runs, each on TPS as the original measured it; the capacity
     loss is reported beside the losses (see BOUND_NOTE). Readings: data/claims/registry.yaml."""
@@ -172,6 +177,7 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     needs=_needs({"workload": w, "threads": t} for w in workloads for t in (lo_t, hi_t)),
                     intervals=sets,
                     rounds=min(wide[k].n_pairs for k in keys),
+                    cells=([str(wide[k].cell["workload"]) for k in keys], [_name(b.cell) for b in low_each]),
                 )
             )
     # 2. many concurrent queries: under 5 %, every workload (each at alpha); one workload above refutes
@@ -192,6 +198,7 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                 needs=_needs(b.cell for b in high),
                 intervals=sets,
                 rounds=min(b.tps.n_pairs for b in high),
+                cells=([_name(b.cell) for b in high_each],),
             )
         )
     # 3. write-heavy workloads lose the most: per round, the TPS ratio (on/off) of each write-heavy workload over
@@ -269,6 +276,7 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     needs=_needs(comps[k].cell for k in keys),
                     intervals=sets,
                     rounds=min(comps[k].n_pairs for k in keys),
+                    cells=([_name(comps[k].cell) for k in keys],),
                 )
             )
     return out
