@@ -28,12 +28,13 @@ def load(root: Path) -> list[dict[str, Any]]:
 
 def why(marks: list[dict[str, Any]], study: str, claim_id: str, target: str, run: str) -> str:
     """The reason a change at `run` was marked expected ("" when it was not). A mark without a claim or target
-    covers every claim or target of the study at that run."""
+    covers every claim or target of the study at that run; a mark of a claim covers each of its cells' series
+    ('id [cell]')."""
     for m in marks:
         if (
             m.get("study") == study
             and str(m.get("run")) == run
-            and m.get("claim", claim_id) in (claim_id, "*")
+            and m.get("claim", claim_id) in (claim_id, claim_id.split(" [")[0], "*")
             and m.get("target", target) in (target, "*")
         ):
             return str(m.get("why") or "expected")

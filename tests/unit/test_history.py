@@ -1,0 +1,99 @@
+"""The history across runs, from report directories written as the pipeline writes them: one series per claim
+(per cell where a claim reads several), a noisy machine kept in one speed class and another machine in its own,
+a step found with its direction, a mark of the claim covering its cells."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from secoverhead.suite import expected, history
+
+
+def _verdicts(ratio: float, loss: tuple[float, float]) -> dict:
+    return {
+        "verdicts": [
+            {
+                "id": "setup",
+                "claim": "TLS makes set-up slower",
+                "verdict": "reproduced",
+                "ratio": ratio,
+                "ci_low": ratio * 0.98,
+                "ci_high": ratio / 0.98,
+                "registered": {"metric": "connect_ms"},
+            },
+            {
+                "id": "4c16g:high-concurrency-loss",
+                "claim": "under 5 %",
+                "verdict": "reproduced",
+                "ratio": None,
+                "registered": {"metric": "tps"},
+                "judged": [
+                    {
+                        "effect": "TPS loss at the most threads, %",
+                        "intervals": [list(loss), [-1.0, 1.0]],
+                        "cells": ["write x16", "read x16"],
+                    }
+                ],
+            },
+            {
+                "id": "cpu-pp",
+                "claim": "CPU rises a few points",
+                "verdict": "inconclusive",
+                "ratio": None,
+                "registered": {"metric": "server_cpu_pct_of_limit"},
+                "judged": [{"effect": "CPU utilisation on minus off, percentage points", "intervals": [[1, 2]]}],
+            },
+        ]
+    }
+
+
+def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, float]) -> str:
+    name = f"20261101T{k:02d}0000Z-vm-quick"
+    d = root / "tde" / name
+    (d / "results").mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}}))
+    (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": rsa_us}))
+    (d / "results" / "verdicts.json").write_text(json.dumps(_verdicts(ratio, loss)))
+    return name
+
+
+def test_a_noisy_machine_stays_one_class_and_a_machine_twice_as_slow_is_another():
+    noisy = [724, 1017, 836, 742, 990, 760]
+    assert len(set(history.speed_classes(noisy))) == 1
+    assert len(set(history.speed_classes([*noisy, 2100, 2300]))) == 2
+    assert history.speed_classes([None, "x", -1]) == ["unknown"] * 3
+    # the fixed grid the classes replaced split these (a boundary between 837 and 1,171 us at ~990)
+    assert len({history.speed_class(x) for x in noisy}) > 1
+
+
+def test_cells_are_series_of_their_own_a_loss_read_as_its_tps_ratio_and_pp_left_without_one():
+    v = _verdicts(2.0, (2.0, 4.0))["verdicts"]
+    assert history.series_of(v[0]) == [("setup", "TLS makes set-up slower", 2.0, 2.0 * 0.98, 2.0 / 0.98)]
+    cells = history.series_of(v[1])
+    claim = "4c16g:high-concurrency-loss"
+    assert [c[0] for c in cells] == [f"{claim} [write x16]", f"{claim} [read x16]"]
+    _, _, mid, lo, hi = cells[0]
+    assert (lo, hi) == (0.96, 0.98) and math.isclose(mid, math.sqrt(0.96 * 0.98))
+    assert history.series_of(v[2]) == [("cpu-pp", "CPU rises a few points", None, None, None)]
+
+
+def test_a_step_in_one_cell_is_found_worse_in_its_series_alone_and_a_mark_covers_it(tmp_path):
+    rng = np.random.default_rng(7)
+    runs = []
+    for k in range(24):
+        loss = 2.0 if k < 14 else 12.0  # the write cell's TPS loss steps from 2 % to 12 % at run 14
+        noise = rng.normal(0, 0.3)
+        runs.append(_run(tmp_path, k, 800 * (1 + 0.15 * rng.uniform(-1, 1)), 2.0, (loss - 1 + noise, loss + 1 + noise)))
+    df = history.collect(tmp_path, "tde")
+    assert df["speed class"].nunique() == 1 and df["run"].nunique() == 24
+    found = history.changes(df, tmp_path)
+    assert [(c.claim_id, c.direction) for c in found] == [("4c16g:high-concurrency-loss [write x16]", "worse")]
+    assert abs(runs.index(found[0].run) - 14) <= 2
+    expected.mark(tmp_path, "tde", found[0].run, "moved to a slower disk", claim="4c16g:high-concurrency-loss")
+    assert history.changes(df, tmp_path)[0].expected == "moved to a slower disk"
+    out = history.export_csv(df, tmp_path / "history" / "tde.csv")
+    assert "write x16" in out.read_text()
