@@ -453,11 +453,16 @@ def _first_screen(run_dir: Path) -> dict[str, Any]:
     A view, never a failure of the run: a browser that cannot start is said and nothing else."""
     from secoverhead.reporting import browser  # deferred: Playwright
 
-    try:
-        facts = browser.first_screen(run_dir / "report.html", run_dir / "results" / "screens" / "first-screen.png")
-    except Exception as exc:
-        return {"error": _one_line(exc)[:200]}
-    return dataclasses.asdict(facts)
+    error = ""
+    for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
+        try:
+            shot = run_dir / "results" / "screens" / "first-screen.png"
+            return dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
+        except Exception as exc:
+            # Playwright's message is its first line; the lines after it are its call log
+            first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+            error = f"{type(exc).__name__}: {first}"[:200]
+    return {"error": error}
 
 
 def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
