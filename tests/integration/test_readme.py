@@ -181,7 +181,7 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
 def _check_first_screens(roots: list[Path]) -> None:
     """Every finished report, as Chromium showed it to a reviewer at 1280x800: every verdict on the first
     screen, no sideways scrolling in the summary, every embedded flame graph with its root frame drawn,
-    nothing fetched from the network, the screenshot kept with the run; and the index likewise."""
+    nothing fetched from the network, the page under 2 MB, the screenshot kept with the run; and the index likewise."""
     checked = with_verdicts = costs = 0
     for run_json in sorted(p for root in roots for p in root.glob("*/*/run.json")):
         meta = json.loads(run_json.read_text())
@@ -190,6 +190,7 @@ def _check_first_screens(roots: list[Path]) -> None:
         seen = meta.get("first_screen") or {}
         where = f"{run_json.parent}: {seen}"
         assert "error" not in seen and "verdicts" in seen, where
+        assert (run_json.parent / "report.html").stat().st_size < 2_000_000, where  # flame graphs included
         if meta.get("study") == "cost":  # no verdicts: its answer is a sentence per feature and the total
             assert seen["headlines"] >= 2 and seen["headlines_visible"] == seen["headlines"], where
             assert seen["summary_overflow"] <= 1 and seen["external_requests"] == [], where
