@@ -453,10 +453,9 @@ def _first_screen(run_dir: Path) -> dict[str, Any]:
     A view, never a failure of the run: a browser that cannot start is said and nothing else."""
     from secoverhead.reporting import browser  # deferred: Playwright
 
-    error = ""
+    shot, error = run_dir / "results" / "screens" / "first-screen.png", ""
     for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
         try:
-            shot = run_dir / "results" / "screens" / "first-screen.png"
             return dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
         except Exception as exc:
             # Playwright's message is its first line; the lines after it are its call log

@@ -105,13 +105,6 @@ class _Loop:
         return min(self.times) * per, statistics.median(self.times) * per
 
 
-def _python_loop_ms(bursts: int = 6) -> float:
-    loop = _Loop()
-    for _ in range(bursts):
-        loop.burst()
-    return loop.ms()[0]
-
-
 def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:
     """AES-256-CTR decryption of one 16 KiB page as a server does it: EVP_CipherInit_ex (key and IV of the
     page) then one EVP_CipherUpdate, over `pages` distinct pages (beyond the CPU caches). The cost of the two

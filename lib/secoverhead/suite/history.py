@@ -35,13 +35,6 @@ SERIES = ["claim id", "target", "server", "speed class"]
 SPEED_TOLERANCE = 1.5
 
 
-def speed_class(rsa_sign_us: Any) -> str:
-    """A machine speed's label by the nearest power of 1.4 of its RSA-2048 signature time (used for one run on
-    its own; a series' classes come from speed_classes)."""
-    x = _positive(rsa_sign_us)
-    return "unknown" if x is None else f"RSA sign ~{1.4 ** round(math.log(x, 1.4)):.0f} us"
-
-
 def speed_classes(rsa_sign_us: list[Any], tolerance: float = SPEED_TOLERANCE) -> list[str]:
     """One speed class per run, runs in date order: a run joins the class whose first run's signature time is
     nearest, if within a factor of `tolerance` of it; otherwise it opens a new class. A fixed grid would split one

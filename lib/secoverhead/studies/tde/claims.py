@@ -61,6 +61,11 @@ def losses(
     )
 
 
+def _name(cell: dict[str, Any]) -> str:
+    """A cell as a reader names it: 'oltp_write_only x16' (the workload alone when threads are not part of it)."""
+    return f"{cell['workload']} x{cell['threads']}" if "threads" in cell else str(cell["workload"])
+
+
 class LossBound(NamedTuple):
     """One workload's loss at one thread count: the measured TPS loss (which decides) and, where server CPU was
     measured, the capacity loss beside it (context: what a CPU-bound server would lose). Percent; lo/hi: the
@@ -74,10 +79,7 @@ class LossBound(NamedTuple):
 
     def text(self) -> str:
         t = self.tps
-        out = (
-            f"{self.cell['workload']} x{self.cell['threads']}: TPS loss {(1 - t.ratio) * 100:+.1f} % "
-            f"[{self.lo:+.1f}, {self.hi:+.1f}]"
-        )
+        out = f"{_name(self.cell)}: TPS loss {(1 - t.ratio) * 100:+.1f} % [{self.lo:+.1f}, {self.hi:+.1f}]"
         if self.capacity is not None:
             c = self.capacity
             lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
@@ -120,11 +122,6 @@ def _pairs(bounds: list[LossBound]) -> list[tuple[float, float]]:
 
 def _ends(comps: Any) -> list[tuple[float, float]]:
     return [(c.ci_low, c.ci_high) for c in comps]
-
-
-def _name(cell: dict[str, Any]) -> str:
-    """A cell as a reader names it: 'oltp_write_only x16' (the workload alone when threads are not part of it)."""
-    return f"{cell['workload']} x{cell['threads']}" if "threads" in cell else str(cell["workload"])
 
 
 def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
@@ -263,8 +260,8 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
                     claim.id,
                     claim.decide(*sets),
                     "; ".join(
-                        f"{comps[k].cell['workload']} x{comps[k].cell['threads']}: "
-                        f"{comps[k].ratio:+.1f} pp [{comps[k].ci_low:+.1f}, {comps[k].ci_high:+.1f}]"
+                        f"{_name(comps[k].cell)}: {comps[k].ratio:+.1f} pp "
+                        f"[{comps[k].ci_low:+.1f}, {comps[k].ci_high:+.1f}]"
                         for k in keys
                     )
                     + f" ({first.confidence * 100:.4g} % CIs, {first.n_text}, {first.test}); for refuting, at "
