@@ -138,6 +138,7 @@ def test_the_readme_runs_the_notebooks_nbval_leaves_to_it():
         assert any(c.split("#")[0].strip().endswith(command) or f"{command} " in c for c in cmds), command
 
 
+@pytest.mark.timeout(1200)  # ~20 commands, studies among them: 484-608 s on the 2-core VM, past the suite's 600
 def test_every_readme_command_runs_as_written(servers, tmp_path):
     """Two lanes at once: the commands on this machine's own servers, and from the first `export` on, those on
     "your own server" (each lane in order, in a directory of its own). No figure of these runs is read, so
