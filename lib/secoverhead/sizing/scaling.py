@@ -104,6 +104,8 @@ def scale(
         return us * g
     if us <= 0:
         return us * g
+    # written as changes to `us`, so that a machine compared with itself returns it exactly (no rounding: c_to +
+    # (us - c_from) differed from us in the last bit, and a cost priced on its own machine moved)
     if us >= c_from:
-        return c_to + (us - c_from) * g
-    return us * c_to / c_from
+        return us + (c_to - c_from) + (us - c_from) * (g - 1.0)
+    return us * (c_to / c_from)
