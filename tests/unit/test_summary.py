@@ -17,7 +17,7 @@ def _verdict(**kw):
         "setup",
         kw.pop("verdict", Verdict.REPRODUCED),
         "median 1 -> 2 ms; n=4 rounds",
-        part="MySQL",
+        part="MongoDB",
         intervals=(([(1.5, 2.1)], None),),
         rounds=4,
     )

@@ -74,7 +74,7 @@ def test_verdicts_of_the_originals_and_of_the_suite_are_counted_apart():
         ClaimVerdict("b", Verdict.INCONCLUSIVE, "e", source="published"),
         ClaimVerdict("c", Verdict.NOT_REPRODUCED, "e", source="suite", sensitivity="without: reproduced"),
     ]
-    assert verdict_counts(vs) == "published: 1 reproduced, 1 inconclusive; the suite's own: 1 not reproduced"
+    assert verdict_counts(vs) == "published claims: 1 reproduced, 1 inconclusive; the suite's own: 1 not reproduced"
     t = verdict_table(vs)
     assert list(t["source"]) == ["published", "published", "the suite's own"]
     assert t["reading"].iloc[0] == "x: reproduce" and "without one-off duets (check)" in t

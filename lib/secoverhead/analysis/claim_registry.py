@@ -10,11 +10,15 @@ from typing import Any
 
 import yaml
 
+from secoverhead.analysis.preconditions import Precondition
 from secoverhead.analysis.readings import Reading, verdict
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 
-SOURCES = ("published", "suite")
+# published: an original's claim, on what the original measured; extension: an original's claim carried where
+# the original did not measure it (another engine, a remedy it names but does not measure); suite: this suite's
+# own hypothesis. Counted apart everywhere.
+SOURCES = ("published", "extension", "suite")
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,20 @@ class Claim:
     reading: Reading
     also: tuple[Reading, ...]  # further readings that must all reproduce (any refutes)
     why: str
+    mechanism: str  # what, in the original, makes the effect: what an environment must be able to show
+    preconditions: tuple[Precondition, ...]  # the weakest conditions under which the mechanism can show
+    original_parts: tuple[str, ...] = ()  # a published claim: the parts the original measured (others: extension)
 
     @property
     def published(self) -> bool:
         return self.source == "published"
+
+    def source_on(self, part: str) -> str:
+        """The claim's source on one part: a published claim on a part the original did not measure (another
+        engine) is an extension of it."""
+        if self.source == "published" and self.original_parts and part and part not in self.original_parts:
+            return "extension"
+        return self.source
 
     def readings(self) -> tuple[Reading, ...]:
         return (self.reading, *self.also)
@@ -76,14 +90,17 @@ class Claim:
             "reading": [r.as_dict() for r in self.readings()],
             "reading_text": self.describe(),
             "why": self.why,
+            "mechanism": self.mechanism,
         }
 
 
 def _claim(d: dict[str, Any]) -> Claim:
     if d.get("source") not in SOURCES:
         raise ValueError(f"{d.get('id')}: source must be one of {SOURCES}")
-    if d["source"] == "published" and not (d.get("original") and d.get("quote") and d.get("translation")):
+    if d["source"] != "suite" and not (d.get("original") and d.get("quote") and d.get("translation")):
         raise ValueError(f"{d['id']}: a published claim names its original, quotes it and translates the quote")
+    if not str(d.get("mechanism", "")).strip() or not d.get("preconditions"):
+        raise ValueError(f"{d['id']}: a claim names its mechanism and the preconditions under which it can show")
     return Claim(
         id=d["id"],
         study=d["study"],
@@ -97,6 +114,9 @@ def _claim(d: dict[str, Any]) -> Claim:
         reading=Reading.from_dict(d["reading"]),
         also=tuple(Reading.from_dict({**a, "combine": a.get("combine", "all")}) for a in d.get("also", ())),
         why=" ".join(str(d["why"]).split()),
+        mechanism=" ".join(str(d["mechanism"]).split()),
+        preconditions=tuple(Precondition.from_dict(p) for p in d["preconditions"]),
+        original_parts=tuple(d.get("original_parts", ())),
     )
 
 

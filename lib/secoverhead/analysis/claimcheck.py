@@ -5,11 +5,12 @@ verdict carries the claim's source, words, metric and reading with it into verdi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis import preconditions as pre
 from secoverhead.analysis.compare import (  # pandas, which `secoverhead params` never needs
     compare_arms,
     relative,
@@ -60,11 +61,35 @@ def verdict_of(
         ci_low=ci_low,
         ci_high=ci_high,
         needs=needs or [],
-        source=c.source,
+        source=c.source_on(part),
         registered=c.record(),
         rounds_needed=rounds_needed,
         judged=judged(c, intervals, cells),
     )
+
+
+def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> list[ClaimVerdict]:
+    """Each verdict's registered preconditions checked on the conditions of the environment and the baseline arm
+    it was measured under: where one fails, the verdict is *not testable here*, its evidence kept as what the run
+    measured instead and the place it can be tested named. Every verdict carries its checks."""
+    for v in verdicts:
+        if not v.registered:  # not a registered claim: nothing declares its preconditions
+            continue
+        claim = registry.get(v.registered["study"], v.registered["id"])
+        checks = pre.check_all(claim.preconditions, conditions)
+        v.preconditions = checks
+        failing = pre.failed(checks)
+        if not failing:
+            continue
+        v.verdict = Verdict.NOT_TESTABLE
+        v.evidence = (
+            "; ".join(f"{c['text']} is {c['shown']}, the mechanism needs {c['required']}: {c['why']}" for c in failing)
+            + f". Measured instead (a fact, not a verdict): {v.evidence}"
+        )
+        v.testable_where = "; ".join(dict.fromkeys(c["where"] for c in failing))
+        v.rounds_needed = None
+        v.needs = []
+    return list(verdicts)
 
 
 def judged(

@@ -1,7 +1,9 @@
 """Verdicts on claims and verdicts.json (what the report index shows without re-running anything). Standard
 library only. What decides a verdict is the claim's registered reading (registry.py, readings.py): reproduced
 when the intervals lie where the claim says, not reproduced when they lie wholly on the wrong side, and
-inconclusive otherwise: the data cannot decide.
+inconclusive otherwise: the data cannot decide. A claim whose registered preconditions fail in the environment
+it was measured in is *not testable here*: the set-up cannot show the original's mechanism, so its data neither
+reproduce nor refute the claim (preconditions.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ class Verdict(StrEnum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not reproduced"
     INCONCLUSIVE = "inconclusive"
+    NOT_TESTABLE = "not testable here"
+
+
+# The order every count lists them in.
+VERDICTS = (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE, Verdict.NOT_TESTABLE)
 
 
 @dataclass
@@ -40,10 +47,18 @@ class ClaimVerdict:
     rounds_needed: int | None = None  # undecided: rounds that would decide it were the estimate to stay
     sensitivity: str = ""  # the verdict without the runs a sensitivity check sets aside, and why (never decides)
     judged: list[dict[str, Any]] = field(default_factory=list)  # per reading: its regions and the intervals read
+    preconditions: list[dict[str, Any]] = field(default_factory=list)  # each checked: value, holds, why, where
+    testable_where: str = ""  # not testable here: where the claim can be tested
 
     @property
     def decided(self) -> bool:
-        return self.verdict != Verdict.INCONCLUSIVE
+        """Reproduced or not reproduced: the data decided the claim."""
+        return self.verdict in (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED)
+
+    @property
+    def wants_rounds(self) -> bool:
+        """Inconclusive: more rounds may decide it (a claim not testable here gains nothing from them)."""
+        return self.verdict == Verdict.INCONCLUSIVE
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

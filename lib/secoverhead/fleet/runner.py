@@ -155,10 +155,13 @@ def run(fleet: Fleet, reports: Path, scheduler: str | None = None, *, echo: Any 
 
 
 def _line(o: dict[str, Any]) -> str:
-    decided = sum(v["verdict"] in ("reproduced", "not reproduced") for v in o.get("verdicts", []))
+    verdicts = o.get("verdicts", [])
+    decided = sum(v["verdict"] in ("reproduced", "not reproduced") for v in verdicts)
+    untestable = sum(v["verdict"] == "not testable here" for v in verdicts)
     hosts = " -> ".join(o.get("attempts") or []) or "-"
     took = f"{o['duration_s']:.0f} s" if "duration_s" in o else "-"
-    tail = f"; {decided} of {len(o.get('verdicts', []))} claims decided" if o.get("verdicts") else ""
+    tail = f"; {decided} of {len(verdicts)} claims decided" if verdicts else ""
+    tail += f", {untestable} not testable here" if untestable else ""
     err = f"; {o['error']}" if o.get("error") and o["status"] != "ok" else ""
     return f"{o['key']}: {o['status']} in {took} on {hosts}{tail}{err}"
 

@@ -102,9 +102,10 @@ class Experiment:
                 f"experiment {experiment_id!r} already exists in {store.path} with another plan "
                 f"({meta['plan']}); use a new experiment id or remove that directory"
             )
-        if not meta:
+        if not meta.get("plan"):  # new (what was recorded before the plan, e.g. its conditions, is kept)
             store.write_metadata(
-                {
+                meta
+                | {
                     "experiment_id": experiment_id,
                     "study": study,
                     "plan": self._signature,

@@ -49,7 +49,11 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
             "<details><summary>How the verdicts are reached</summary><p>"
             "<i>Reproduced</i>: the intervals lie where the claim's reading (fixed before the data, in "
             "<code>data/claims/registry.yaml</code> with the original's words) says; <i>not reproduced</i>: wholly "
-            "on the wrong side; <i>inconclusive</i>: the data cannot decide (the detail says how many rounds would). "
+            "on the wrong side; <i>inconclusive</i>: the data cannot decide (the detail says how many rounds would); "
+            "<i>not testable here</i>: a precondition of the claim's mechanism (registered beside the reading, read "
+            "from the environment and the baseline arm alone) fails where it was measured, so the data can neither "
+            "reproduce nor refute it: the detail says which, with its value, what was measured instead, and where "
+            "the claim can be tested. "
             "Every n counts runs (or rounds of interleaved runs), never the queries or connections inside them. "
             "Each claim's intervals spend its own "
             + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))

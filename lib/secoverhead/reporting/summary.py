@@ -12,7 +12,30 @@ from typing import Any
 
 import jinja2
 
-COLOURS = {"reproduced": "#1a7f37", "not reproduced": "#cf222e", "inconclusive": "#7d6608"}
+COLOURS = {
+    "reproduced": "#1a7f37",
+    "not reproduced": "#cf222e",
+    "inconclusive": "#7d6608",
+    "not testable here": "#57606a",
+}
+# Where a claim comes from, in the order they are counted and listed (analysis/claim_registry.SOURCES)
+SOURCES = {
+    "published": "published claims",
+    "extension": "extensions of published claims",
+    "suite": "the suite's own",
+}
+# The mark a claim of each source carries beside its words (a published one none)
+SOURCE_MARKS = {"extension": "(an extension: the original did not measure this)", "suite": "(the suite's own)"}
+
+
+def source_rank(v: Mapping[str, Any]) -> int:
+    """Published claims first, extensions next, the suite's own last (a run from before the registry has no
+    source: counted as published, which every claim then was taken to be)."""
+    keys = list(SOURCES)
+    source = v.get("source") or "published"
+    return keys.index(source) if source in keys else 0
+
+
 REGION_COLOURS = {"reproduce": "#b7e4c0", "refute": "#f5b7b1", "gap": "#e5e5e5"}
 
 _ENV = jinja2.Environment(
@@ -104,24 +127,38 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "quote": reg.get("quote", ""),
         "translation": reg.get("translation", ""),
         "original": reg.get("original", ""),
-        "own": d.get("source") == "suite",
+        "mark": SOURCE_MARKS.get(str(d.get("source")), ""),
+        "rank": source_rank(d),
         "rounds_needed": d.get("rounds_needed"),
+        "mechanism": reg.get("mechanism", ""),
+        "preconditions": [
+            {
+                "text": f"{c.get('text')}: {c.get('shown')} (needs {c.get('required')})",
+                "holds": "holds" if c.get("holds") else "fails" if c.get("holds") is False else "not known here",
+                "why": c.get("why", ""),
+            }
+            for c in d.get("preconditions") or []
+            if isinstance(c, Mapping)
+        ],
+        "testable_where": d.get("testable_where", ""),
         "sensitivity": d.get("sensitivity", ""),
         "engine_note": d.get("engine_note", ""),
     }
 
 
 def claims_html(verdicts: Sequence[Mapping[str, Any]], *, details: bool = True) -> str:
-    """One line per claim (the originals' first, the suite's own after), each with its detail."""
+    """One line per claim (the originals' first, extensions and the suite's own after), each with its detail."""
     rows = [_plain(v) for v in verdicts]
-    rows.sort(key=lambda r: r["own"])
+    rows.sort(key=lambda r: r["rank"])
     return template("claims.html.j2").render(rows=rows, details=details)
 
 
 def tally(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    """'published claims: 3 reproduced, 1 not testable here; the suite's own: 2 reproduced': each source apart,
+    each verdict counted apart (not testable here is neither decided nor inconclusive)."""
     out = []
-    for own, name in ((False, "published claims"), (True, "the suite's own")):
-        mine = [str(v.get("verdict")) for v in verdicts if (v.get("source") == "suite") == own]
+    for rank, name in enumerate(SOURCES.values()):
+        mine = [str(v.get("verdict")) for v in verdicts if source_rank(v) == rank]
         if mine:
             counts = ", ".join(f"{mine.count(k)} {k}" for k in COLOURS if k in mine)
             out.append(f"{name}: {counts}")

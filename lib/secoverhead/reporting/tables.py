@@ -19,6 +19,7 @@ from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import unit
 from secoverhead.host.noise import reason
+from secoverhead.reporting import summary
 
 
 def show(df: pd.DataFrame, *, precision: int = 3):
@@ -123,7 +124,7 @@ def frame(rows: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]]) -> pd
     return pd.DataFrame(rows)
 
 
-SOURCE_NAMES = {"published": "published", "suite": "the suite's own"}
+SOURCE_NAMES = {"published": "published", "extension": "extension of a published claim", "suite": "the suite's own"}
 
 
 def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
@@ -145,14 +146,8 @@ def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
 
 
 def verdict_counts(verdicts: Sequence[ClaimVerdict]) -> str:
-    """'published: 3 reproduced, 1 inconclusive; the suite's own: 2 reproduced', counted apart."""
-    out = []
-    for source, name in SOURCE_NAMES.items():
-        mine = [str(v.verdict) for v in verdicts if v.source == source]
-        if mine:
-            counts = {k: mine.count(k) for k in ("reproduced", "not reproduced", "inconclusive") if k in mine}
-            out.append(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
-    return "; ".join(out)
+    """'published claims: 3 reproduced, 1 not testable here; the suite's own: 2 reproduced', counted apart."""
+    return summary.tally([v.as_dict() for v in verdicts])
 
 
 def summarize_runs(runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str]) -> pd.DataFrame:

@@ -93,8 +93,8 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
     if verdicts is None and (run / "results" / "verdicts.json").exists():
         skipped.append(f"{study}/{run.name}/results/verdicts.json")
     listed = [v for v in (verdicts or {}).get("verdicts", []) if isinstance(v, dict)]
-    # the originals' claims first, the suite's own hypotheses after and marked (counted apart)
-    ordered = [v for own in (False, True) for v in listed if (v.get("source") == "suite") == own]
+    # the originals' claims first, extensions and the suite's own hypotheses after and marked (counted apart)
+    ordered = sorted(listed, key=summary.source_rank)
     params = meta.get("parameters") or {}
     row = {
         "name": run.name,
@@ -118,7 +118,7 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
                 "verdict": str(v.get("verdict")),
                 "colour": summary.COLOURS.get(str(v.get("verdict")), "#555"),
                 "claim": str(v.get("claim")),
-                "own": v.get("source") == "suite",
+                "mark": summary.SOURCE_MARKS.get(str(v.get("source")), ""),
             }
             for v in ordered
         ],

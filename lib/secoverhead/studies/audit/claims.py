@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
@@ -14,6 +14,7 @@ from secoverhead.analysis.compare import (
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
+from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
@@ -129,11 +130,24 @@ def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
     return out
 
 
+def environment_conditions(p: Any) -> dict[str, Any]:
+    """The CPU room of each server: its quota, else the host's cores shared by the servers loaded at once (two in
+    a duet); unknown for a user's own server, whose cores this machine cannot see."""
+    here = host()
+    if p.mysql_host:
+        room = None
+    elif p.server_cpu_limit:
+        room = float(p.server_cpu_limit)
+    else:
+        room = here["host_cores"] / (2 if p.part_design(STUDY) == "duet" else 1)
+    return here | {"server_cpu_room_cores": room}
+
+
 def claims(result: StudyResult) -> list[ClaimVerdict]:
     return study_verdicts(result, lambda part: functools.partial(part_claims, part.name))
 
 
-def contention_note(runs: pd.DataFrame, alpha: float = 0.05) -> str:
+def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None = None) -> str:
     """Whether general_log's TPS loss is CPU or a serialising bottleneck, as the original asked: with general_log
     on, did the server's CPU use (cores busy) fall with TPS, and where did its threads spend the time: blocked
     (a lock, a file write) or waiting for a CPU (the run queue), per transaction?"""
@@ -173,6 +187,11 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05) -> str:
         return text + (
             "CPU use fell with TPS, as in the original: the loss is time off CPU, which throughput per server "
             "core cannot show."
+        )
+    if room is not None and room <= 1:
+        return text + (
+            f"Each server could use {room:g} core at most: a loss by waiting cannot appear under such a quota (the "
+            "audit claims' precondition), so this set-up cannot tell CPU from waiting."
         )
     if tps.ci_high < 1 and cores.ci_low >= 0.98:
         return text + "CPU use held while TPS fell: general_log's loss here is CPU per transaction, not waiting."

@@ -20,7 +20,7 @@ from secoverhead.host.threadwaits import WaitMeter
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.journal import Journal
-from secoverhead.studies.audit.claims import part_claims
+from secoverhead.studies.audit.claims import environment_conditions, part_claims
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Target
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
@@ -162,6 +162,7 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         notes=notes,
         servers={a: t.db for a, t in targets.items() if t.db is not None},
         judge=functools.partial(part_claims, STUDY),
+        conditions=environment_conditions(p),
         ops_metric="queries",
         extras={"verification": verification},
         finish=lambda store: {

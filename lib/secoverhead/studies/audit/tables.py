@@ -181,7 +181,8 @@ def figures(part: Part) -> list[tuple[Any, str]]:
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:
-    note = contention_note(result.first.runs(), result.first.alpha)
+    room = (result.first.metadata().get("conditions") or {}).get("server_cpu_room_cores")
+    note = contention_note(result.first.runs(), result.first.alpha, room)
     return [note] if note else []
 
 

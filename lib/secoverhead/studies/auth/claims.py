@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis.claimcheck import RatioClaim
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.auth.declarations import STUDY
+from secoverhead.studies.protocol.conditions import median
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
@@ -91,10 +92,19 @@ def part_claims(
     return out
 
 
+def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
+    """Whether the baseline arm's CPU per operation is measured at all, on the server and on the client."""
+    return {
+        "baseline_server_cpu_us_per_op": median(runs, "server_cpu_us_per_op"),
+        "baseline_client_cpu_us_per_op": median(runs, "client_cpu_us_per_op"),
+    }
+
+
 def claims(result: StudyResult) -> list[ClaimVerdict]:
     p = result.params
     top, top_workers = max(p.concurrency), max(p.nonce_workers)
     return study_verdicts(
         result,
         lambda part: lambda runs, alpha: part_claims(part.name, runs, alpha, top=top, top_workers=top_workers),
+        baseline_conditions,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
@@ -12,6 +12,7 @@ from secoverhead.analysis.stats import mean_interval
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.https.declarations import BASELINE, FULL, STUDY
+from secoverhead.studies.protocol.conditions import median
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
@@ -84,5 +85,10 @@ def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
     return out
 
 
+def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
+    """Whether plain HTTP's server CPU per request is measured at all."""
+    return {"baseline_server_cpu_us_per_op": median(runs, "server_cpu_us_per_op")}
+
+
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return study_verdicts(result, lambda part: functools.partial(part_claims, part.name))
+    return study_verdicts(result, lambda part: functools.partial(part_claims, part.name), baseline_conditions)

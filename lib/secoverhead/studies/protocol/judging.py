@@ -1,22 +1,53 @@
-"""Claims judged on a part's runs: one-off duets as a sensitivity check, Holm over a study's claims."""
+"""Claims judged on a part's runs: preconditions checked on the environment and the baseline arm, one-off duets
+as a sensitivity check, Holm over a study's claims."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from secoverhead.analysis.claimcheck import screen
+from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 from secoverhead.measurement.parts import Part, StudyResult
 
 if TYPE_CHECKING:
     from secoverhead.analysis.verdicts import ClaimVerdict
 
+Judge = Callable[[pd.DataFrame, float], "list[ClaimVerdict]"]
+# (part name, the baseline arm's runs alone) -> conditions a precondition may read (analysis/preconditions.py)
+BaselineConditions = Callable[[str, pd.DataFrame], dict[str, Any]]
 
-def judged(
-    part: Part, judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]], runs: pd.DataFrame | None = None
-) -> list[ClaimVerdict]:
+
+def conditions(
+    part: str,
+    arms: Sequence[str],
+    environment: Mapping[str, Any],
+    runs: pd.DataFrame,
+    baseline: BaselineConditions | None,
+) -> dict[str, Any]:
+    """What the preconditions read: the environment's conditions and those of the baseline arm (arms[0]), which
+    is handed its own runs only, so no precondition can read the compared arms' difference."""
+    if runs is None:
+        runs = pd.DataFrame()
+    own = runs[runs["arm"] == arms[0]] if len(runs) and "arm" in runs and arms else runs.iloc[0:0]
+    return {**environment, **(baseline(part, own) if baseline is not None else {})}
+
+
+def screened(
+    judge: Judge, part: str, arms: Sequence[str], environment: Mapping[str, Any], baseline: BaselineConditions | None
+) -> Judge:
+    """The judge whose verdicts are screened by their claims' preconditions (claimcheck.screen)."""
+
+    def judge_screened(runs: pd.DataFrame, alpha: float) -> list[ClaimVerdict]:
+        return screen(judge(runs, alpha), conditions(part, arms, environment, runs, baseline))
+
+    return judge_screened
+
+
+def judged(part: Part, judge: Judge, runs: pd.DataFrame | None = None) -> list[ClaimVerdict]:
     """The part's claims on all its runs (`runs`, when the caller has read them already): the verdicts. Where
     duets were recorded as one-offs (outliers.py), each verdict carries what the same rule gives without them,
     labelled as a sensitivity check: it never decides."""
@@ -38,23 +69,32 @@ def judged(
 
 
 def study_verdicts(
-    result: StudyResult, judge_of: Callable[[Part], Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None]
+    result: StudyResult,
+    judge_of: Callable[[Part], Judge | None],
+    baseline: BaselineConditions | None = None,
 ) -> list[ClaimVerdict]:
-    """Every claim of the study, each part judged by judge_of(part) (None: the part has no claims). With
-    claim_errors=holm, Holm's step-down over all the study's claims: with k claims still undecided, each is
-    judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again at
-    alpha over the claims still left, until none more decides. A claim is decided at the first level where its
-    rule decides, which is Holm's procedure on the level at which each claim first decides."""
-    pairs = [(part, j, part.runs()) for part in result if (j := judge_of(part)) is not None]  # read once
+    """Every claim of the study, each part judged by judge_of(part) (None: the part has no claims), its
+    preconditions checked on the environment the part recorded and on `baseline` (the baseline arm's conditions).
+    With claim_errors=holm, Holm's step-down over the study's testable claims: with k claims still undecided,
+    each is judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again
+    at alpha over the claims still left, until none more decides. A claim is decided at the first level where
+    its rule decides, which is Holm's procedure on the level at which each claim first decides. A claim not
+    testable here makes no test and is not in the family."""
+    pairs = [
+        (part, screened(j, part.name, part.arms, part.metadata().get("conditions") or {}, baseline), part.runs())
+        for part in result
+        if (j := judge_of(part)) is not None
+    ]  # runs read once
     first = {(part.name, v.id): v for part, j, runs in pairs for v in judged(part, j, runs)}
     if result.params.claim_errors != "holm" or not first:
         return list(first.values())
-    m, settled = len(first), {}
+    untestable = {key for key, v in first.items() if v.verdict == Verdict.NOT_TESTABLE}
+    m, settled = len(first) - len(untestable), {}
     latest: dict[tuple[str, str], ClaimVerdict] = {}
     while len(settled) < m:
         k = m - len(settled)
         latest = {(part.name, v.id): v for part, j, runs in pairs for v in j(runs, part.alpha / k)}
-        newly = {key: v for key, v in latest.items() if key not in settled and v.decided}
+        newly = {key: v for key, v in latest.items() if key not in settled and key not in untestable and v.decided}
         if not newly:
             break
         for v in newly.values():
@@ -62,6 +102,9 @@ def study_verdicts(
         settled |= newly
     out = []
     for key, v in first.items():
+        if key in untestable:
+            out.append(v)
+            continue
         w = settled.get(key) or latest.get(key) or v
         if key not in settled:
             w.evidence += f" [Holm over the study's {m} claims: undecided at alpha/{m - len(settled)}]"

@@ -14,6 +14,7 @@ from secoverhead.measurement.experiment import Experiment
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
+from secoverhead.studies.protocol.judging import BaselineConditions, screened
 from secoverhead.studies.protocol.params import StudyParams
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def run_experiment(
 
         needed = set()
         for v in verdicts:
-            if not v.decided:
+            if v.wants_rounds:
                 for need in v.needs:
                     need = dict(need)
                     needed.add(cell_of(need.pop("arm"), need))
@@ -111,6 +112,10 @@ class PartPlan:
     profile_period_ns: int = PERIOD_NS  # CPU time per profile sample: shorter where a profiling run spends little
     profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What the claims' preconditions read of the environment, known before any run (analysis/preconditions.py),
+    # and how the baseline arm's own runs give the rest
+    conditions: dict[str, Any] = dataclasses.field(default_factory=dict)
+    baseline_conditions: BaselineConditions | None = None
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
     outlier: tuple[str, float] | None = None  # duets: (metric, log deviation) marking a one-off duet (Experiment)
 
@@ -129,6 +134,10 @@ def run_parts(
         with contextlib.ExitStack() as stack:
             pp = plan(name, stack)
             exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+            judge = None
+            if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
+                judge = screened(pp.judge, name, pp.arms, pp.conditions, pp.baseline_conditions)
+            ResultStore(p.results_dir(), exp_id).update_metadata(conditions=pp.conditions)  # before any run
             store = run_experiment(
                 p,
                 study,
@@ -137,7 +146,7 @@ def run_parts(
                 measure=pp.measure,
                 servers=pp.facts,
                 factors=pp.factors,
-                judge=None if p.aa else pp.judge,  # an A/A run has no claims: it runs every planned round
+                judge=judge,
                 profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric, period_ns=pp.profile_period_ns)
                 if pp.servers
                 else None,

@@ -61,6 +61,13 @@ PROFILES = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {
 }
 
 
+def iops_limits(emulate: str, profile: Profile | None) -> tuple[int | None, int | None]:
+    """(read, write) IOPS limits of a profile under the emulation chosen (emulate_iops: off, reads, both)."""
+    if profile is None or not profile.iops or emulate == "off":
+        return None, None
+    return profile.iops, profile.iops if emulate == "both" else None
+
+
 def _data_bytes(db: Any, database: str = "sbtest") -> int:
     conn = db.admin()
     try:

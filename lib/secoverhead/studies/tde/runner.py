@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -16,9 +17,9 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.mariadb import BENCH_DATABASE
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
-from secoverhead.studies.tde.claims import STALL_LOG, part_claims
+from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
 from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
-from secoverhead.studies.tde.instances import PROFILES, Profile, Target, _size_buffer_pools
+from secoverhead.studies.tde.instances import PROFILES, Profile, Target, _size_buffer_pools, iops_limits
 from secoverhead.workloads import server_status
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -147,10 +148,7 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
 
 
 def _iops(p: Params, profile: Profile) -> tuple[int | None, int | None]:
-    """(read, write) IOPS limits of a profile under the emulation chosen."""
-    if not profile.iops or p.emulate_iops == "off":
-        return None, None
-    return profile.iops, profile.iops if p.emulate_iops == "both" else None
+    return iops_limits(p.emulate_iops, profile)
 
 
 PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
@@ -252,6 +250,8 @@ def run(p: Params) -> StudyResult:
                 factors={"workload": p.workloads, "threads": p.threads},
                 servers={arm: t.db for arm, t in targets.items() if t.db is not None},
                 judge=None if name == "external" else (lambda runs, alpha: part_claims(name, runs, alpha)),
+                conditions=environment_conditions(p, name),
+                baseline_conditions=functools.partial(baseline_conditions, p),
                 profile_factors=[{"workload": p.workloads[0], "threads": max(p.threads)}],
                 ops_metric="transactions",
                 extras={"profile": profile},

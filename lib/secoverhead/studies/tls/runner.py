@@ -8,8 +8,9 @@ from typing import Any
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
-from secoverhead.studies.tls.claims import part_claims
+from secoverhead.studies.tls.claims import baseline_conditions, part_claims
 from secoverhead.studies.tls.declarations import RTT_PART, SERVERS, STUDY, Params
 from secoverhead.workloads import probes
 from secoverhead.workloads.measurement import Measurement
@@ -121,6 +122,9 @@ def run(p: Params) -> StudyResult:
                 facts=facts,
                 notes=notes,
                 extras={"link": servers["rsa"].link.describe()},
+                judge=lambda runs, alpha: part_claims(engine, runs, alpha),
+                conditions=host(),
+                baseline_conditions=baseline_conditions,
             )
         servers, facts, notes = _servers(p, engine, stack)
         _prepare(p, engine, servers, notes)
@@ -131,6 +135,8 @@ def run(p: Params) -> StudyResult:
             notes=notes,
             servers={a.name: servers[a.server] for a in p.arms(engine)},
             judge=lambda runs, alpha: part_claims(engine, runs, alpha),
+            conditions=host(),
+            baseline_conditions=baseline_conditions,
             profile_measure=_measure(p, engine, servers, connections_only=True),  # "per connection" is exact
             ops_metric="connections",
             # a profiling run's connections spend 0.02-0.5 s of server CPU; 1 sample per 200 us gives the arms
