@@ -496,7 +496,9 @@ def test_the_code_decides_every_registered_claim_and_only_those():
         for v in vs:
             claim = registry.get(study, v.registered["id"])
             part = v.id[: -len(claim.id)].rstrip(":")
-            assert v.id.endswith(claim.id) and v.source == claim.source_on(part) and v.registered == claim.record(), v.id
+            assert v.id.endswith(claim.id) and v.source == claim.source_on(part) and v.registered == claim.record(), (
+                v.id
+            )
             assert v.verdict == R, (v.id, v.evidence)  # synthetic runs built as each original says
             seen.add((study, claim.id))
     assert seen == set(registry.claims())

@@ -97,7 +97,10 @@ def test_every_published_claim_quotes_its_original_and_the_suites_own_are_marked
     assert ("https", "recovery:HTTPS keep-alive") in own
     # remedies seed 003 names but does not measure: extensions of its claim, counted apart
     extension = {(c.study, c.id) for c in CLAIMS if c.source == "extension"}
-    assert extension == {("https", "recovery:TLS 1.2 resumed, session cache"), ("https", "recovery:TLS 1.2 resumed, ticket")}
+    assert extension == {
+        ("https", "recovery:TLS 1.2 resumed, session cache"),
+        ("https", "recovery:TLS 1.2 resumed, ticket"),
+    }
     # seed 000 measured MongoDB only: its claims on MySQL are extensions
     setup = next(c for c in CLAIMS if c.id == "setup")
     assert setup.source_on("MongoDB") == "published" and setup.source_on("MySQL") == "extension"

@@ -79,4 +79,4 @@ def test_verdicts_of_the_originals_and_of_the_suite_are_counted_apart():
     assert list(t["source"]) == ["published", "published", "the suite's own"]
     assert t["reading"].iloc[0] == "x: reproduce" and "without one-off duets (check)" in t
     assert "without one-off duets (check)" not in verdict_table(vs[:2])  # only where a study recorded one
-    assert _tally([v.as_dict() for v in vs]) == "published: 1 of 2 decided; the suite's own: 1 of 1 decided"
+    assert _tally([v.as_dict() for v in vs]) == "published claims: 1 of 2 decided; the suite's own: 1 of 1 decided"

@@ -37,7 +37,7 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
     ),
     "kernel_version": ("the kernel's version (major, minor)", "", ENVIRONMENT),
     "writes_throttled": ("the data disk limits write IOPS as well as reads", "", ENVIRONMENT),
-    "baseline_reused_query_ms": ("the baseline's query on a reused connection, median", "ms", BASELINE),
+    "round_trip_ms": ("the round trip between client and server, median of TCP connects", "ms", ENVIRONMENT),
     "baseline_setup_over_reused": (
         "the baseline's connection set-up (build + first query) over its reused query, medians",
         "x",

@@ -87,6 +87,18 @@ def connect_rtts(host: str, n: int, port: int = _PROBE_PORT) -> list[float]:
     return out
 
 
+def connect_ms(host: str, port: int, n: int = 50) -> float:
+    """The median of n TCP connects to a listening server (SYN out, SYN-ACK back: one round trip each), ms."""
+    out = []
+    for _ in range(n):
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(2.0)
+            t = time.perf_counter_ns()
+            s.connect((host, port))
+            out.append((time.perf_counter_ns() - t) / 1e6)
+    return statistics.median(out)
+
+
 @dataclass
 class Link(Started):
     """rtt_ms: the round trip to set (0: no hold, the path's floor). Use as a context manager."""

@@ -134,12 +134,14 @@ def _headline(run: Path) -> list[str]:
 
 
 def _tally(verdicts: list[dict]) -> str:
-    """Decided counts, the originals' claims apart from the suite's own (a run from before the registry has
-    no source: counted as published, which every claim then was taken to be)."""
+    """Decided counts per source (summary.SOURCES), those not testable here apart: they are neither decided nor
+    undecided by the data."""
     out = []
-    for own, name in ((False, "published"), (True, "the suite's own")):
-        mine = [v for v in verdicts if (v.get("source") == "suite") == own]
+    for rank, name in enumerate(summary.SOURCES.values()):
+        mine = [v for v in verdicts if summary.source_rank(v) == rank]
         if mine:
             decided = sum(v.get("verdict") in ("reproduced", "not reproduced") for v in mine)
-            out.append(f"{name}: {decided} of {len(mine)} decided")
+            untestable = sum(v.get("verdict") == "not testable here" for v in mine)
+            text = f"{name}: {decided} of {len(mine)} decided"
+            out.append(text + (f", {untestable} not testable here" if untestable else ""))
     return "; ".join(out)

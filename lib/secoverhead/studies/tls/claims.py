@@ -32,18 +32,14 @@ def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_not
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
-    """What the preconditions read of the plain arm: its reused query's time (the round trip it rides on) and
-    how much longer its set-up takes (whether a connection is built per measurement)."""
-    query = median(runs, "query_ms_median")
-    return {
-        "baseline_reused_query_ms": query,
-        "baseline_setup_over_reused": ratio(median(runs, "total_ms_median"), query),
-    }
+    """What the preconditions read of the plain arm: how much longer its set-up takes than its reused query
+    (whether a connection is built per measurement)."""
+    return {"baseline_setup_over_reused": ratio(median(runs, "total_ms_median"), median(runs, "query_ms_median"))}
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
     """The claims per part: each engine on loopback, and MongoDB behind the original's round trip, where the
-    reused-client claim is testable (its precondition reads the plain query's time)."""
+    reused-client claim is testable (its precondition reads the round trip)."""
 
     def judge(part: Part):
         note = engine_notes(part).get("engine", "")

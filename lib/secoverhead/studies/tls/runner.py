@@ -7,6 +7,7 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
+from secoverhead.network.link import connect_ms
 from secoverhead.servers import FerretDBServer, MariaDBServer
 from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
@@ -109,6 +110,17 @@ def _rtt_servers(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any]
     return {"rsa": srv}, facts, notes
 
 
+def _round_trip(server: Any) -> float | None:
+    """The round trip to the baseline's server (TCP connects), measured before any run; None where it cannot
+    be (a server behind a Unix socket)."""
+    e = getattr(server, "endpoint", None)
+    host, port = getattr(e, "host", ""), getattr(e, "port", 0)
+    try:
+        return round(connect_ms(host, port), 4) if host and port else None
+    except OSError:
+        return None
+
+
 def run(p: Params) -> StudyResult:
     """Start (or check) the servers, run each engine's experiment, return where the results are."""
 
@@ -123,7 +135,7 @@ def run(p: Params) -> StudyResult:
                 notes=notes,
                 extras={"link": servers["rsa"].link.describe()},
                 judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-                conditions=host(),
+                conditions=host() | {"round_trip_ms": servers["rsa"].link.measured_ms},
                 baseline_conditions=baseline_conditions,
             )
         servers, facts, notes = _servers(p, engine, stack)
@@ -135,7 +147,7 @@ def run(p: Params) -> StudyResult:
             notes=notes,
             servers={a.name: servers[a.server] for a in p.arms(engine)},
             judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-            conditions=host(),
+            conditions=host() | {"round_trip_ms": _round_trip(servers[p.arms(engine)[0].server])},
             baseline_conditions=baseline_conditions,
             profile_measure=_measure(p, engine, servers, connections_only=True),  # "per connection" is exact
             ops_metric="connections",

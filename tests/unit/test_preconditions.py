@@ -1,0 +1,235 @@
+"""Preconditions: every claim declares them, each can fail, none reads the compared arms' difference, and a
+failed one makes the verdict 'not testable here', counted apart everywhere counts appear."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis import preconditions as pre
+from secoverhead.analysis.claimcheck import screen, verdict_of
+from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+from secoverhead.reporting import summary
+from secoverhead.studies.audit import claims as audit_claims
+from secoverhead.studies.auth import claims as auth_claims
+from secoverhead.studies.https import claims as https_claims
+from secoverhead.studies.protocol.judging import conditions, study_verdicts
+from secoverhead.studies.tde import claims as tde_claims
+from secoverhead.studies.tls import claims as tls_claims
+from secoverhead.suite.index import _tally
+
+CLAIMS = list(registry.claims().values())
+EVERY = [(c, p) for c in CLAIMS for p in c.preconditions]
+
+
+def _passing(p: pre.Precondition):
+    """A value on the side of the limit where the precondition holds."""
+    if p.op == "equals":
+        return p.limit
+    if isinstance(p.limit, tuple):
+        return (p.limit[0] - 1, 0) if p.op in ("below", "at_most") else (p.limit[0] + 1, 0)
+    return p.limit * 0.5 if p.op in ("below", "at_most") else p.limit * 2 + 1
+
+
+def _failing(p: pre.Precondition):
+    """A value on the side of the limit where it fails (the limit itself where the comparison is strict)."""
+    if p.op == "equals":
+        return not p.limit if isinstance(p.limit, bool) else object()
+    if isinstance(p.limit, tuple):
+        return (p.limit[0] + 1, 0) if p.op in ("below", "at_most") else (p.limit[0] - 1, 0)
+    if p.op in ("below", "above"):
+        return p.limit
+    return p.limit * 2 + 1 if p.op == "at_most" else p.limit * 0.5
+
+
+def _verdict(claim: registry.Claim, verdict: Verdict = Verdict.REPRODUCED) -> ClaimVerdict:
+    return verdict_of(claim.study, claim.id, verdict, "ratio 1.5 [1.4, 1.6]", part="MongoDB", level=4)
+
+
+def _all_passing(claim: registry.Claim) -> dict:
+    return {p.condition: _passing(p) for p in claim.preconditions}
+
+
+def test_every_claim_names_its_mechanism_and_at_least_one_precondition():
+    for c in CLAIMS:
+        assert c.mechanism and c.preconditions, c.id
+        for p in c.preconditions:
+            assert p.why and p.where and p.condition in pre.CONDITIONS, (c.id, p)
+
+
+def test_the_registry_refuses_a_claim_without_preconditions(tmp_path, monkeypatch):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(
+        "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
+        " reading: {effect: e, shape: above, line: 1}}\n"
+    )
+    monkeypatch.setattr(registry.paths, "CLAIMS", bad)
+    registry.claims.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="preconditions"):
+            registry.claims()
+    finally:
+        registry.claims.cache_clear()
+
+
+def test_a_precondition_needs_its_why_where_and_a_known_condition():
+    with pytest.raises(ValueError, match="unknown condition"):
+        pre.Precondition("cores_of_the_moon", "at_least", 1, "w", "w")
+    with pytest.raises(ValueError, match="why"):
+        pre.Precondition("host_cores", "at_least", 1, "", "somewhere")
+    with pytest.raises(ValueError, match="exactly one"):
+        pre.Precondition.from_dict({"condition": "host_cores", "at_least": 1, "below": 3, "why": "w", "where": "w"})
+
+
+@pytest.mark.parametrize("claim, precondition", EVERY, ids=[f"{c.study}:{c.id}:{p.condition}" for c, p in EVERY])
+def test_each_precondition_can_fail_and_then_the_claim_is_not_testable_here(claim, precondition):
+    held = screen([_verdict(claim)], _all_passing(claim))[0]
+    assert held.verdict == Verdict.REPRODUCED and all(c["holds"] for c in held.preconditions)
+    failing = _all_passing(claim) | {precondition.condition: _failing(precondition)}
+    v = screen([_verdict(claim)], failing)[0]
+    assert v.verdict == Verdict.NOT_TESTABLE, (claim.id, precondition)
+    assert v.testable_where == precondition.where and "Measured instead" in v.evidence
+    (bad,) = [c for c in v.preconditions if c["holds"] is False]
+    assert bad["condition"] == precondition.condition and bad["required"] in v.evidence
+    assert not v.decided and not v.wants_rounds and v.needs == []  # more rounds cannot make it testable
+
+
+def test_no_precondition_reads_the_compared_arms_difference():
+    """Every condition is of the environment or of the baseline arm alone, and the baseline's are computed from
+    the runs the engine hands over, which are the baseline arm's only."""
+    assert {pre.CONDITIONS[p.condition][2] for _, p in EVERY} <= {pre.ENVIRONMENT, pre.BASELINE}
+    seen: list[set] = []
+
+    def baseline(part, runs):
+        seen.append(set(runs["arm"]))
+        return {}
+
+    runs = pd.DataFrame({"arm": ["base", "cand", "base", "cand"], "tps": [1.0, 0.5, 1.0, 0.1]})
+    conditions("p", ["base", "cand"], {"host_cores": 2}, runs, baseline)
+    assert seen == [{"base"}]
+
+
+def _study_runs(base: dict, cand: dict, factors: dict | None = None) -> pd.DataFrame:
+    rows = []
+    for rnd in range(4):
+        for arm, metrics in (("base", base), ("cand", cand)):
+            rows.append({"arm": arm, "round": rnd, **(factors or {}), **metrics})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "fn, metrics",
+    [
+        (tls_claims.baseline_conditions, {"query_ms_median": 0.8, "total_ms_median": 20.0}),
+        (auth_claims.baseline_conditions, {"server_cpu_us_per_op": 300.0, "client_cpu_us_per_op": 900.0}),
+        (https_claims.baseline_conditions, {"server_cpu_us_per_op": 30.0}),
+        (
+            lambda part, runs: tde_claims.baseline_conditions(SimpleNamespace(emulate_iops="reads"), "4c16g", runs),
+            {"server_cpu_pct_of_limit": 70.0, "iops_read": 600.0},
+        ),
+    ],
+)
+def test_a_studys_baseline_conditions_do_not_move_with_the_candidate(fn, metrics):
+    """Each study's baseline conditions on the engine's path: the candidate arm's values, however wild, leave
+    them alone (they never reach them)."""
+    factors = {"workload": "oltp_read_only", "threads": 16}
+    got = []
+    for scale in (1.0, 0.01, 100.0):
+        runs = _study_runs(metrics, {k: v * scale for k, v in metrics.items()}, factors)
+        got.append(conditions("4c16g", ["base", "cand"], {}, runs, fn))
+    assert got[0] == got[1] == got[2] and all(v is not None for v in got[0].values()), got
+
+
+def test_an_unknown_condition_leaves_the_verdict_standing_and_says_so():
+    claim = registry.get("audit", "general_log-loss")
+    v = screen([_verdict(claim)], {"server_cpu_room_cores": None})[0]
+    assert v.verdict == Verdict.REPRODUCED and v.preconditions[0]["holds"] is None
+    assert "not known here" in summary.claims_html([v.as_dict()])
+
+
+def test_versions_compare_element_by_element_and_kinds_never_mix():
+    assert pre.holds("below", (5, 4), (5, 18)) and not pre.holds("below", (6, 1), (5, 18))
+    assert pre.holds("at_least", True, 1) is None and pre.holds("at_least", "2", 1) is None
+    assert pre.holds("at_least", float("nan"), 1) is None
+    assert pre.show((6, 1)) == "6.1" and pre.show(0.6, "cores") == "0.6 cores" and pre.show(0.42, "share") == "42 %"
+
+
+@pytest.mark.parametrize(
+    "limit, design, host, expected",
+    [(0.6, "duet", 2, False), (0.0, "duet", 2, False), (0.0, "interleaved", 2, True), (1.5, "duet", 2, True)],
+)
+def test_audit_needs_more_than_one_core_of_room(monkeypatch, limit, design, host, expected):
+    monkeypatch.setattr(audit_claims, "host", lambda: {"host_cores": host, "kernel_version": [6, 1]})
+    p = SimpleNamespace(mysql_host="", server_cpu_limit=limit, part_design=lambda part: design)
+    cond = audit_claims.environment_conditions(p)
+    claim = registry.get("audit", "general_log-loss")
+    v = screen([_verdict(claim)], cond)[0]
+    assert (v.verdict != Verdict.NOT_TESTABLE) == expected, cond
+    own = SimpleNamespace(mysql_host="db.example", server_cpu_limit=0, part_design=lambda part: "interleaved")
+    assert audit_claims.environment_conditions(own)["server_cpu_room_cores"] is None  # a user's server: unknown
+
+
+def test_the_audit_note_does_not_conclude_cpu_under_a_quota_of_one_core():
+    rng = np.random.default_rng(1)
+    rows = [
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.005), "server_cpu_cores": 0.6 * rng.lognormal(0, 0.005)}
+        for r in range(8)
+        for arm, t in (("A: no audit", 1000.0), ("general_log", 900.0))
+    ]
+    runs = pd.DataFrame(rows)
+    assert "not waiting" in audit_claims.contention_note(runs)
+    forced = audit_claims.contention_note(runs, room=0.6)
+    assert "cannot tell CPU from waiting" in forced and "not waiting" not in forced
+
+
+def test_tde_8c32g_asks_more_than_two_cores_give():
+    p = SimpleNamespace(emulate_iops="reads", part_design=lambda part: "duet")
+    small, large = tde_claims.environment_conditions(p, "4c16g"), tde_claims.environment_conditions(p, "8c32g")
+    if small["host_cores"] == 2:
+        assert small["cores_left_for_clients"] >= 0.5 > large["cores_left_for_clients"]
+    assert small["writes_throttled"] is False
+
+
+def test_not_testable_claims_leave_holms_family():
+    """Holm's step-down counts the claims that make a test: two testable claims are judged at alpha/2, then
+    alpha/1, whatever the number of claims not testable here beside them."""
+    claim = registry.get("audit", "general_log-loss")
+    level = {"a": 0.02, "b": 0.05}
+
+    def judge(runs, alpha):
+        out = []
+        for k in ("a", "b", "x", "y"):
+            v = _verdict(claim, Verdict.REPRODUCED if alpha >= level.get(k, 0) - 1e-12 else Verdict.INCONCLUSIVE)
+            v.id = k
+            if k in "xy":
+                v.verdict = Verdict.NOT_TESTABLE
+            out.append(v)
+        return out
+
+    part = SimpleNamespace(name="p", arms=["A"], runs=lambda: None, alpha=0.05, metadata=lambda: {})
+    result = type("R", (), {"params": SimpleNamespace(claim_errors="holm"), "__iter__": lambda self: iter([part])})()
+    got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
+    assert "decided at alpha/2" in got["a"].evidence and "decided at alpha/1" in got["b"].evidence
+    assert got["x"].verdict == Verdict.NOT_TESTABLE and "Holm" not in got["x"].evidence
+
+
+def test_counts_keep_not_testable_apart_everywhere():
+    claim = registry.get("audit", "general_log-loss")
+    held = _verdict(claim)
+    forced = screen([_verdict(claim)], {"server_cpu_room_cores": 0.6})[0]
+    own = screen([_verdict(registry.get("audit", "binlog only-small"))], {"server_cpu_room_cores": 0.6})[0]
+    vs = [held.as_dict(), forced.as_dict(), own.as_dict()]
+    assert summary.tally(vs) == (
+        "published claims: 1 reproduced, 1 not testable here; the suite's own: 1 not testable here"
+    )
+    assert (
+        _tally(vs)
+        == "published claims: 1 of 2 decided, 1 not testable here; the suite's own: 0 of 1 decided, 1 not testable here"
+    )
+    record = forced.as_dict()
+    assert record["verdict"] == "not testable here" and record["preconditions"][0]["value"] == 0.6
+    assert record["testable_where"] and "not testable here" in summary.claims_html(vs)
