@@ -233,3 +233,24 @@ def test_counts_keep_not_testable_apart_everywhere():
     record = forced.as_dict()
     assert record["verdict"] == "not testable here" and record["preconditions"][0]["value"] == 0.6
     assert record["testable_where"] and "not testable here" in summary.claims_html(vs)
+
+
+def test_a_costs_little_verdict_says_what_it_saw_of_rare_stalls_and_tests_their_split():
+    from secoverhead.studies.protocol.judging import binomial_tail, episodes
+
+    assert binomial_tail(5, 5) == 1 / 32 and binomial_tail(0, 7) == 1.0 and binomial_tail(0, 0) == 1.0
+    small = verdict_of("audit", "server_audit-small", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}, {"arm": "X"}])
+    strays = [{"block": f"{i}:X", "low_arm": "X"} for i in range(4)] + [{"block": "9:X", "low_arm": "A"}]
+    text = episodes(small, strays, recorded=True)
+    assert "5 one-off duet(s)" in text and "4 of them fell in the candidate" in text and "p=0.19" in text
+    assert "neither counted nor bounded" in episodes(small, [], recorded=False)
+    assert "no one-off duet was recorded" in episodes(small, [], recorded=True)
+    loss = verdict_of("audit", "general_log-loss", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}, {"arm": "X"}])
+    assert episodes(loss, strays, recorded=True) == ""  # a claim that a feature costs much bounds no stall
+    assert {c.id for c in CLAIMS if c.bounds_cost} == {
+        "reused",
+        "high-concurrency-loss",
+        "server_audit-small",
+        "init_connect + binlog-small",
+        "binlog only-small",
+    }

@@ -76,7 +76,18 @@ def test_too_few_pairs_give_no_interval_and_identical_pairs_a_point():
     assert est.ci_low == pytest.approx(1.5) and est.ci_high == pytest.approx(1.5) and est.p_value < 1e-9
     est = paired_ratio([2.0, 2.0], [3.0, 3.0])  # exactly no spread
     assert est.ci_low == est.ci_high == pytest.approx(1.5) and est.p_value == 0.0
-    assert paired_ratio([1.0, 1.0], [-1.0, 0.0]).n == 0  # non-positive values cannot enter a log ratio
+    assert paired_ratio([1.0, 1.0], [-1.0, -2.0]).n == 0  # negative values cannot enter a log ratio
+
+
+def test_a_round_with_zero_throughput_is_a_total_loss_never_dropped():
+    """A run that completed no transaction counts: the interval reaches a ratio of 0 (a loss of 100 %), however
+    tight the other rounds; a zero in the baseline sends the upper end to infinity."""
+    tight = paired_ratio([100.0, 101.0, 99.0, 100.0], [95.0, 96.0, 94.0, 95.0])
+    lost = paired_ratio([100.0, 101.0, 99.0, 100.0, 100.0], [95.0, 96.0, 94.0, 95.0, 0.0])
+    assert tight.ci_low > 0.9 and lost.ci_low == 0.0 and lost.zeros == 1 and lost.n == 5
+    assert lost.ci_high == pytest.approx(tight.ci_high)
+    gained = paired_ratio([0.0, 100.0, 100.0], [50.0, 101.0, 99.0])
+    assert gained.ci_high == math.inf and gained.zeros == 1
 
 
 @pytest.mark.parametrize(
@@ -114,14 +125,16 @@ def test_exact_bootstrap_medians_match_naive_resampling(n):
     assert lo <= med <= hi and med == pytest.approx(np.median(x))
 
 
-def test_compare_arms_pairs_by_round_and_takes_a_retaken_run():
+def test_compare_arms_pairs_by_round_and_keeps_a_retaken_run_beside_its_original():
     runs = runs_table({"base": [10.0, 11.0, 9.0, 10.5], "cand": [12.0, 13.2, 10.8, 12.6]})
-    # round 1's candidate was noisy and taken again: the later run of the round counts
+    # round 1's candidate was flagged noisy and taken again: both runs count, as their mean
     runs = pd.concat([runs, pd.DataFrame([{"run_id": 99, "arm": "cand", "round": 1, "x": 13.2}])], ignore_index=True)
-    runs.loc[(runs["arm"] == "cand") & (runs["round"] == 1) & (runs["run_id"] < 99), "x"] = 50.0
     c = compare_arms(runs, "x", baseline="base")["cand"]
     assert c.design == PAIRED and c.n_pairs == 4 and c.ratio == pytest.approx(1.2)
     assert c.change == Change.WORSE and "n=4 rounds" in c.evidence()
+    runs.loc[(runs["arm"] == "cand") & (runs["round"] == 1) & (runs["run_id"] < 99), "x"] = 0.0  # a stall
+    stalled = compare_arms(runs, "x", baseline="base")["cand"]
+    assert stalled.ratio < c.ratio and stalled.ci_low < c.ci_low  # the stall is not replaced away
 
 
 def test_unpaired_when_rounds_do_not_meet():

@@ -40,6 +40,7 @@ class Claim:
     mechanism: str  # what, in the original, makes the effect: what an environment must be able to show
     preconditions: tuple[Precondition, ...]  # the weakest conditions under which the mechanism can show
     original_parts: tuple[str, ...] = ()  # a published claim: the parts the original measured (others: extension)
+    bounds_cost: bool = False  # says a feature costs little: its verdict judges the typical run, not rare stalls
 
     @property
     def published(self) -> bool:
@@ -117,6 +118,7 @@ def _claim(d: dict[str, Any]) -> Claim:
         mechanism=" ".join(str(d["mechanism"]).split()),
         preconditions=tuple(Precondition.from_dict(p) for p in d["preconditions"]),
         original_parts=tuple(d.get("original_parts", ())),
+        bounds_cost=bool(d.get("bounds_cost", False)),
     )
 
 

@@ -38,19 +38,20 @@ def _block_column(g: pd.DataFrame) -> str | None:
     return "block" if "block" in g else "round" if "round" in g else None
 
 
-def _latest_per_round(g: pd.DataFrame, metric: str) -> pd.Series:
-    """One summary per block: where a run was repeated in its block (a noisy run re-taken), the last one."""
+def _per_block(g: pd.DataFrame, metric: str) -> pd.Series:
+    """One summary per block: where a run was repeated in its block (a run the noise monitor flagged, taken
+    again), the mean of both. Both are kept: the re-take was chosen by the machine's noise, not by its value,
+    but keeping only the second would let a stall the monitor happened to flag vanish from the comparison."""
     g = g[np.isfinite(g[metric].to_numpy(dtype=float))]
     key = _block_column(g)
     if key is None:
         return pd.Series(dtype=float)
-    g = g.sort_values("run_id") if "run_id" in g else g
-    return g.groupby(key)[metric].last()
+    return g.groupby(key)[metric].mean()
 
 
 def _common_blocks(base: pd.DataFrame, cand: pd.DataFrame, metric: str) -> tuple[pd.Series, pd.Series, pd.Index]:
     """Each arm's summary per block, and the blocks that hold both (what a paired comparison reads)."""
-    b, c = _latest_per_round(base, metric), _latest_per_round(cand, metric)
+    b, c = _per_block(base, metric), _per_block(cand, metric)
     return b, c, b.index.intersection(c.index)
 
 
@@ -69,6 +70,8 @@ def estimate(
             est = paired_fn(b[common].to_numpy(), c[common].to_numpy(), confidence=confidence)
             if any(":" in str(k) for k in common):  # duet blocks: "round:candidate:cell"
                 est.design = DUET
+            if est.zeros:
+                warnings.append(f"{est.zeros} round(s) with zero {metric} in one arm: a total loss, in the interval")
             return est, warnings
         if paired:
             warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
@@ -76,11 +79,11 @@ def estimate(
 
 
 def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFrame:
-    """Rounds x arms of one metric (the last run per round), complete rounds only: for statistics of several
+    """Rounds x arms of one metric (one summary per block, _per_block), complete rounds only: for statistics of several
     arms at once, computed within each round."""
     if not len(runs) or metric not in runs:
         return pd.DataFrame(columns=list(arms))
-    cols = {a: _latest_per_round(runs[runs["arm"] == a], metric) for a in arms}
+    cols = {a: _per_block(runs[runs["arm"] == a], metric) for a in arms}
     return pd.DataFrame(cols).dropna()
 
 
@@ -88,11 +91,11 @@ def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: 
     """log(candidate / baseline) within each block (round or duet) that holds both arms."""
     if not len(runs) or metric not in runs:
         return np.array([])
-    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
-    c = _latest_per_round(runs[runs["arm"] == candidate], metric)
+    b = _per_block(runs[runs["arm"] == baseline], metric)
+    c = _per_block(runs[runs["arm"] == candidate], metric)
     common = b.index.intersection(c.index)
     ratio = (c[common] / b[common]).to_numpy(dtype=float)
-    return np.log(ratio[np.isfinite(ratio) & (ratio > 0)])
+    return np.log(ratio[np.isfinite(ratio) & (ratio > 0)])  # a noise floor: a total loss has no log (claims keep it)
 
 
 def compare_arms(
@@ -356,8 +359,8 @@ def pooled_interaction(
 
 def _ratios_by_round(runs: pd.DataFrame, metric: str, baseline: str, arm: str) -> pd.Series:
     """arm / baseline within each block that holds both, indexed by the block's round."""
-    b = _latest_per_round(runs[runs["arm"] == baseline], metric)
-    c = _latest_per_round(runs[runs["arm"] == arm], metric)
+    b = _per_block(runs[runs["arm"] == baseline], metric)
+    c = _per_block(runs[runs["arm"] == arm], metric)
     common = b.index.intersection(c.index)
     ratio = (c[common] / b[common]).where(lambda s: s > 0).dropna()
     if _block_column(runs) == "block":

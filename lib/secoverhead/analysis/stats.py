@@ -18,6 +18,7 @@ Values are costs by default (higher is worse); pass higher_is_better=True for th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -78,6 +79,7 @@ class RatioEstimate:
     test: str
     ci_method: str
     confidence: float
+    zeros: int = 0  # rounds where one arm measured exactly zero (a total loss): the interval reaches 0 or infinity
 
 
 def _positive(x: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -88,10 +90,27 @@ def _positive(x: Sequence[float] | np.ndarray) -> np.ndarray:
 def paired_ratio(
     baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
 ) -> RatioEstimate:
-    """Per-round pairs (baseline[i], candidate[i]); pairs with a non-positive or missing value are dropped."""
+    """Per-round pairs (baseline[i], candidate[i]); a pair with a missing or negative value is dropped. A round where
+    one arm measured exactly zero (no transaction at all) is a total loss, never dropped: the interval then reaches
+    0 (the candidate's zero) or infinity (the baseline's), however the other rounds lie."""
     b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
     ok = np.isfinite(b) & np.isfinite(c) & (b > 0) & (c > 0)
-    d = np.log(c[ok]) - np.log(b[ok])
+    lost_c = np.isfinite(b) & (b > 0) & (c == 0)
+    lost_b = np.isfinite(c) & (c > 0) & (b == 0)
+    est = _paired_log_ratio(np.log(c[ok]) - np.log(b[ok]), confidence)
+    zeros = int(lost_c.sum() + lost_b.sum())
+    if not zeros:
+        return est
+    return dataclasses.replace(
+        est,
+        ci_low=0.0 if lost_c.any() else est.ci_low,
+        ci_high=math.inf if lost_b.any() else est.ci_high,
+        n=est.n + zeros,
+        zeros=zeros,
+    )
+
+
+def _paired_log_ratio(d: np.ndarray, confidence: float) -> RatioEstimate:
     n = len(d)
     nan = float("nan")
     if n == 0:

@@ -49,6 +49,7 @@ class ClaimVerdict:
     judged: list[dict[str, Any]] = field(default_factory=list)  # per reading: its regions and the intervals read
     preconditions: list[dict[str, Any]] = field(default_factory=list)  # each checked: value, holds, why, where
     testable_where: str = ""  # not testable here: where the claim can be tested
+    episodes: str = ""  # a "costs little" claim: what it says of rare stalls in one arm (judging.episodes)
 
     @property
     def decided(self) -> bool:

@@ -115,6 +115,7 @@ class Experiment:
                     "environment": environment.collect(),
                     "calibration": dict(calibration or {}),
                     "planned_runs": self.planned_runs,
+                    "outlier_watch": list(self.outlier) if self.outlier else None,  # one-off duets recorded
                     "status": "planned",
                 }
             )

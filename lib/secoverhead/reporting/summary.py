@@ -141,6 +141,7 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(c, Mapping)
         ],
         "testable_where": d.get("testable_where", ""),
+        "episodes": d.get("episodes", ""),
         "sensitivity": d.get("sensitivity", ""),
         "engine_note": d.get("engine_note", ""),
     }

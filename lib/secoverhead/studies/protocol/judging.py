@@ -3,11 +3,13 @@ as a sensitivity check, Holm over a study's claims."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import screen
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
@@ -53,7 +55,10 @@ def judged(part: Part, judge: Judge, runs: pd.DataFrame | None = None) -> list[C
     labelled as a sensitivity check: it never decides."""
     runs = part.runs() if runs is None else runs
     verdicts = judge(runs, part.alpha)
-    strays = part.metadata().get("outlier_duets") or []
+    meta = part.metadata()
+    strays = meta.get("outlier_duets") or []
+    for v in verdicts:
+        v.episodes = episodes(v, strays, recorded=bool(meta.get("outlier_watch")) or bool(strays))
     blocks = {d.get("block") for d in strays}
     if not verdicts or not blocks or "block" not in runs:
         return verdicts
@@ -66,6 +71,36 @@ def judged(part: Part, judge: Judge, runs: pd.DataFrame | None = None) -> list[C
                 "(a check, not the verdict)"
             )
     return verdicts
+
+
+def episodes(v: ClaimVerdict, strays: Sequence[Mapping[str, Any]], *, recorded: bool) -> str:
+    """For a claim that a feature costs little (registry: bounds_cost): what its verdict says of rare stalls.
+    The one-off duets recorded in the cell's arms, how many fell in the candidate, and the exact binomial test
+    of a split toward it (one-sided, half and half under no difference); the verdict judges the typical run."""
+    reg = v.registered
+    if not reg or not registry.get(reg["study"], reg["id"]).bounds_cost:
+        return ""
+    arms = {str(n.get("arm")) for n in v.needs} or set()
+    mine = [d for d in strays if not arms or {str(d.get("low_arm"))} <= arms]
+    if not mine:
+        return (
+            "judges the typical run: "
+            + ("no one-off duet was recorded in its arms" if recorded else "this design records no one-off runs")
+            + ", so a rare stall that belongs to one arm is neither counted nor bounded here"
+        )
+    baseline = str(v.needs[0].get("arm")) if v.needs else ""
+    k, n = sum(str(d.get("low_arm")) != baseline for d in mine), len(mine)
+    return (
+        f"judges the typical run: {n} one-off duet(s) recorded in its arms, {k} of them fell in the candidate "
+        f"(exact binomial toward the candidate, one-sided p={binomial_tail(k, n):.2g}); how often the candidate "
+        "stalls is not bounded by this verdict"
+    )
+
+
+def binomial_tail(k: int, n: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2): how surprising k of n stalls in one arm would be were stalls blind
+    to the arm."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n if n else 1.0
 
 
 def study_verdicts(
