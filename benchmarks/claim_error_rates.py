@@ -5,13 +5,14 @@ measurements, and the study's own claim rule reading the registry.
 The truth is put where a wrong verdict is likeliest: just outside the region a verdict claims (a true TPS loss
 of 14.9 % against "about 30 %, 15-45 %": a *reproduced* is wrong), so the rate measured is the rule's worst
 case. Stalls (a run losing `stall_loss` of its TPS) hit a chosen arm in a share of runs; they are part of that
-arm's true cost, which the truth includes.
+arm's true cost, which the truth includes. Every scenario runs the audit study's quick plan as `make reports`
+runs it (quick.yaml through the study runner) at this machine's measured noise (RUN_SD).
 
     .venv/bin/python benchmarks/claim_error_rates.py [experiments] [scenario numbers, e.g. 0,2]
     .venv/bin/python benchmarks/claim_error_rates.py aa [experiments]
 
-`aa`: the audit study's quick plan as `make reports` runs it (its Params, `run_experiment`, five arms in duets,
-looks, alpha spending, the claim rules), every arm the same server (an A/A/A/A/A run) with stalls drawn for each
+`aa`: the audit study's quick plan as `make reports` runs it (its Params, `run_experiment`, five arms, its
+design, looks, alpha spending, the claim rules), every arm the same server (an A/A/A/A/A run) with stalls drawn for each
 run of each arm apart; per claim, the share of experiments whose verdict the truth contradicts. The unit test
 tests/unit/test_claim_error_rates.py runs the same function.
 
@@ -25,18 +26,15 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.design import schedule
 from secoverhead.core import params as params_mod
 from secoverhead.core import paths
-from secoverhead.measurement.experiment import Experiment, Measurement
-from secoverhead.measurement.plan import cell_of
+from secoverhead.measurement.experiment import Measurement
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies.audit import claims as audit_claims
 from secoverhead.studies.audit import declarations as audit_declarations
@@ -63,21 +61,21 @@ SCENARIOS = (
         "server_audit 10.1 % slower (outside 0.90-1.02)", "server_audit-small", "server_audit", 0.899, "reproduced"
     ),
     Scenario(
-        "server_audit 10.1 %, stalls in both arms",
-        "server_audit-small",
-        "server_audit",
-        0.899,
-        "reproduced",
-        stall_rate=0.05,
-        stall_arm="both",
-    ),
-    Scenario(
         "server_audit 10.1 %, time budget stops at the first look",
         "server_audit-small",
         "server_audit",
         0.899,
         "reproduced",
         budget_stop=True,
+    ),
+    Scenario(
+        "server_audit 10.1 %, stalls in both arms (5 % of runs)",
+        "server_audit-small",
+        "server_audit",
+        0.899,
+        "reproduced",
+        stall_rate=0.05,
+        stall_arm="both",
     ),
     Scenario(
         "server_audit 10.1 % incl. stalls in its own arm (5 % of runs)",
@@ -88,55 +86,86 @@ SCENARIOS = (
         stall_rate=0.05,
         stall_arm="candidate",
     ),
+    Scenario(
+        "server_audit 10.1 % incl. stalls in its own arm (10 % of runs)",
+        "server_audit-small",
+        "server_audit",
+        0.899,
+        "reproduced",
+        stall_rate=0.10,
+        stall_arm="candidate",
+    ),
 )
 
+# Scenarios whose wrong-verdict rate the design bounds by alpha (no stall belongs to one arm): the test asserts
+# the bound on these and reports the others as measured.
+BOUNDED = tuple(s for s in SCENARIOS if s.stall_arm != "candidate")
 
-def one(s: Scenario, seed: int, directory: Path, *, round_sd: float = 0.2, run_sd: float = 0.03) -> str:
-    """One experiment's verdict on the scenario's claim (quick audit plan: duets, looks at 3, 6 and 8)."""
-    rng = np.random.default_rng(seed)
-    arms = [audit_declarations.BASELINE, s.candidate]
-    store = ResultStore(directory, f"e{seed}")
-    exp = Experiment(
-        f"e{seed}", arms=arms, repetitions=8, warmup=0, seed=seed, store=store, design="duet",
-        max_seconds=0.0 if s.budget_stop else None,
+# This machine's noise in the audit study's quick plan (interleaved, no quota; make reports of 2026-11-26):
+# per-round sd of log(arm / A) of TPS 0.08-0.19 over four arms, i.e. a run's sd of about 0.1 on each side.
+RUN_SD = 0.1
+
+
+def _quick_plan(seed: int, directory: Path, name: str) -> audit_declarations.Params:
+    """The audit study's quick parameters as `make reports` runs them (quick.yaml), without profiling."""
+    values = params_mod.read_file(paths.ROOT / "papermill-params" / "audit" / "quick.yaml")
+    values |= {"seed": seed, "profile": False, "progress": "off", "experiment_id": name}
+    p = params_mod.build(audit_declarations.Params, values, study="audit")
+    p.output_dir = str(directory)  # what the pipeline sets
+    return p
+
+
+def _run(p: audit_declarations.Params, arms: list[str], measure, *, max_seconds: float = 1e9) -> ResultStore:
+    """The quick plan through the study runner (its design, looks, alpha spending, retakes, budget stop) with
+    the audit claims as its judge; returns the store at the final look."""
+    return run_experiment(
+        p, "audit", p.experiment_id, arms=arms, measure=measure, servers={},
+        judge=functools.partial(audit_claims.part_claims, "audit"), design=p.part_design("audit"),
+        max_seconds=max_seconds,
     )  # fmt: skip
+
+
+def one(s: Scenario, seed: int, directory: Path, *, run_sd: float = RUN_SD) -> str:
+    """One experiment's verdict on the scenario's claim, the audit study's quick plan run as make reports runs
+    it, with the baseline and the scenario's candidate only."""
+    rng = np.random.default_rng(seed)
+    p = _quick_plan(seed, directory, f"e{seed}")
+    arms = [audit_declarations.BASELINE, s.candidate]
     # the candidate's level without stalls, so that its mean TPS (stalls included) is the true ratio
     stall_mean = 1 - s.stall_rate * s.stall_loss if s.stall_arm in ("candidate", "both") else 1.0
     base_mean = 1 - s.stall_rate * s.stall_loss if s.stall_arm == "both" else 1.0
     level = s.true_ratio * base_mean / stall_mean
-    drift: dict[int, float] = {}
 
     def measure(arm: str, factors: dict) -> Measurement:
-        rnd = len(store.records()) // 2  # duets: both runs of a round share its drift
-        d = drift.setdefault(rnd, rng.normal(0, round_sd))
-        x = (level if arm == s.candidate else 1.0) * math.exp(d + rng.normal(0, run_sd))
+        x = (level if arm == s.candidate else 1.0) * math.exp(rng.normal(0, run_sd))
         hit = s.stall_arm == "both" or (s.stall_arm == "candidate" and arm == s.candidate)
         if hit and rng.random() < s.stall_rate:
             x *= 1 - s.stall_loss
-        return Measurement({"tps": 1000.0 * x})
+        return Measurement({"tps": 1000.0 * x, "transactions": 4000.0 * x, "queries": 72000.0 * x})
 
-    def verdict(alpha: float):
-        return next((v for v in audit_claims.part_claims("audit", store.runs(), alpha) if v.id == s.claim_id), None)
-
-    def decide(index: int, alpha: float):
-        v = verdict(alpha)
-        return set() if v is not None and v.decided else {cell_of(a, {}) for a in arms}
-
-    exp.run(measure, looks=schedule(3, 8, 3, power=4), decide=decide)
-    v = verdict(float(store.metadata().get("final_alpha") or 0.05))
+    store = _run(p, arms, measure, max_seconds=0.0 if s.budget_stop else 1e9)
+    alpha = float(store.metadata().get("final_alpha") or p.alpha)
+    v = next((v for v in audit_claims.part_claims("audit", store.runs(), alpha) if v.id == s.claim_id), None)
     return str(v.verdict) if v is not None else "inconclusive"
 
 
-def rate(s: Scenario, experiments: int, progress: Callable[[int], None] | None = None) -> tuple[float, float]:
-    """(share of wrong verdicts, its Monte-Carlo standard error)."""
-    wrong = 0
-    with tempfile.TemporaryDirectory() as d:
-        for i in range(experiments):
-            wrong += one(s, i, Path(d)) == s.wrong
-            if progress:
-                progress(i)
+def _rate_chunk(s: Scenario, seeds: list[int]) -> int:
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
+        return sum(one(s, i, Path(d)) == s.wrong for i in seeds)
+
+
+def rate(s: Scenario, experiments: int, processes: int = 1) -> tuple[int, float, float]:
+    """(wrong verdicts, their share, its Monte-Carlo standard error) over seeds 0..experiments-1."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [list(range(i, experiments, processes)) for i in range(processes)]
+    if processes > 1:
+        with ProcessPoolExecutor(processes) as pool:
+            wrong = sum(pool.map(_rate_chunk, [s] * processes, chunks))
+    else:
+        wrong = _rate_chunk(s, chunks[0])
     p = wrong / experiments
-    return p, math.sqrt(max(p * (1 - p), 1e-12) / experiments)
+    return wrong, p, math.sqrt(max(p * (1 - p), 1e-12) / experiments)
 
 
 def aa_wrong() -> dict[str, str]:
@@ -150,15 +179,11 @@ def aa_wrong() -> dict[str, str]:
 
 
 def aa_one(
-    seed: int, directory: Path, *, stall_rate: float = 0.05, stall_loss: float = 0.3, run_sd: float = 0.05
+    seed: int, directory: Path, *, stall_rate: float = 0.05, stall_loss: float = 0.3, run_sd: float = RUN_SD
 ) -> dict[str, str]:
     """One A/A experiment of the audit study's quick plan through run_experiment: claim id -> verdict."""
-    values = params_mod.read_file(paths.ROOT / "papermill-params" / "audit" / "quick.yaml")
-    values |= {"seed": seed, "profile": False, "progress": "off", "experiment_id": f"aa{seed}"}
-    p = params_mod.build(audit_declarations.Params, values, study="audit")
-    p.output_dir = str(directory)  # what the pipeline sets
+    p = _quick_plan(seed, directory, f"aa{seed}")
     rng = np.random.default_rng(seed)
-    arms = [a.name for a in p.arm_list()]
 
     def measure(arm: str, factors: dict) -> Measurement:
         x = math.exp(rng.normal(0, run_sd))
@@ -166,10 +191,7 @@ def aa_one(
             x *= 1 - stall_loss
         return Measurement({"tps": 1000.0 * x, "transactions": 4000.0 * x, "queries": 72000.0 * x})
 
-    store = run_experiment(
-        p, "audit", p.experiment_id, arms=arms, measure=measure, servers={},
-        judge=functools.partial(audit_claims.part_claims, "audit"), design=p.part_design("audit"), max_seconds=1e9,
-    )  # fmt: skip
+    store = _run(p, [a.name for a in p.arm_list()], measure)
     alpha = float(store.metadata().get("final_alpha") or p.alpha)
     return {v.id: str(v.verdict) for v in audit_claims.part_claims("audit", store.runs(), alpha)}
 
@@ -211,5 +233,5 @@ elif __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     chosen = [int(i) for i in sys.argv[2].split(",")] if len(sys.argv) > 2 else range(len(SCENARIOS))
     for s in (SCENARIOS[i] for i in chosen):
-        p, se = rate(s, n)
-        print(f"{s.name}: wrong '{s.wrong}' {p * 100:.1f} % (+-{se * 100:.1f}, {n} experiments)")
+        k, p, se = rate(s, n, processes=os.cpu_count() or 1)
+        print(f"{s.name}: wrong '{s.wrong}' {k} of {n} = {p * 100:.1f} % (+-{se * 100:.1f})")
