@@ -156,6 +156,7 @@ def test_versions_compare_element_by_element_and_kinds_never_mix():
     assert pre.holds("at_least", True, 1) is None and pre.holds("at_least", "2", 1) is None
     assert pre.holds("at_least", float("nan"), 1) is None
     assert pre.show((6, 1)) == "6.1" and pre.show(0.6, "cores") == "0.6 cores" and pre.show(0.42, "share") == "42 %"
+    assert pre.show(1587.4, "us") == "1,587 us"
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,6 @@ def show(value: Any, unit: str = "") -> str:
     if isinstance(value, int | float):
         if unit == "share":
             return f"{value * 100:.0f} %"
-        text = f"{value:.3g}"
+        text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
         return f"{text}{'×' if unit == 'x' else f' {unit}' if unit else ''}"
     return str(value)

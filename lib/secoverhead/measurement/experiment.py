@@ -224,7 +224,8 @@ class Experiment:
                     )
                     self.store.update_metadata(looks_done=look_log)
                     if needed is not None and not needed:
-                        stop_reason = f"every claim decided after {n_done} rounds (look {index + 1})"
+                        # a claim not testable here asks for no rounds either (preconditions.py)
+                        stop_reason = f"every claim decided after {n_done} rounds (look {index + 1}), or not testable"
                         break
         except _Budget:
             status, stop_reason = "stopped at time budget", f"time budget of {self.max_seconds:.0f} s reached"

@@ -141,6 +141,11 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(c, Mapping)
         ],
         "testable_where": d.get("testable_where", ""),
+        "failed": "; ".join(
+            f"needs {c.get('required')}, here {c.get('shown')}"
+            for c in d.get("preconditions") or []
+            if isinstance(c, Mapping) and c.get("holds") is False
+        ),
         "episodes": d.get("episodes", ""),
         "sensitivity": d.get("sensitivity", ""),
         "engine_note": d.get("engine_note", ""),

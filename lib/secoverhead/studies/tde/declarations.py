@@ -73,6 +73,14 @@ class Params(StudyParams, ExternalMySQLParams):
     profiles: list[str] = param(
         ["4c16g"], "emulated instance profiles", choices=tuple(PROFILES), min_items=1, max_items=3
     )
+    interleaved_profiles: list[str] = param(
+        [],
+        "profiles whose arms take turns even under design duet: a duet of two servers at their quotas must leave "
+        "the host room for both clients, or the instance is not the one declared",
+        choices=tuple(PROFILES),
+        min_items=0,
+        max_items=3,
+    )
     workloads: list[str] = param(
         ["oltp_write_only", "oltp_read_only"], "sysbench workloads", choices=WORKLOADS, min_items=1, max_items=8
     )
@@ -117,6 +125,9 @@ class Params(StudyParams, ExternalMySQLParams):
 
     def external_servers(self) -> list:
         return [self.user_mysql()] if self.mysql_host else []
+
+    def part_design(self, part: str) -> str:
+        return "interleaved" if part in self.interleaved_profiles else self.design
 
     def check_clients(self) -> None:
         from secoverhead.workloads.sysbench import Sysbench  # deferred, as in user_mysql
