@@ -182,9 +182,9 @@ def test_the_audit_note_does_not_conclude_cpu_under_a_quota_of_one_core():
         for arm, t in (("A: no audit", 1000.0), ("general_log", 900.0))
     ]
     runs = pd.DataFrame(rows)
-    assert "not waiting" in audit_claims.contention_note(runs)
+    assert "CPU use held while TPS fell" in audit_claims.contention_note(runs)
     forced = audit_claims.contention_note(runs, room=0.6)
-    assert "cannot tell CPU from waiting" in forced and "not waiting" not in forced
+    assert "cannot tell CPU from waiting" in forced and "CPU use held" not in forced
 
 
 def test_tde_8c32g_asks_more_than_two_cores_give():
@@ -255,3 +255,25 @@ def test_a_costs_little_verdict_says_what_it_saw_of_rare_stalls_and_tests_their_
         "init_connect + binlog-small",
         "binlog only-small",
     }
+    untestable = screen(
+        [verdict_of("audit", "server_audit-small", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}])],
+        {"server_cpu_room_cores": 0.6},
+    )[0]
+    assert episodes(untestable, strays, recorded=True) == ""  # judges nothing, so says nothing of stalls
+
+
+@pytest.mark.parametrize("blocked, expected", [(1.5, "may be waiting as well"), (1.0, "the loss is CPU, not waiting")])
+def test_the_audit_note_concludes_cpu_only_when_threads_blocked_no_more(blocked, expected):
+    rng = np.random.default_rng(2)
+    rows = [
+        {
+            "arm": arm,
+            "round": r,
+            "tps": t * rng.lognormal(0, 0.005),
+            "server_cpu_cores": 1.5 * rng.lognormal(0, 0.005),
+            "server_offcpu_us_per_txn": 100.0 * b * rng.lognormal(0, 0.005),
+        }
+        for r in range(8)
+        for arm, t, b in (("A: no audit", 1000.0, 1.0), ("general_log", 900.0, blocked))
+    ]
+    assert expected in audit_claims.contention_note(pd.DataFrame(rows), room=2.0)

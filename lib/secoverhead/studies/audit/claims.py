@@ -176,7 +176,7 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None 
     waits = {k: v for k, v in waits.items() if v is not None}
     if waits:
         text += "Per transaction, " + ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
-    blocked = waits.get("blocking waits") or waits.get("blocked time")
+    blocked = waits.get("blocked time") or waits.get("blocking waits")
     queued = waits.get("run-queue time")
     if tps.ci_high < 1 and cores.ci_high < 1:
         if blocked is not None and blocked.ci_low > 1 and not (queued is not None and queued.ci_low > 1):
@@ -194,5 +194,13 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None 
             "audit claims' precondition), so this set-up cannot tell CPU from waiting."
         )
     if tps.ci_high < 1 and cores.ci_low >= 0.98:
-        return text + "CPU use held while TPS fell: general_log's loss here is CPU per transaction, not waiting."
+        held = "CPU use held while TPS fell, so CPU per transaction rose"
+        if blocked is not None and blocked.ci_low > 1:
+            return text + (
+                f"{held}; the threads also blocked more per transaction: the loss is CPU and may be waiting as "
+                "well, which these intervals do not tell apart."
+            )
+        if blocked is not None:
+            return text + f"{held}, and the threads blocked no more per transaction: the loss is CPU, not waiting."
+        return text + f"{held}; blocked time was not measured, so waiting is not ruled out."
     return text + "The intervals do not tell CPU from waiting here."

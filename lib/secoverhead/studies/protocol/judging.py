@@ -78,7 +78,7 @@ def episodes(v: ClaimVerdict, strays: Sequence[Mapping[str, Any]], *, recorded: 
     The one-off duets recorded in the cell's arms, how many fell in the candidate, and the exact binomial test
     of a split toward it (one-sided, half and half under no difference); the verdict judges the typical run."""
     reg = v.registered
-    if not reg or not registry.get(reg["study"], reg["id"]).bounds_cost:
+    if not reg or v.verdict == Verdict.NOT_TESTABLE or not registry.get(reg["study"], reg["id"]).bounds_cost:
         return ""
     arms = {str(n.get("arm")) for n in v.needs} or set()
     mine = [d for d in strays if not arms or {str(d.get("low_arm"))} <= arms]
