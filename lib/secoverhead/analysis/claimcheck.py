@@ -83,8 +83,9 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
             continue
         v.verdict = Verdict.NOT_TESTABLE
         v.evidence = (
-            "; ".join(f"{c['text']} is {c['shown']}, the mechanism needs {c['required']}: {c['why']}" for c in failing)
-            + f". Measured instead (a fact, not a verdict): {v.evidence}"
+            "not testable here: "
+            + "; ".join(f"{c['text']} is {c['shown']}, the mechanism needs {c['required']}" for c in failing)
+            + f" (the precondition says why). Measured instead (a fact, not a verdict): {v.evidence}"
         )
         v.testable_where = "; ".join(dict.fromkeys(c["where"] for c in failing))
         v.rounds_needed = None
