@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis import preconditions as pre
 from secoverhead.analysis.compare import (  # pandas, which `secoverhead params` never needs
     compare_arms,
     relative,
@@ -76,9 +75,9 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
         if not v.registered:  # not a registered claim: nothing declares its preconditions
             continue
         claim = registry.get(v.registered["study"], v.registered["id"])
-        checks = pre.check_all(claim.preconditions, conditions)
+        checks = [p.check(conditions) for p in claim.preconditions]
         v.preconditions = checks
-        failing = pre.failed(checks)
+        failing = [c for c in checks if c["holds"] is False]
         if not failing:
             continue
         v.verdict = Verdict.NOT_TESTABLE

@@ -136,14 +136,6 @@ def holds(op: str, value: Any, limit: Any) -> bool | None:
         return None
 
 
-def check_all(preconditions: tuple[Precondition, ...], conditions: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [p.check(conditions) for p in preconditions]
-
-
-def failed(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [c for c in checks if c["holds"] is False]
-
-
 def show(value: Any, unit: str = "") -> str:
     """A condition's value as a reader sees it: '0.6 cores', 'true', '6.1', 'unknown'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -24,10 +24,6 @@ class Verdict(StrEnum):
     NOT_TESTABLE = "not testable here"
 
 
-# The order every count lists them in.
-VERDICTS = (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE, Verdict.NOT_TESTABLE)
-
-
 @dataclass
 class ClaimVerdict:
     """A published claim checked against our runs."""

@@ -115,6 +115,7 @@ def _of(name: str) -> str:
 
 def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
     reg = d.get("registered") or {}
+    checks = [c for c in d.get("preconditions") or [] if isinstance(c, Mapping)]
     return {
         "claim": str(d.get("claim", "")),
         "verdict": str(d.get("verdict", "")),
@@ -137,14 +138,11 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
                 "holds": "holds" if c.get("holds") else "fails" if c.get("holds") is False else "not known here",
                 "why": c.get("why", ""),
             }
-            for c in d.get("preconditions") or []
-            if isinstance(c, Mapping)
+            for c in checks
         ],
         "testable_where": d.get("testable_where", ""),
         "failed": "; ".join(
-            f"needs {c.get('required')}, here {c.get('shown')}"
-            for c in d.get("preconditions") or []
-            if isinstance(c, Mapping) and c.get("holds") is False
+            f"needs {c.get('required')}, here {c.get('shown')}" for c in checks if c.get("holds") is False
         ),
         "episodes": d.get("episodes", ""),
         "sensitivity": d.get("sensitivity", ""),

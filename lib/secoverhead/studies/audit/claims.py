@@ -133,14 +133,13 @@ def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
 def environment_conditions(p: Any) -> dict[str, Any]:
     """The CPU room of each server: its quota, else the host's cores shared by the servers loaded at once (two in
     a duet); unknown for a user's own server, whose cores this machine cannot see."""
-    here = host()
     if p.mysql_host:
         room = None
     elif p.server_cpu_limit:
         room = float(p.server_cpu_limit)
     else:
-        room = here["host_cores"] / (2 if p.part_design(STUDY) == "duet" else 1)
-    return here | {"server_cpu_room_cores": room}
+        room = host()["host_cores"] / (2 if p.part_design(STUDY) == "duet" else 1)
+    return {"server_cpu_room_cores": room}
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:

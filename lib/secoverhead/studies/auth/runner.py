@@ -9,7 +9,6 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import FerretDBServer, MariaDBServer
 from secoverhead.studies.auth.claims import baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
-from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.multihost import run_on_hosts
@@ -131,7 +130,6 @@ def run(p: Params) -> StudyResult:
             factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
             servers={a.name: servers[keys[a.name]] for a in arms} if servers else {},
             judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
-            conditions=host(),
             baseline_conditions=baseline_conditions,
             profile_factors=[{"concurrency": top}],
         )

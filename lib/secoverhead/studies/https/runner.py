@@ -12,7 +12,6 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import NginxServer
 from secoverhead.studies.https.claims import baseline_conditions, part_claims
 from secoverhead.studies.https.declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params
-from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.params import aa_copy
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads import http
@@ -87,7 +86,6 @@ def run(p: Params) -> StudyResult:
             notes=[f"nginx worker pinned to core 0; load clients pinned to core(s) {p.client_cpus or 'any'}", *NOTES],
             servers={a: servers[arms[a].server] for a in arms},
             judge=functools.partial(part_claims, STUDY),
-            conditions=host(),
             baseline_conditions=baseline_conditions,
             ops_metric="requests",
         )

@@ -80,7 +80,7 @@ def episodes(v: ClaimVerdict, strays: Sequence[Mapping[str, Any]], *, recorded: 
     reg = v.registered
     if not reg or v.verdict == Verdict.NOT_TESTABLE or not registry.get(reg["study"], reg["id"]).bounds_cost:
         return ""
-    arms = {str(n.get("arm")) for n in v.needs} or set()
+    arms = {str(n.get("arm")) for n in v.needs}
     mine = [d for d in strays if not arms or {str(d.get("low_arm"))} <= arms]
     if not mine:
         return (

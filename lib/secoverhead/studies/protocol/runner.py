@@ -14,6 +14,7 @@ from secoverhead.measurement.experiment import Experiment
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
+from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.judging import BaselineConditions, screened
 from secoverhead.studies.protocol.params import StudyParams
 
@@ -112,8 +113,8 @@ class PartPlan:
     profile_period_ns: int = PERIOD_NS  # CPU time per profile sample: shorter where a profiling run spends little
     profile_measure: Callable[[str, dict], Measurement] | None = None  # what a profiling run does, if not measure
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # What the claims' preconditions read of the environment, known before any run (analysis/preconditions.py),
-    # and how the baseline arm's own runs give the rest
+    # What the claims' preconditions read of the servers' environment, known before any run, beyond this machine's
+    # cores and kernel (run_parts adds those), and how the baseline arm's own runs give the rest
     conditions: dict[str, Any] = dataclasses.field(default_factory=dict)
     baseline_conditions: BaselineConditions | None = None
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
@@ -134,10 +135,11 @@ def run_parts(
         with contextlib.ExitStack() as stack:
             pp = plan(name, stack)
             exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+            environment = host() | pp.conditions  # this machine's, then what the study knows of its servers
             judge = None
             if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
-                judge = screened(pp.judge, name, pp.arms, pp.conditions, pp.baseline_conditions)
-            ResultStore(p.results_dir(), exp_id).update_metadata(conditions=pp.conditions)  # before any run
+                judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions)
+            ResultStore(p.results_dir(), exp_id).update_metadata(conditions=environment)  # before any run
             store = run_experiment(
                 p,
                 study,

@@ -286,14 +286,13 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
 def environment_conditions(p: Any, profile: str) -> dict[str, Any]:
     """An emulated instance: its CPU quota, what the servers of a duet leave the clients of the host's cores (the
     quota asked is the quota got only while the sum fits), whether writes queue at the disk's limit."""
-    here = host()
     prof = PROFILES.get(profile)
     if prof is None:  # a user's own server: its cores and disk are not visible from here
-        return here | {"host_cores": None, "kernel_version": None}
+        return {"host_cores": None, "kernel_version": None}
     at_once = 2 if p.part_design(profile) == "duet" else 1
-    return here | {
+    return {
         "server_cpu_room_cores": prof.cores,
-        "cores_left_for_clients": round(here["host_cores"] - at_once * prof.cores, 3),
+        "cores_left_for_clients": round(host()["host_cores"] - at_once * prof.cores, 3),
         "writes_throttled": iops_limits(p.emulate_iops, prof)[1] is not None,
     }
 

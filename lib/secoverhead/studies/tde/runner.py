@@ -74,7 +74,7 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Targ
     measurement, and loading under a 0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
 
     first = PROFILES[p.profiles[0]]
-    iops = _iops(p, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
+    iops = iops_limits(p.emulate_iops, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
     targets, disk = {}, {}
     for arm in p.arm_names():
         base, disk = _disk(p, stack)
@@ -120,7 +120,7 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         if db.limiter is not None and db.limiter.group is not None:
             db.limiter.set(profile.cores)
         if db.io_limiter is not None:
-            db.io_limiter.set(*_iops(p, profile))
+            db.io_limiter.set(*iops_limits(p.emulate_iops, profile))
     pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, profile)
     for arm, t in targets.items():
         sizing = pools[arm]
@@ -132,7 +132,7 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         )
     notes.append("one buffer pool size for every arm, from their mean data size: the arms differ only in encryption")
     limit = next(v for k, v in facts.items() if k.startswith("mysql"))
-    reads, writes = _iops(p, profile)
+    reads, writes = iops_limits(p.emulate_iops, profile)
     io = reads and limit.get("iops_limit_method", "").startswith("cgroup")
     notes.append(
         f"emulates {name} ({profile.original}) with a CPU limit of {limit.get('cpu_limit_cores', profile.cores):g} "
@@ -145,10 +145,6 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         + " and the buffer pool above"
     )
     return facts, notes, profile
-
-
-def _iops(p: Params, profile: Profile) -> tuple[int | None, int | None]:
-    return iops_limits(p.emulate_iops, profile)
 
 
 PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
@@ -221,7 +217,7 @@ def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
             m.metrics["iops_read"] = (r - io0[0]) / m.metrics["duration_s"]
             m.metrics["iops_write"] = (w - io0[1]) / m.metrics["duration_s"]
         if db is not None and p.write_back and "server_cpu_total_s" in m.metrics:
-            _charge(m.metrics, _write_back(db, p.tables, _iops(p, profile)))
+            _charge(m.metrics, _write_back(db, p.tables, iops_limits(p.emulate_iops, profile)))
         after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
         m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
         if "server_cpu_cores" in m.metrics and math.isfinite(profile.cores):

@@ -9,7 +9,6 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
 from secoverhead.servers import FerretDBServer, MariaDBServer
-from secoverhead.studies.protocol.conditions import host
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
 from secoverhead.studies.tls.declarations import RTT_PART, SERVERS, STUDY, Params
@@ -114,9 +113,9 @@ def _round_trip(server: Any) -> float | None:
     """The round trip to the baseline's server (TCP connects), measured before any run; None where it cannot
     be (a server behind a Unix socket)."""
     e = getattr(server, "endpoint", None)
-    host, port = getattr(e, "host", ""), getattr(e, "port", 0)
+    addr, port = getattr(e, "host", ""), getattr(e, "port", 0)
     try:
-        return round(connect_ms(host, port), 4) if host and port else None
+        return round(connect_ms(addr, port), 4) if addr and port else None
     except OSError:
         return None
 
@@ -135,7 +134,7 @@ def run(p: Params) -> StudyResult:
                 notes=notes,
                 extras={"link": servers["rsa"].link.describe()},
                 judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-                conditions=host() | {"round_trip_ms": servers["rsa"].link.measured_ms},
+                conditions={"round_trip_ms": servers["rsa"].link.measured_ms},
                 baseline_conditions=baseline_conditions,
             )
         servers, facts, notes = _servers(p, engine, stack)
@@ -147,7 +146,7 @@ def run(p: Params) -> StudyResult:
             notes=notes,
             servers={a.name: servers[a.server] for a in p.arms(engine)},
             judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-            conditions=host() | {"round_trip_ms": _round_trip(servers[p.arms(engine)[0].server])},
+            conditions={"round_trip_ms": _round_trip(servers[p.arms(engine)[0].server])},
             baseline_conditions=baseline_conditions,
             profile_measure=_measure(p, engine, servers, connections_only=True),  # "per connection" is exact
             ops_metric="connections",
