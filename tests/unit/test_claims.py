@@ -289,7 +289,7 @@ def test_tde_write_heavy_pooled_over_threads_on_tps():
     vs = tde_claims.part_claims("4c16g", _tde_runs(more, noise=0.01, rounds=8))
     assert verdicts(vs, "write-heavy") == R
     (v,) = [v for v in vs if "write-heavy" in v.claim]
-    assert "averaged over threads" in v.evidence and "n=8 rounds" in v.evidence and "(95 % CI" in v.evidence
+    assert "averaged over threads" in v.evidence and "n=8 rounds" in v.evidence and "CI at 95 %" in v.evidence
     assert v.registered["metric"] == "tps"
     same = {k: 0.12 for k in more}
     assert verdicts(tde_claims.part_claims("4c16g", _tde_runs(same, noise=0.005)), "write-heavy") == N

@@ -1,19 +1,16 @@
-"""Turning a study's intervals into a verdict on a registered claim: one comparison of two arms (RatioClaim),
-or intervals a study computes itself (verdict_of). Either way the reading comes from the registry, and the
-verdict carries the claim's source, words, metric and reading with it into verdicts.json."""
+"""The one engine that judges claims: a claim is a declaration (Rule: what each of its registered readings
+compares, analysis/reads.py), its intervals read by the registry's reading, its preconditions checked on the
+environment and the baseline arm (screen). The verdict carries the claim's source, words, metric and reading
+with it into verdicts.json."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.compare import (  # pandas, which `secoverhead params` never needs
-    compare_arms,
-    relative,
-)
+from secoverhead.analysis.reads import Cell, Ratio, Share, finite, level_of
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 
 
@@ -114,75 +111,144 @@ def judged(
 
 
 @dataclass(frozen=True)
-class RatioClaim:
-    """A registered claim decided by one comparison: the candidate arm against the baseline on the claim's
-    registered metric, the ratio candidate / baseline read by the registered reading.
+class Rule:
+    """A registered claim as a declaration: what each of its readings reads (analysis/reads.py), in the
+    registry's order. Its words, metric, readings and preconditions are the registry's; this engine turns the
+    comparisons into intervals and a verdict the same way for every study:
 
-    `at`: a factor whose level the claim is checked at (e.g. the highest concurrency). `through`: duets whose two
-    arms never ran together are compared through this arm."""
+    - a reading that every cell must reproduce (combine: all) reads each cell's interval at alpha to reproduce
+      (an intersection-union test keeps its error rate without a correction, Berger 1982) and
+      Bonferroni-widened intervals to refute (one cell refutes);
+    - a reading that one cell may reproduce (combine: any) reads Bonferroni-widened intervals to reproduce and
+      each cell's at alpha to refute;
+    - a claim of several readings reproduces when every reading does and is refuted when any is, so refuting
+      splits alpha over its readings.
+
+    `varies`: a factor the claim speaks of the levels of (judged only where the runs hold two or more);
+    `context`: what stands beside the evidence without deciding (e.g. the capacity loss of a CPU-bound server)."""
 
     study: str
     id: str
-    baseline: str
-    candidate: str
-    higher_is_better: bool = False
-    at: str | None = None
-    through: str | None = None
+    reads: tuple[Any, ...]
     measure: str = ""
     engine_note: str = ""
     unit: str = ""
+    varies: str | None = None
+    context: Any = None  # (runs, alpha) -> str
 
     @property
     def registered(self) -> registry.Claim:
         return registry.get(self.study, self.id)
 
-    def check(self, runs: Any, alpha: float = 0.05, level: Any = None, part: str = "") -> ClaimVerdict | None:
-        """The verdict on these runs (None when they lack either arm)."""
-
+    def judge(self, runs: Any, alpha: float = 0.05, *, part: str = "", levels: Mapping[str, Any] | None = None
+              ) -> ClaimVerdict | None:  # fmt: skip
+        """The verdict on these runs (None when they lack what a reading compares)."""
         claim = self.registered
-        metric = claim.metric
-        if self.at is not None and level is not None and self.at in runs:
-            runs = runs[runs[self.at] == level]
-        c = compare_arms(
-            runs,
-            metric,
-            baseline=self.baseline,
-            candidates=[self.candidate],
-            by=[self.at] if self.at is not None and self.at in runs else [],
-            higher_is_better=self.higher_is_better,
-            confidence=1 - alpha,
-        )
-        if not c:
+        if runs is None or not len(runs) or "arm" not in runs or claim.metric not in runs:
             return None
-        comparison = next(iter(c.values()))
-        if self.through and not comparison.n_pairs and self.through in set(runs["arm"]):
-            # each ran beside `through` (a duet baseline), never beside the other: (cand/through)/(base/through)
-            r = relative(
-                runs,
-                metric,
-                baseline=self.through,
-                candidates=[self.candidate],
-                reference=self.baseline,
-                higher_is_better=self.higher_is_better,
-                confidence=1 - alpha,
-            )
-            if r:
-                comparison = dataclasses.replace(next(iter(r.values())), cell=comparison.cell)
-        intervals = (([(comparison.ci_low, comparison.ci_high)], None),)
-        verdict = claim.decide(*intervals)
+        if self.varies and (self.varies not in runs or runs[self.varies].nunique() < 2):
+            return None
+        read = [_read(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
+                for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
+        if any(not each for each, _ in read):
+            return None
+        sets = tuple(([c.interval for c in each], [c.interval for c in refuting]) for each, refuting in read)
+        decidable = all(finite(each) for each, _ in read)
+        first = read[0][0]
+        single = len(read) == 1 and len(first) == 1
         return verdict_of(
             self.study,
             self.id,
-            verdict,
-            comparison.evidence(self.unit),
+            claim.decide(*sets) if decidable else Verdict.INCONCLUSIVE,
+            self._evidence(claim, read, runs, alpha, levels),
             part=part,
-            level=level,
+            level=self._level(runs, levels),
             measure=self.measure,
             engine_note=self.engine_note,
-            ratio=comparison.ratio,
-            ci_low=comparison.ci_low,
-            ci_high=comparison.ci_high,
-            needs=[{"arm": a, **comparison.cell} for a in (comparison.baseline, comparison.candidate)],
-            intervals=intervals,
-            rounds=comparison.n_pairs or min(comparison.n_baseline, comparison.n_candidate),
+            ratio=first[0].comparison.ratio if single and first[0].comparison else first[0].point if single else None,
+            ci_low=first[0].comparison.ci_low if single and first[0].comparison else first[0].lo if single else None,
+            ci_high=(
+                first[0].comparison.ci_high if single and first[0].comparison else first[0].hi if single else None
+            ),
+            needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
+            intervals=sets if decidable else (),
+            rounds=min(c.n for each, _ in read for c in each),
+            cells=tuple([c.name for c in each] for each, _ in read),
         )
+
+    def _level(self, runs: Any, levels: Mapping[str, Any] | None) -> Any:
+        at = next((r for r in self.reads if getattr(r, "at", None)), None)
+        if at is None or at.at not in runs:
+            return None
+        return level_of(runs, at.at, at.at_level, levels)
+
+    def _evidence(
+        self, claim: registry.Claim, read: list, runs: Any, alpha: float, levels: Mapping[str, Any] | None
+    ) -> str:
+        texts = [
+            _reading_text(reading, r, each, refuting, self.unit, r.where(runs, levels) if hasattr(r, "where") else "")
+            for reading, r, (each, refuting) in zip(claim.readings(), self.reads, read, strict=True)
+        ]
+        extra = self.context(runs, alpha) if self.context is not None else ""
+        return ". ".join(texts) + (f"; {extra}" if extra else "")
+
+
+def _read(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,
+          levels: Mapping[str, Any] | None) -> tuple[list[Cell], list[Cell]]:  # fmt: skip
+    """(the intervals that may reproduce, those that may refute) of one reading: at the confidence and
+    Bonferroni family its combine rule and the claim's number of readings call for (see Rule)."""
+    probe = r.cells(runs, metric, 1 - alpha, 1, levels)
+    k = len(probe)
+    if not k:
+        return [], []
+    every = reading.combine == "all"
+    each = probe if every or k == 1 else r.cells(runs, metric, 1 - alpha, k, levels)
+    refute_family = k if every else 1
+    if readings == 1 and refute_family == 1:
+        return each, probe
+    return each, r.cells(runs, metric, 1 - alpha / readings, refute_family, levels)
+
+
+def _fmt(x: float, scale: str, unit: str) -> str:
+    if scale == "loss":
+        return f"{x:+.1f} %"
+    if scale == "difference":
+        return f"{x:+.3g}{' ' + unit if unit else ''}"
+    if scale == "share":
+        return f"{x * 100:.0f} %"
+    return f"{x:.3f}"
+
+
+def _scale(r: Any) -> str:
+    return getattr(r, "scale", "share" if isinstance(r, Share) else "ratio")
+
+
+def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], unit: str, where: str = "") -> str:
+    """One reading's evidence: the quantity, each cell's estimate and interval on the reading's scale, the
+    confidence and family they were read at, n and test; the refuting intervals where they differ."""
+    scale = _scale(r)
+    c0 = each[0]
+    if isinstance(r, Ratio) and len(each) == 1 and not c0.name and c0.comparison is not None and scale == "ratio":
+        body = c0.comparison.evidence(unit)  # medians of both arms beside the ratio
+        return f"{reading.effect}{' (' + where + ')' if where else ''}: {body}"
+    cells = "; ".join(
+        f"{c.name + ': ' if c.name else ''}{_fmt(c.point, scale, unit)} "
+        f"[{_fmt(c.lo, scale, unit)}, {_fmt(c.hi, scale, unit)}]"
+        for c in each
+    )
+    plural = "CIs" if len(each) > 1 else "CI"
+    corr = f", Bonferroni over {c0.family} {r.cells_word}" if c0.family > 1 else ""
+    head = f"{reading.effect}{' (' + where + ')' if where else ''}"
+    out = f"{head}: {cells} ({plural} at {c0.confidence * 100:.4g} %{corr}; {c0.n_text}, {c0.test})"
+    if [c.interval for c in refuting] != [c.interval for c in each]:
+        out += f"; for refuting, at {refuting[0].confidence * 100:.4g} %: " + ", ".join(
+            f"{c.name + ' ' if c.name else ''}[{_fmt(c.lo, scale, unit)}, {_fmt(c.hi, scale, unit)}]" for c in refuting
+        )
+    return out
+
+
+def judge(
+    rules: Sequence[Rule], runs: Any, alpha: float = 0.05, *, part: str = "", levels: Mapping[str, Any] | None = None
+) -> list[ClaimVerdict]:
+    """Every rule's verdict on a part's runs (those a rule cannot read, left out)."""
+    return [v for rule in rules if (v := rule.judge(runs, alpha, part=part, levels=levels)) is not None]

@@ -5,12 +5,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
-from secoverhead.analysis.compare import (
-    compare_arms,  # pandas, which `secoverhead params` never needs
-    relative,  # pandas, which `secoverhead params` never needs
-)
+from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.compare import compare_arms  # pandas, which `secoverhead params` never needs
+from secoverhead.analysis.reads import Ratio, Relative
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
@@ -27,107 +24,41 @@ if TYPE_CHECKING:
 ENGINE = "MariaDB 10.11, not MySQL 5.7"
 
 
-SMALL_CLAIMS = (
-    RatioClaim(
+PER_RUN = "TPS per run vs A, paired by round"
+OTHERS = tuple(a.name for a in ARMS if a.is_audit and a.name != "general_log")
+
+RULES = (  # words, metrics, readings and preconditions: data/claims/registry.yaml
+    Rule(
+        STUDY,
+        "general_log-loss",
+        (Ratio(BASELINE, "general_log", higher_is_better=True, scale="loss"),),
+        measure=PER_RUN,
+        engine_note=ENGINE,
+    ),
+    Rule(
+        STUDY,
+        "general_log-worst",
+        (Relative(BASELINE, "general_log", OTHERS, higher_is_better=True, cells_word="approaches"),),
+        measure="each audit approach against general_log, through A, paired by round (> 1: keeps more TPS)",
+        engine_note=ENGINE,
+    ),
+    Rule(
         STUDY,
         "server_audit-small",
-        BASELINE,
-        "server_audit",
-        higher_is_better=True,
-        measure="TPS per run vs A, paired by round",
+        (Ratio(BASELINE, "server_audit", higher_is_better=True),),
+        measure=PER_RUN,
         engine_note="MariaDB's own plugin on MariaDB (the original loaded it into MySQL)",
     ),
-    RatioClaim(
-        STUDY,
-        "init_connect + binlog-small",
-        BASELINE,
-        "init_connect + binlog",
-        higher_is_better=True,
-        measure="TPS per run vs A, paired by round",
-        engine_note=ENGINE,
-    ),
-    RatioClaim(
-        STUDY,
-        "binlog only-small",
-        BASELINE,
-        "binlog only",
-        higher_is_better=True,
-        measure="TPS per run vs A, paired by round",
-        engine_note=ENGINE,
+    *(
+        Rule(STUDY, f"{arm}-small", (Ratio(BASELINE, arm, higher_is_better=True),), measure=PER_RUN, engine_note=ENGINE)
+        for arm in ("init_connect + binlog", "binlog only")
     ),
 )
 
 
 def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
     """The original's findings on TPS: general_log's loss and rank, and each other approach against A."""
-
-    if not len(runs) or BASELINE not in set(runs["arm"]):
-        return []
-    arms = set(runs["arm"])
-    out: list[ClaimVerdict] = []
-    conf = 1 - alpha
-
-    if "general_log" in arms:
-        c = compare_arms(
-            runs, "tps", baseline=BASELINE, candidates=["general_log"], higher_is_better=True, confidence=conf
-        )["general_log"]
-        lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
-        loss = registry.get(STUDY, "general_log-loss")
-        sets = (([(lo, hi)], None),)
-        out.append(
-            verdict_of(
-                STUDY,
-                loss.id,
-                loss.decide(*sets),
-                f"TPS loss {(1 - c.ratio) * 100:.1f} % [{lo:.1f}, {hi:.1f}] ({c.confidence * 100:.4g} % CI; "
-                f"{c.n_text}, {c.test}, {c.design})",
-                measure="TPS per run vs A, paired by round",
-                engine_note=ENGINE,
-                ratio=c.ratio,
-                ci_low=c.ci_low,
-                ci_high=c.ci_high,
-                needs=[{"arm": BASELINE}, {"arm": "general_log"}],
-                intervals=sets,
-                rounds=c.n_pairs,
-            )
-        )
-        others = [a.name for a in ARMS if a.is_audit and a.name in arms and a.name != "general_log"]
-        if others:
-            kw = dict(baseline=BASELINE, candidates=others, reference="general_log", higher_is_better=True)
-            # every approach must keep more TPS than general_log to reproduce (an intersection-union test: each
-            # interval at alpha); one approach refutes, so refuting reads Bonferroni-widened intervals
-            each = relative(runs, "tps", confidence=conf, family=1, **kw)
-            wide = relative(runs, "tps", confidence=conf, **kw)
-            worst = registry.get(STUDY, "general_log-worst")
-            sets = (
-                ([(x.ci_low, x.ci_high) for x in each.values()], [(wide[a].ci_low, wide[a].ci_high) for a in each]),
-            )
-            v = worst.decide(*sets)
-            first = next(iter(each.values()))
-            out.append(
-                verdict_of(
-                    STUDY,
-                    worst.id,
-                    v,
-                    "; ".join(
-                        f"TPS {a} / general_log {x.ratio:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]"
-                        for a, x in each.items()
-                    )
-                    + f" (> 1: keeps more TPS than general_log; {first.confidence * 100:.4g} % CIs, refuting on "
-                    f"{next(iter(wide.values())).confidence * 100:.4g} %; {first.n_text}, {first.test})",
-                    measure="each audit approach against general_log, through A, paired by round",
-                    engine_note=ENGINE,
-                    needs=[{"arm": a} for a in ("general_log", *others)],
-                    intervals=sets,
-                    rounds=min(x.n_pairs for x in each.values()),
-                    cells=(list(each),),
-                )
-            )
-    for claim in SMALL_CLAIMS:
-        v = claim.check(runs, alpha)
-        if v is not None:
-            out.append(v)
-    return out
+    return judge(RULES, runs, alpha)
 
 
 def environment_conditions(p: Any) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from secoverhead.analysis.claimcheck import RatioClaim
+from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.auth.declarations import STUDY
@@ -14,62 +15,51 @@ from secoverhead.studies.protocol.judging import study_verdicts
 if TYPE_CHECKING:
     import pandas as pd
 
-CLAIMS: dict[str, tuple[RatioClaim, ...]] = {  # words, metrics and readings: data/claims/registry.yaml
+RULES: dict[str, tuple[Rule, ...]] = {  # words, metrics, readings, preconditions: data/claims/registry.yaml
     "MongoDB": (
-        RatioClaim(
+        Rule(
             STUDY,
             "auth-server-cpu",
-            "auth off",
-            "SCRAM-SHA-256",
+            (Ratio("auth off", "SCRAM-SHA-256", at="concurrency"),),
             measure="server CPU us per connection, per run",
             engine_note="FerretDB, not mongod",
             unit="us",
-            at="concurrency",
         ),
-        RatioClaim(
+        Rule(
             STUDY,
             "auth-client-cpu",
-            "auth off",
-            "SCRAM-SHA-256",
+            (Ratio("auth off", "SCRAM-SHA-256", at="concurrency"),),
             measure="client CPU us per connection, per run",
             engine_note="pymongo",
             unit="us",
-            at="concurrency",
         ),
-        RatioClaim(
+        Rule(
             STUDY,
             "pooling",
-            "SCRAM-SHA-256",
-            "pooled SCRAM-SHA-256",
+            (Ratio("SCRAM-SHA-256", "pooled SCRAM-SHA-256", at="concurrency", through="auth off"),),
             measure="server CPU us per request, per run",
             engine_note="FerretDB, not mongod",
-            through="auth off",
             unit="us",
-            at="concurrency",
         ),
     ),
     "MySQL": (
-        RatioClaim(
+        Rule(
             STUDY,
             "pooling",
-            "password",
-            "pooled password",
+            (Ratio("password", "pooled password", at="concurrency"),),
             measure="server CPU us per request, per run",
             engine_note="MariaDB 10.11, not MySQL",
             unit="us",
-            at="concurrency",
         ),
     ),
     "nonce": (
-        RatioClaim(
+        Rule(
             STUDY,
             "system-cpu",
-            "userspace",
-            "syscall",
+            (Ratio("userspace", "syscall", at="workers"),),
             measure="system CPU ns per nonce, per run",
             engine_note="this kernel's /dev/urandom, Python workers",
             unit="ns",
-            at="workers",
         ),
     ),
 }
@@ -80,16 +70,8 @@ def part_claims(
 ) -> list[ClaimVerdict]:
     """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
     each at the highest concurrency (or worker count) measured (top, top_workers: the plan's, when given)."""
-    if top is None and "concurrency" in runs and len(runs):
-        top = int(runs["concurrency"].max())
-    if top_workers is None:
-        top_workers = int(runs["workers"].max()) if "workers" in runs and len(runs) else 8
-    out = []
-    for claim in CLAIMS.get(part, ()):
-        v = claim.check(runs, alpha, level=top_workers if claim.at == "workers" else top, part=part)
-        if v is not None:
-            out.append(v)
-    return out
+    levels = {k: v for k, v in (("concurrency", top), ("workers", top_workers)) if v is not None}
+    return judge(RULES.get(part, ()), runs, alpha, part=part, levels=levels)
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.claimcheck import RatioClaim, verdict_of
-from secoverhead.analysis.compare import per_round
-from secoverhead.analysis.stats import mean_interval
-from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.reads import Ratio, Share
+from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.https.declarations import BASELINE, FULL, STUDY
 from secoverhead.studies.protocol.conditions import median
@@ -27,62 +25,31 @@ RECOVERY_CLAIMS = (
     "HTTPS keep-alive",
 )
 
-
-def recovery(
-    runs: pd.DataFrame, candidate: str, alpha: float = 0.05, family: int = 1
-) -> tuple[float, float, float, int]:
-    """Share of a full handshake's extra server CPU (over plain HTTP) that candidate wins back, per round
-    1 - (candidate - HTTP) / (full - HTTP); the mean over rounds with its t interval, and the rounds."""
-
-    t = per_round(runs, "server_cpu_us_per_op", [BASELINE, FULL, candidate])
-    if not len(t):
-        return float("nan"), float("nan"), float("nan"), 0
-    rec = 1 - (t[candidate] - t[BASELINE]) / (t[FULL] - t[BASELINE])
-    mean, lo, hi, _, n = mean_interval(rec.to_numpy(dtype=float), 1 - alpha / family)
-    return mean, lo, hi, n
-
-
-FULL_CLAIM = RatioClaim(  # words, metric and reading: data/claims/registry.yaml, as for the recovery claims
-    STUDY,
-    "full-handshake",
-    BASELINE,
-    FULL,
-    measure="server CPU us per request (TLS 1.2, RSA-2048, ab), per run",
-    engine_note="nginx + OpenSSL 3.0, not a Go service",
-    unit="us",
+RULES = (  # words, metrics, readings and preconditions: data/claims/registry.yaml
+    Rule(
+        STUDY,
+        "full-handshake",
+        (Ratio(BASELINE, FULL),),
+        measure="server CPU us per request (TLS 1.2, RSA-2048, ab), per run",
+        engine_note="nginx + OpenSSL 3.0, not a Go service",
+        unit="us",
+    ),
+    *(
+        Rule(
+            STUDY,
+            f"recovery:{arm}",
+            (Share(BASELINE, FULL, arm),),
+            measure="per round, 1 - (arm - HTTP) / (full handshake - HTTP) of server CPU per request",
+            engine_note="nginx + OpenSSL 3.0",
+        )
+        for arm in RECOVERY_CLAIMS
+    ),
 )
 
 
 def part_claims(part: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
-    out = []
-    arms = set(runs["arm"]) if len(runs) else set()
-    full = FULL_CLAIM.check(runs, alpha)
-    if full is not None:
-        out.append(full)
-    for cand in RECOVERY_CLAIMS:
-        if {BASELINE, FULL, cand} <= arms:
-            point, lo, hi, n = recovery(runs, cand, alpha)
-            claim = registry.get(STUDY, f"recovery:{cand}")
-            sets = (([(lo, hi)], None),)
-            v = claim.decide(*sets) if n >= 2 else Verdict.INCONCLUSIVE
-            out.append(
-                verdict_of(
-                    STUDY,
-                    claim.id,
-                    v,
-                    f"recovers {point * 100:.0f} % of the extra CPU "
-                    f"[{(1 - alpha) * 100:.4g} % CI {lo * 100:.0f}, {hi * 100:.0f}]; "
-                    f"n={n} rounds, t interval of the per-round share",
-                    engine_note="nginx + OpenSSL 3.0",
-                    ratio=point,
-                    ci_low=lo,
-                    ci_high=hi,
-                    needs=[{"arm": a} for a in (BASELINE, FULL, cand)],
-                    intervals=sets if n >= 2 else (),
-                    rounds=n,
-                )
-            )
-    return out
+    """The full handshake's CPU cost, and the share of it each remedy wins back."""
+    return judge(RULES, runs, alpha)
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.claimcheck import verdict_of
-from secoverhead.analysis.compare import (
-    compare_arms,
-    interaction,
-    pooled_interaction,
-)
+from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.reads import Contrast, Pooled, Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host
 from secoverhead.studies.protocol.judging import study_verdicts
-from secoverhead.studies.tde.declarations import ARMS, OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
+from secoverhead.studies.tde.declarations import OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
 from secoverhead.studies.tde.instances import PROFILES, iops_limits
 
 if TYPE_CHECKING:
@@ -104,183 +100,82 @@ IUT_NOTE = (
     "error rate without a multiplicity correction (Berger 1982), so those intervals are each at the claim's "
     "alpha; refuting needs only one cell, so it reads Bonferroni-widened intervals"
 )
+ENGINE = "MariaDB 10.11 file_key_management (AES-CTR) for MySQL 8.0 TDE; instance emulated"
+MEASURE = f"per run, on vs off, paired by round; {BOUND_NOTE}"
 
 
-def _loss_text(bounds: list[LossBound], refute: list[LossBound] | None = None) -> str:
-    t = bounds[0].tps
-    out = "; ".join(b.text() for b in bounds) + f" (loss %, CIs at {t.confidence * 100:.4g} %; {t.n_text}, {t.test})"
-    if refute and refute[0].tps.confidence != t.confidence:
-        lows = ", ".join(f"{b.cell['workload']} {b.lo:+.1f} %" for b in refute)
-        out += f"; for refuting, lower bounds at {refute[0].tps.confidence * 100:.4g} %: {lows}"
-    return out
+def capacity_beside(at_level: str):
+    """The capacity loss at the fewest ('min') or most ('max') threads, per workload: context, never deciding."""
+
+    def text(runs: pd.DataFrame, alpha: float) -> str:
+        if CAPACITY not in runs or not runs[CAPACITY].notna().any() or "threads" not in runs:
+            return ""
+        t = int(runs["threads"].min() if at_level == "min" else runs["threads"].max())
+        rows = [b for b in loss_bounds(runs, alpha, threads=t) if b.capacity is not None]
+        shown = "; ".join(
+            f"{_name(b.cell)}: capacity loss {(1 - b.capacity.ratio) * 100:+.1f} % "
+            f"[{(1 - b.capacity.ci_high) * 100:+.1f}, {(1 - b.capacity.ci_low) * 100:+.1f}]"
+            for b in rows
+        )
+        return f"beside it, if CPU-bound (not deciding): {shown}" if rows else ""
+
+    return text
 
 
-def _needs(cells) -> list[dict[str, Any]]:
-    return [{"arm": a, **c} for c in cells for a in (OFF, ON)]
+def _loss(at_level: str) -> Ratio:
+    return Ratio(OFF, ON, by=("workload",), at="threads", at_level=at_level, higher_is_better=True, scale="loss")
 
 
-def _pairs(bounds: list[LossBound]) -> list[tuple[float, float]]:
-    return [(b.lo, b.hi) for b in bounds]
-
-
-def _ends(comps: Any) -> list[tuple[float, float]]:
-    return [(c.ci_low, c.ci_high) for c in comps]
+RULES = (  # words, metrics, readings and preconditions: data/claims/registry.yaml
+    # with few concurrent queries the loss exceeds the loss with many (the contrast, per workload) and lies
+    # between the many-thread bound and ~20 %'s 25 % (the loss at the fewest threads): one workload may show it
+    Rule(
+        STUDY,
+        "low-concurrency-loss",
+        (Contrast(OFF, ON, "threads", "min", "max", by=("workload",)), _loss("min")),
+        measure=f"{MEASURE}; below 1: fewer threads lose more",
+        engine_note=ENGINE,
+        varies="threads",
+        context=capacity_beside("min"),
+    ),
+    # many concurrent queries: under 5 % in every workload (each at alpha); one workload above refutes
+    Rule(
+        STUDY,
+        "high-concurrency-loss",
+        (_loss("max"),),
+        measure=f"{MEASURE}; every workload's upper bound must lie under 5 %; {IUT_NOTE}",
+        engine_note=ENGINE,
+        varies="threads",
+        context=capacity_beside("max"),
+    ),
+    # write-heavy workloads lose the most: per round, each write-heavy workload's on/off ratio over each
+    # read-only one's, averaged over the thread counts (the claim is about workloads: one pooled interval)
+    Rule(
+        STUDY,
+        "write-heavy-worst",
+        (Pooled(OFF, ON, "workload", WRITE_HEAVY, READ_ONLY, over=("threads",)),),
+        measure="TPS ratio on/off of a write-heavy workload over that of a read-only one, per round, averaged "
+        "over threads (below 1: the write-heavy workload loses more)",
+        engine_note=ENGINE,
+    ),
+    # CPU utilisation rises only a few points: every cell within +-10 pp
+    Rule(
+        STUDY,
+        "cpu-pp",
+        (Ratio(OFF, ON, by=("workload", "threads"), scale="difference"),),
+        measure="server CPU % of the emulated limit, on minus off, paired by round; " + IUT_NOTE,
+        engine_note=ENGINE,
+        unit="pp",
+    ),
+)
 
 
 def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
-    """The original's conclusions on one profile's runs, each on TPS as the original measured it; the capacity
-    loss is reported beside the losses (see BOUND_NOTE). Readings: data/claims/registry.yaml."""
-
+    """The original's conclusions on one profile's runs, each on TPS as the original measured it (the capacity
+    loss beside, see BOUND_NOTE)."""
     if not len(runs) or "threads" not in runs or runs["arm"].nunique() < 2:
         return []
-    out: list[ClaimVerdict] = []
-    lo_t, hi_t = int(runs["threads"].min()), int(runs["threads"].max())
-    engine = "MariaDB 10.11 file_key_management (AES-CTR) for MySQL 8.0 TDE; instance emulated"
-    measure = f"per run, on vs off, paired by round; {BOUND_NOTE}"
-    workloads = list(runs["workload"].unique())
-
-    # 1. with few concurrent queries the loss exceeds the loss with many and can reach ~20 %: per workload, the
-    #    contrast (on/off at lo_t over on/off at hi_t) and the loss at lo_t. Reproduced when one workload shows the
-    #    contrast and one workload's low-concurrency loss lies between the many-thread bound (5 %) and ~20 %'s
-    #    25 % (each Bonferroni-widened over the workloads: any one of them may); refuted when every workload's
-    #    contrast is absent or every workload's loss lies outside. Either refutation may err (each needs every
-    #    workload: an intersection-union test at alpha/2 per workload).
-    if hi_t != lo_t:
-        kw = dict(baseline=OFF, candidate=ON, factor="threads", level=lo_t, reference=hi_t, by=["workload"])
-        wide = interaction(runs, "tps", confidence=1 - alpha, family=len(workloads), **kw)
-        each = interaction(runs, "tps", confidence=1 - alpha / 2, family=1, **kw)
-        low_wide = loss_bounds(runs, alpha, threads=lo_t)
-        low_each = loss_bounds(runs, alpha / 2, threads=lo_t, family=1)
-        if wide and low_each:
-            claim = registry.get(STUDY, "low-concurrency-loss")
-            keys = [k for k in wide if k in each]
-            sets = (
-                (_ends(wide[k] for k in keys), _ends(each[k] for k in keys)),
-                (_pairs(low_wide), _pairs(low_each)),
-            )
-            v = claim.decide(*sets)
-            contrast = "; ".join(
-                f"{wide[k].cell['workload']}: {wide[k].ratio:.3f} [{wide[k].ci_low:.3f}, {wide[k].ci_high:.3f}]"
-                for k in keys
-            )
-            first = next(iter(wide.values()))
-            out.append(
-                verdict_of(
-                    STUDY,
-                    claim.id,
-                    v,
-                    f"TPS on/off at {lo_t} thread over the same at {hi_t} (below 1: fewer threads lose more; "
-                    f"{first.confidence * 100:.4g} % CIs, Bonferroni over {len(keys)} workloads; {first.n_text}): "
-                    f"{contrast}. Loss at {lo_t} thread: " + _loss_text(low_wide, low_each),
-                    part=name,
-                    measure=measure + f"; {IUT_NOTE}",
-                    engine_note=engine,
-                    needs=_needs({"workload": w, "threads": t} for w in workloads for t in (lo_t, hi_t)),
-                    intervals=sets,
-                    rounds=min(wide[k].n_pairs for k in keys),
-                    cells=([str(wide[k].cell["workload"]) for k in keys], [_name(b.cell) for b in low_wide]),
-                )
-            )
-    # 2. many concurrent queries: under 5 %, every workload (each at alpha); one workload above refutes
-    high = loss_bounds(runs, alpha, threads=hi_t) if hi_t != lo_t else []
-    high_each = loss_bounds(runs, alpha, threads=hi_t, family=1) if hi_t != lo_t else []
-    if high:
-        claim = registry.get(STUDY, "high-concurrency-loss")
-        sets = ((_pairs(high_each), _pairs(high)),)
-        out.append(
-            verdict_of(
-                STUDY,
-                claim.id,
-                claim.decide(*sets),
-                _loss_text(high_each, high),
-                part=name,
-                measure=measure + f"; every workload's upper bound must lie under 5 %; {IUT_NOTE}",
-                engine_note=engine,
-                needs=_needs(b.cell for b in high),
-                intervals=sets,
-                rounds=min(b.tps.n_pairs for b in high),
-                cells=([_name(b.cell) for b in high_each],),
-            )
-        )
-    # 3. write-heavy workloads lose the most: per round, the TPS ratio (on/off) of each write-heavy workload over
-    #    that of each read-only one, averaged over the thread counts: one pooled comparison, because the claim is
-    #    about workloads (one pooled interval is about as precise as each thread count's would be with twice the
-    #    rounds). One line decides both sides (registry).
-    writes = [w for w in workloads if w in WRITE_HEAVY]
-    reads = [w for w in workloads if w in READ_ONLY]
-    pairs = [(w, r) for w in writes for r in reads]
-    pooled = pooled_interaction(
-        runs,
-        "tps",
-        baseline=OFF,
-        candidate=ON,
-        factor="workload",
-        pairs=pairs,
-        over=["threads"],
-        confidence=1 - alpha,
-    )
-    if pooled is not None and pooled.n_pairs:
-        c = pooled
-        claim = registry.get(STUDY, "write-heavy-worst")
-        sets = (([(c.ci_low, c.ci_high)], None),)
-        out.append(
-            verdict_of(
-                STUDY,
-                claim.id,
-                claim.decide(*sets),
-                f"ratio of TPS ratios (on/off, write-heavy over read-only), averaged over threads: "
-                f"{c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}] ({c.confidence * 100:.4g} % CI, {c.n_text}, "
-                f"{c.test}; below 1: the write-heavy workload loses more)",
-                part=name,
-                measure="TPS ratio on/off of a write-heavy workload over that of a read-only one, per round",
-                engine_note=engine,
-                ratio=c.ratio,
-                ci_low=c.ci_low,
-                ci_high=c.ci_high,
-                needs=[
-                    {"arm": a, "workload": wl, "threads": int(t)}
-                    for t in runs["threads"].unique()
-                    for a in ARMS
-                    for wl in (*writes, *reads)
-                ],
-                intervals=sets,
-                rounds=c.n_pairs,
-            )
-        )
-    # 4. CPU utilisation rises only a few points: every cell within +-10 pp (each interval at alpha); one cell
-    #    wholly beyond refutes (Bonferroni-widened intervals).
-    if "server_cpu_pct_of_limit" in runs:
-        kw = dict(baseline=OFF, candidates=[ON], by=["workload", "threads"], confidence=1 - alpha, scale="difference")
-        fam = compare_arms(runs, "server_cpu_pct_of_limit", **kw)
-        comps = compare_arms(runs, "server_cpu_pct_of_limit", family=1, **kw)
-        keys = [k for k in comps if k in fam]
-        if keys:
-            claim = registry.get(STUDY, "cpu-pp")
-            first = comps[keys[0]]
-            sets = ((_ends(comps[k] for k in keys), _ends(fam[k] for k in keys)),)
-            out.append(
-                verdict_of(
-                    STUDY,
-                    claim.id,
-                    claim.decide(*sets),
-                    "; ".join(
-                        f"{_name(comps[k].cell)}: {comps[k].ratio:+.1f} pp "
-                        f"[{comps[k].ci_low:+.1f}, {comps[k].ci_high:+.1f}]"
-                        for k in keys
-                    )
-                    + f" ({first.confidence * 100:.4g} % CIs, {first.n_text}, {first.test}); for refuting, at "
-                    f"{fam[keys[0]].confidence * 100:.4g} %: "
-                    + ", ".join(f"[{fam[k].ci_low:+.1f}, {fam[k].ci_high:+.1f}]" for k in keys),
-                    part=name,
-                    measure="server CPU % of the emulated limit, on minus off, paired by round; " + IUT_NOTE,
-                    engine_note=engine,
-                    needs=_needs(comps[k].cell for k in keys),
-                    intervals=sets,
-                    rounds=min(comps[k].n_pairs for k in keys),
-                    cells=([_name(comps[k].cell) for k in keys],),
-                )
-            )
-    return out
+    return judge(RULES, runs, alpha, part=name)
 
 
 def environment_conditions(p: Any, profile: str) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from secoverhead.analysis.claimcheck import RatioClaim
+from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.studies.protocol.conditions import median, ratio
@@ -15,20 +16,15 @@ from secoverhead.studies.tls.declarations import BASELINE, RTT_PART, STUDY, _eng
 if TYPE_CHECKING:
     import pandas as pd
 
-CLAIMS = (  # the claims' words, metrics and readings are registered in data/claims/registry.yaml
-    RatioClaim(STUDY, "setup", BASELINE, "TLS", measure="build + first query: median per run", unit="ms"),
-    RatioClaim(STUDY, "reused", BASELINE, "TLS", measure="query on a reused client: median per run", unit="ms"),
+RULES = (  # the claims' words, metrics, readings and preconditions: data/claims/registry.yaml
+    Rule(STUDY, "setup", (Ratio(BASELINE, "TLS"),), measure="build + first query: median per run", unit="ms"),
+    Rule(STUDY, "reused", (Ratio(BASELINE, "TLS"),), measure="query on a reused client: median per run", unit="ms"),
 )
 
 
 def part_claims(engine: str, runs: pd.DataFrame, alpha: float = 0.05, engine_note: str = "") -> list[ClaimVerdict]:
     """The original's two claims on one engine's runs: set-up markedly slower, reused client barely."""
-    out = []
-    for claim in CLAIMS:
-        v = replace(claim, engine_note=engine_note).check(runs, alpha, part=engine)
-        if v is not None:
-            out.append(v)
-    return out
+    return judge([replace(r, engine_note=engine_note) for r in RULES], runs, alpha, part=engine)
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
