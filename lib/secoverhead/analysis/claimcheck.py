@@ -148,7 +148,7 @@ class Rule:
             return None
         if self.varies and (self.varies not in runs or runs[self.varies].nunique() < 2):
             return None
-        read = [_read(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
+        read = [intervals_of(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
                 for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         if any(not each for each, _ in read):
             return None
@@ -193,7 +193,7 @@ class Rule:
         return ". ".join(texts) + (f"; {extra}" if extra else "")
 
 
-def _read(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,
+def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,
           levels: Mapping[str, Any] | None) -> tuple[list[Cell], list[Cell]]:  # fmt: skip
     """(the intervals that may reproduce, those that may refute) of one reading: at the confidence and
     Bonferroni family its combine rule and the claim's number of readings call for (see Rule)."""
