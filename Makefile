@@ -15,7 +15,7 @@ help:
 	@echo "make lab      - set up, then open JupyterLab (notebooks/ and reports/) with the project's kernel"
 	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
-	@echo "make error-rates - set up, then 1,000 A/A experiments through the runner and the audit claims (~10 min)"
+	@echo "make error-rates - set up, then 1,000 experiments per scenario through each study's runner and rules (~75 min)"
 	@echo "make setup    - Debian packages, .venv with the project, Jupyter kernel, FerretDB build (idempotent)"
 
 setup: system-packages python kernel ferretdb inferno
