@@ -248,7 +248,9 @@ def test_a_costs_little_verdict_says_what_it_saw_of_rare_stalls_and_tests_their_
     assert "neither counted nor bounded" in episodes(small, [], recorded=False)
     assert "no one-off duet was recorded" in episodes(small, [], recorded=True)
     loss = verdict_of("audit", "general_log-loss", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}, {"arm": "X"}])
-    assert episodes(loss, strays, recorded=True) == ""  # a claim that a feature costs much bounds no stall
+    costly = episodes(loss, strays, recorded=True)  # a claim that a feature costs much: the split, no bound
+    assert "4 of them fell in the candidate" in costly and "typical run" not in costly
+    assert episodes(loss, [], recorded=True) == ""
     assert {c.id for c in CLAIMS if c.bounds_cost} == {
         "reused",
         "high-concurrency-loss",

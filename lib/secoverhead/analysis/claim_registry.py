@@ -146,3 +146,28 @@ def get(study: str, claim_id: str) -> Claim:
 
 def of_study(study: str) -> list[Claim]:
     return [c for (s, _), c in claims().items() if s == study]
+
+
+@dataclass(frozen=True)
+class BetweenRuns:
+    """The declared sd between runs of a study's effect on one metric (data/claims/between_runs.yaml)."""
+
+    sd: float
+    runs: int
+    estimated: str
+
+    def text(self) -> str:
+        return f"between-run sd {self.sd:.3g} added (from {self.runs} runs, {self.estimated})"
+
+
+@functools.cache
+def between_runs() -> dict[tuple[str, str], BetweenRuns]:
+    """Every declared between-run term, by (study, metric); an entry without three runs is refused."""
+    with open(paths.BETWEEN_RUNS, encoding="utf-8") as f:
+        entries = yaml.safe_load(f) or []
+    out = {}
+    for d in entries:
+        if int(d.get("runs", 0)) < 3 or float(d["sd"]) < 0 or not d.get("estimated"):
+            raise ValueError(f"{paths.BETWEEN_RUNS.name}: {d}: an sd >= 0 from three runs or more, with its date")
+        out[(d["study"], d["metric"])] = BetweenRuns(float(d["sd"]), int(d["runs"]), str(d["estimated"]))
+    return out

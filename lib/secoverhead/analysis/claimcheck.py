@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.reads import Cell, Ratio, Share, finite, level_of
+from secoverhead.analysis.reads import Cell, Ratio, Relative, Share, finite, level_of, widened
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 
 
@@ -152,6 +152,15 @@ class Rule:
                 for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         if any(not each for each, _ in read):
             return None
+        between = registry.between_runs().get((self.study, claim.metric))
+        across = [r for r in self.reads if isinstance(r, Ratio | Relative)]  # arms on instances of their own
+        if between is not None:
+            read = [(_widened(r, each, between.sd), _widened(r, refuting, between.sd))
+                    for r, (each, refuting) in zip(self.reads, read, strict=True)]  # fmt: skip
+        replication = (
+            between.text() if between is not None and across
+            else "intervals over this run's rounds only (no between-run sd declared)" if across else ""
+        )  # fmt: skip
         sets = tuple(([c.interval for c in each], [c.interval for c in refuting]) for each, refuting in read)
         decidable = all(finite(each) for each, _ in read)
         first = read[0][0]
@@ -163,7 +172,7 @@ class Rule:
             self._evidence(claim, read, runs, alpha, levels),
             part=part,
             level=self._level(runs, levels),
-            measure=self.measure,
+            measure="; ".join(t for t in (self.measure, replication) if t),
             engine_note=self.engine_note,
             ratio=first[0].comparison.ratio if single and first[0].comparison else first[0].point if single else None,
             ci_low=first[0].comparison.ci_low if single and first[0].comparison else first[0].lo if single else None,
@@ -191,6 +200,11 @@ class Rule:
         ]
         extra = self.context(runs, alpha) if self.context is not None else ""
         return ". ".join(texts) + (f"; {extra}" if extra else "")
+
+
+def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:
+    """Cells of a comparison between arms on instances of their own, widened by the between-run sd."""
+    return [widened(c, tau, _scale(r)) for c in cells] if isinstance(r, Ratio | Relative) else cells
 
 
 def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,

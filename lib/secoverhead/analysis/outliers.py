@@ -17,6 +17,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from secoverhead.core.units import unit
+
 SPREADS = 3.0  # a duet is an outlier beyond max(limit, SPREADS robust sd of the others)
 MIN_OTHERS = 3  # duets of the cell it is compared with, at least
 
@@ -59,6 +61,13 @@ def cell_ratios(records: Iterable[Any], metric: str, cand: Any, *, exclude_block
     return [x for b, c in pairs.values() if (x := log_ratio(b, c)) is not None]
 
 
+def _worse(base: str, cand: str, metric: str, *, rose: str) -> str:
+    """The arm whose run went the bad way: its metric fell where higher is better (TPS), rose where lower is
+    (CPU per operation, a time); where neither is known, the one whose metric fell."""
+    fell = cand if rose == base else base
+    return rose if unit(metric)[1] is False else fell
+
+
 def describe(base: Any, cand: Any, metric: str, others: Sequence[float]) -> dict[str, Any]:
     """The record an outlier leaves in the experiment's metadata."""
     x = log_ratio(base.metrics.get(metric), cand.metrics.get(metric)) or 0.0
@@ -69,5 +78,6 @@ def describe(base: Any, cand: Any, metric: str, others: Sequence[float]) -> dict
         "ratio": round(math.exp(x), 4),
         "cell_median_ratio": round(math.exp(mid), 4),
         "low_arm": base.arm if x > mid else cand.arm,  # whose metric fell (TPS: the arm that stalled)
+        "worse_arm": _worse(base.arm, cand.arm, metric, rose=cand.arm if x > mid else base.arm),
         "run_ids": [base.run_id, cand.run_id],
     }

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from secoverhead.analysis.compare import compare_arms, interaction, per_round, pooled_interaction, relative
-from secoverhead.analysis.stats import Comparison, mean_interval
+from secoverhead.analysis.stats import Comparison, mean_interval, widen
 
 Levels = Mapping[str, Any]  # a factor's level the plan fixes (e.g. the highest concurrency planned)
 
@@ -289,3 +289,15 @@ Reads = Ratio | Relative | Contrast | Pooled | Share
 def finite(cells: Sequence[Cell]) -> bool:
     """Every interval finite (fewer than two rounds give none, and decide nothing)."""
     return bool(cells) and all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in cells)
+
+
+def widened(cell: Cell, tau: float, scale: str) -> Cell:
+    """The cell's interval with a between-run sd added (stats.widen): tau on the log ratio for a ratio or a loss,
+    in the metric's unit for a difference."""
+    if not tau:
+        return cell
+    if scale == "loss":  # back to the ratio, widened there, and out again
+        lo, hi = widen(1 - cell.hi / 100, 1 - cell.lo / 100, tau, cell.n, cell.confidence, log=True)
+        return dataclasses.replace(cell, lo=(1 - hi) * 100, hi=(1 - lo) * 100)
+    lo, hi = widen(cell.lo, cell.hi, tau, cell.n, cell.confidence, log=scale == "ratio")
+    return dataclasses.replace(cell, lo=lo, hi=hi)

@@ -341,3 +341,30 @@ def tukey_outliers(x: np.ndarray) -> int:
     q1, q3 = np.percentile(x, [25, 75])
     iqr = q3 - q1
     return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
+
+
+def between_run_sd(estimates: Sequence[float], ses: Sequence[float]) -> float:
+    """The sd between runs of an effect (DerSimonian-Laird): from k runs' estimates (a log ratio, a difference)
+    and each run's own standard error, what the runs' spread holds beyond their within-run error. 0 when the
+    runs agree as well as their rounds say they should, or fewer than two runs."""
+    y, s = np.asarray(estimates, dtype=float), np.asarray(ses, dtype=float)
+    ok = np.isfinite(y) & np.isfinite(s) & (s > 0)
+    y, w = y[ok], 1 / s[ok] ** 2
+    if len(y) < 2:
+        return 0.0
+    mean = float((w * y).sum() / w.sum())
+    q = float((w * (y - mean) ** 2).sum())
+    scale = float(w.sum() - (w**2).sum() / w.sum())
+    return math.sqrt(max(0.0, (q - (len(y) - 1)) / scale)) if scale > 0 else 0.0
+
+
+def widen(lo: float, hi: float, tau: float, n: int, confidence: float, *, log: bool) -> tuple[float, float]:
+    """An interval over a run's rounds widened by a between-run sd `tau` (on the log scale for a ratio): the
+    run's own standard error and tau add in variance, read at the same t quantile (n rounds)."""
+    if not tau or n < 2 or not (math.isfinite(lo) and math.isfinite(hi)) or (log and lo <= 0):
+        return lo, hi
+    a, b = (math.log(lo), math.log(hi)) if log else (lo, hi)
+    centre, half = (a + b) / 2, (b - a) / 2
+    half = math.sqrt(half**2 + (t_quantile(n - 1, 0.5 + confidence / 2) * tau) ** 2)
+    a, b = centre - half, centre + half
+    return (math.exp(a), math.exp(b)) if log else (a, b)

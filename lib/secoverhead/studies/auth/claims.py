@@ -15,6 +15,12 @@ from secoverhead.studies.protocol.judging import study_verdicts
 if TYPE_CHECKING:
     import pandas as pd
 
+# A duet whose ratio of server CPU per connection strays this far (in log, or 3 robust sd of its cell) from its
+# cell's earlier duets is recorded, kept in the statistics, and its arm shown (analysis/outliers.py): three
+# times the per-round sd measured here (FerretDB 0.09, MariaDB 0.11-0.13, benchmarks/README.md A/A table).
+STALL_LOG = 0.3
+OUTLIER = ("server_cpu_us_per_op", STALL_LOG)
+
 RULES: dict[str, tuple[Rule, ...]] = {  # words, metrics, readings, preconditions: data/claims/registry.yaml
     "MongoDB": (
         Rule(

@@ -7,7 +7,7 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import FerretDBServer, MariaDBServer
-from secoverhead.studies.auth.claims import baseline_conditions, part_claims
+from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
@@ -132,6 +132,7 @@ def run(p: Params) -> StudyResult:
             judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
             baseline_conditions=baseline_conditions,
             profile_factors=[{"concurrency": top}],
+            outlier=OUTLIER if p.part_design(name) == "duet" else None,
         )
 
     return run_parts(p, STUDY, p.parts(), plan)

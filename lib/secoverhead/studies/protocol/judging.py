@@ -74,27 +74,38 @@ def judged(part: Part, judge: Judge, runs: pd.DataFrame | None = None) -> list[C
 
 
 def episodes(v: ClaimVerdict, strays: Sequence[Mapping[str, Any]], *, recorded: bool) -> str:
-    """For a claim that a feature costs little (registry: bounds_cost): what its verdict says of rare stalls.
-    The one-off duets recorded in the cell's arms, how many fell in the candidate, and the exact binomial test
-    of a split toward it (one-sided, half and half under no difference); the verdict judges the typical run."""
+    """What a verdict says of rare stalls: the one-off duets recorded in its arms, how many fell in the
+    candidate, and the exact binomial test of a split toward it (one-sided, half and half under no difference).
+    A claim that a feature costs little (registry: bounds_cost) says so even when none was recorded: its verdict
+    judges the typical run, not how often the candidate stalls."""
     reg = v.registered
-    if not reg or v.verdict == Verdict.NOT_TESTABLE or not registry.get(reg["study"], reg["id"]).bounds_cost:
+    if not reg or v.verdict == Verdict.NOT_TESTABLE:
         return ""
+    bounds_cost = registry.get(reg["study"], reg["id"]).bounds_cost
     arms = {str(n.get("arm")) for n in v.needs}
-    mine = [d for d in strays if not arms or {str(d.get("low_arm"))} <= arms]
+    mine = [d for d in strays if not arms or {_worse(d)} <= arms]
     if not mine:
+        if not bounds_cost:
+            return ""
         return (
             "judges the typical run: "
             + ("no one-off duet was recorded in its arms" if recorded else "this design records no one-off runs")
             + ", so a rare stall that belongs to one arm is neither counted nor bounded here"
         )
     baseline = str(v.needs[0].get("arm")) if v.needs else ""
-    k, n = sum(str(d.get("low_arm")) != baseline for d in mine), len(mine)
-    return (
-        f"judges the typical run: {n} one-off duet(s) recorded in its arms, {k} of them fell in the candidate "
-        f"(exact binomial toward the candidate, one-sided p={binomial_tail(k, n):.2g}); how often the candidate "
-        "stalls is not bounded by this verdict"
+    k, n = sum(_worse(d) != baseline for d in mine), len(mine)
+    split = (
+        f"{n} one-off duet(s) recorded in its arms, {k} of them fell in the candidate (exact binomial toward the "
+        f"candidate, one-sided p={binomial_tail(k, n):.2g})"
     )
+    if not bounds_cost:
+        return split
+    return f"judges the typical run: {split}; how often the candidate stalls is not bounded by this verdict"
+
+
+def _worse(d: Mapping[str, Any]) -> str:
+    """The arm a one-off duet went the bad way in (records before worse_arm: the one whose metric fell)."""
+    return str(d.get("worse_arm", d.get("low_arm")))
 
 
 def binomial_tail(k: int, n: int) -> float:

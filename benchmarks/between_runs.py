@@ -1,0 +1,93 @@
+"""The sd between runs of each study's effects, from repeated runs of one plan: what a run's rounds share (its
+server instances, data loads, placement, the partner in a duet) and its interval therefore leaves out.
+
+    .venv/bin/python benchmarks/between_runs.py REPORT_DIR REPORT_DIR REPORT_DIR [...]
+
+For every claim whose readings compare arms on instances of their own (analysis/reads.py Ratio, Relative),
+each cell's estimate and standard error per run, as the claim engine computes them (95 %, no family); per cell
+the DerSimonian-Laird sd between runs (stats.between_run_sd); per study and metric the root mean square over
+its cells. Prints the figures and the entries data/claims/between_runs.yaml would take (three runs or more).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from collections import defaultdict
+
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.reads import Ratio, Relative
+from secoverhead.analysis.stats import between_run_sd, t_quantile
+from secoverhead.suite.crossrun import load_report
+
+
+def _rules(study: str, part: str) -> list:
+    rules = importlib.import_module(f"secoverhead.studies.{study}.claims").RULES
+    return list(rules.get(part, ())) if isinstance(rules, dict) else list(rules)
+
+
+def _part(study: str, experiment: str) -> str:
+    """The part an experiment measured: its name's suffix (a study of one part names it after the study)."""
+    rules = importlib.import_module(f"secoverhead.studies.{study}.claims").RULES
+    parts = list(rules) if isinstance(rules, dict) else []
+    parts += {"tls": ["MongoDB", "MySQL", "MongoDB-RTT"], "tde": ["4c16g", "8c32g"]}.get(study, [])
+    named = [p for p in parts if experiment.lower().endswith("-" + p.lower())]
+    return max(named, key=len) if named else study
+
+
+def _estimate(cell, scale: str) -> tuple[float, float]:
+    """A cell's estimate and standard error on the scale the between-run sd is declared on."""
+    lo, hi = cell.lo, cell.hi
+    if scale == "loss":
+        lo, hi = 1 - cell.hi / 100, 1 - cell.lo / 100
+    q = t_quantile(max(cell.n - 1, 1), 0.5 + cell.confidence / 2)
+    if scale in ("ratio", "loss"):
+        if lo <= 0 or not math.isfinite(hi):
+            return math.nan, math.nan
+        lo, hi = math.log(lo), math.log(hi)
+    return (lo + hi) / 2, (hi - lo) / 2 / q
+
+
+def cells(report_dirs: list[str]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
+    """(study, metric, claim, cell) -> per run (estimate, se)."""
+    out: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for d in report_dirs:
+        study, stores = load_report(d)
+        for experiment, runs in stores.items():
+            part = _part(study, experiment)
+            for rule in _rules(study, part):
+                metric = registry.get(study, rule.id).metric
+                if metric not in runs:
+                    continue
+                for r in rule.reads:
+                    if not isinstance(r, Ratio | Relative):
+                        continue
+                    for c in r.cells(runs, metric, 0.95, 1):
+                        out[(study, metric, f"{part}:{rule.id}", c.name)].append(
+                            _estimate(c, getattr(r, "scale", "ratio"))
+                        )
+    return out
+
+
+def main(report_dirs: list[str]) -> None:
+    per_metric: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (study, metric, claim, cell), values in sorted(cells(report_dirs).items()):
+        if len(values) < 2:
+            continue
+        tau = between_run_sd([e for e, _ in values], [s for _, s in values])
+        spread = ", ".join(f"{e:+.3f}±{s:.3f}" for e, s in values)
+        print(f"{study} {claim} {cell or '-'} ({metric}): {len(values)} runs [{spread}] -> between-run sd {tau:.3f}")
+        per_metric[(study, metric)].append(tau)
+    runs = len(report_dirs)
+    print("\n# data/claims/between_runs.yaml" + ("" if runs >= 3 else " (needs three runs or more: not an entry)"))
+    for (study, metric), taus in sorted(per_metric.items()):
+        rms = math.sqrt(sum(t * t for t in taus) / len(taus))
+        print(f'- {{study: {study}, metric: {metric}, sd: {rms:.3f}, runs: {runs}, estimated: "<date>, <runs>"}}')
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print("usage: between_runs.py REPORT_DIR REPORT_DIR [...] (two or more runs of one plan)", file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1:])

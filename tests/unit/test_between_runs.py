@@ -1,0 +1,101 @@
+"""Intervals that cover a rerun: what varies between runs (the server instances a run's rounds all share) is
+estimated from repeated runs (stats.between_run_sd) and added to every interval of the study's comparisons
+between arms (claimcheck.Rule, data/claims/between_runs.yaml)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.claimcheck import Rule
+from secoverhead.analysis.reads import Cell, Contrast, Ratio, widened
+from secoverhead.analysis.stats import between_run_sd, t_quantile, widen
+
+TRUE = 0.95  # server_audit's TPS over A's, in every rerun's population
+ROUND_SD, INSTANCE_SD, ROUNDS = 0.03, 0.05, 8
+RULE = Rule("audit", "server_audit-small", (Ratio("A: no audit", "server_audit", higher_is_better=True),))
+
+
+def rerun(seed: int) -> pd.DataFrame:
+    """One run of a duet experiment: its two server instances give the candidate an offset that all its rounds
+    share (drawn anew per run), and each round its own noise."""
+    rng = np.random.default_rng(seed)
+    offset = rng.normal(0, INSTANCE_SD)
+    rows = []
+    for rnd in range(ROUNDS):
+        drift = rng.lognormal(0, 0.1)
+        rows.append({"arm": "A: no audit", "round": rnd, "tps": 1000 * drift})
+        ratio = TRUE * math.exp(offset + rng.normal(0, ROUND_SD))
+        rows.append({"arm": "server_audit", "round": rnd, "tps": 1000 * drift * ratio})
+    return pd.DataFrame(rows)
+
+
+def interval(runs: pd.DataFrame) -> tuple[float, float]:
+    v = RULE.judge(runs, 0.05)
+    ((lo, hi),) = v.judged[0]["intervals"]
+    return lo, hi
+
+
+def coverage(seeds: range) -> float:
+    return float(np.mean([lo <= TRUE <= hi for lo, hi in (interval(rerun(s)) for s in seeds)]))
+
+
+def test_a_runs_own_interval_misses_a_rerun_the_declared_term_covers_it(monkeypatch):
+    monkeypatch.setattr(registry, "between_runs", lambda: {})
+    assert coverage(range(200)) < 0.6  # rounds sharing their instances: too narrow by construction
+    # the between-run sd, estimated from 20 reruns as benchmarks/between_runs.py does it
+    estimates, ses = [], []
+    for s in range(1000, 1020):
+        lo, hi = interval(rerun(s))
+        estimates.append((math.log(lo) + math.log(hi)) / 2)
+        ses.append((math.log(hi) - math.log(lo)) / 2 / t_quantile(ROUNDS - 1, 0.975))
+    tau = between_run_sd(estimates, ses)
+    assert 0.5 * INSTANCE_SD < tau < 1.6 * INSTANCE_SD
+    declared = {("audit", "tps"): registry.BetweenRuns(tau, 20, "this test")}
+    monkeypatch.setattr(registry, "between_runs", lambda: declared)
+    assert coverage(range(200)) >= 0.88  # 95 % nominal; tau itself estimated from 20 runs
+    assert "between-run sd" in RULE.judge(rerun(0), 0.05).measure
+
+
+def test_the_between_run_sd_is_zero_when_runs_agree_as_their_rounds_say_and_grows_with_their_spread():
+    rng = np.random.default_rng(1)
+    ses = np.full(400, 0.02)
+    assert between_run_sd(rng.normal(0, 0.02, 400), ses) < 0.01
+    assert between_run_sd(rng.normal(0, math.hypot(0.02, 0.05), 400), ses) == pytest.approx(0.05, abs=0.01)
+    assert between_run_sd([0.1], [0.02]) == 0.0 and between_run_sd([], []) == 0.0
+
+
+def test_widening_adds_in_variance_and_keeps_the_centre():
+    lo, hi = widen(0.9, 1.0, 0.05, 8, 0.95, log=True)
+    assert lo < 0.9 and hi > 1.0 and math.log(lo) + math.log(hi) == pytest.approx(math.log(0.9) + math.log(1.0))
+    assert widen(0.9, 1.0, 0.0, 8, 0.95, log=True) == (0.9, 1.0)
+    assert widen(-2.0, 2.0, 1.0, 2, 0.95, log=False)[1] == pytest.approx(math.hypot(2.0, t_quantile(1, 0.975)))
+    loss = Cell("", 10.0, 5.0, 15.0, 8, "n=8 rounds", "", 0.95, 1)
+    wide = widened(loss, 0.05, "loss")
+    assert wide.lo < 5.0 and wide.hi > 15.0  # widened on the ratio, its ends swapped back
+
+
+def test_no_term_for_a_contrast_where_an_instances_offset_cancels(monkeypatch):
+    from secoverhead.analysis.claimcheck import _widened
+
+    cells = [Cell("w", 0.9, 0.85, 0.95, 8, "n=8 rounds", "", 0.95, 1)]
+    assert _widened(Contrast("off", "on", "threads"), cells, 0.1) == cells
+    assert _widened(Ratio("off", "on"), cells, 0.1) != cells
+
+
+def test_a_declared_term_needs_three_runs_and_a_date(tmp_path, monkeypatch):
+    from secoverhead.core import paths
+
+    bad = tmp_path / "between_runs.yaml"
+    bad.write_text("- {study: tde, metric: tps, sd: 0.02, runs: 2, estimated: today}\n")
+    monkeypatch.setattr(paths, "BETWEEN_RUNS", bad)
+    registry.between_runs.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="three runs"):
+            registry.between_runs()
+    finally:
+        registry.between_runs.cache_clear()
