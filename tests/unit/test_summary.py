@@ -102,3 +102,25 @@ def test_tables_read_as_words_with_their_intervals():
     assert pd.isna(out.iloc[0, 3])
     html = tables.show(df).to_html()
     assert "3e-5" in html and "None" not in html
+
+
+def test_a_share_shows_as_the_percentage_its_evidence_gives():
+    """A share won back is a fraction: the line shows 86 %, as the evidence does, never '0.9 %'."""
+    import re
+
+    import numpy as np
+
+    from secoverhead.studies.https import claims as https_claims
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"arm": arm, "round": r, "server_cpu_us_per_op": mean * rng.lognormal(0, 0.01)}
+        for r in range(8)
+        for arm, mean in (("HTTP", 10.0), ("TLS 1.2 full, RSA", 110.0), ("TLS 1.2 resumed, session cache", 24.0))
+    ]
+    (v,) = [v for v in https_claims.part_claims("https", pd.DataFrame(rows)) if "session cache" in v.id]
+    shown = summary.measured(v.judged)
+    lo, hi = v.judged[0]["intervals"][0]
+    assert f"{lo * 100:.1f} %" in shown and f"{hi * 100:.1f} %" in shown, shown
+    (point,) = re.findall(r"(\d+) % \[", v.evidence)
+    assert lo * 100 - 1 <= float(point) <= hi * 100 + 1 and 80 < float(point) < 92

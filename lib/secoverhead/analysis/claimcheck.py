@@ -31,6 +31,7 @@ def verdict_of(
     intervals: tuple[tuple[list, list | None], ...] = (),
     rounds: int = 0,
     cells: tuple[Sequence[str], ...] = (),
+    scales: tuple[str, ...] = (),
 ) -> ClaimVerdict:
     """A ClaimVerdict for the registered claim, its text filled in for this part and level. `intervals` (what
     decided it, one (intervals, refuting) pair per reading) and `rounds` (how many they rest on) let an
@@ -60,7 +61,7 @@ def verdict_of(
         source=c.source_on(part),
         registered=c.record(),
         rounds_needed=rounds_needed,
-        judged=judged(c, intervals, cells),
+        judged=judged(c, intervals, cells, scales),
     )
 
 
@@ -93,9 +94,11 @@ def judged(
     c: registry.Claim,
     intervals: tuple[tuple[list, list | None], ...],
     cells: tuple[Sequence[str], ...] = (),
+    scales: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
-    claim against its thresholds draws), with each interval's cell name where the study gave them."""
+    claim against its thresholds draws), with each interval's cell name where the study gave them, and the
+    scale its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured."""
     out = []
     for k, (reading, (each, refuting)) in enumerate(zip(c.readings(), intervals, strict=False)):
         names = [str(n) for n in cells[k]] if k < len(cells) else []
@@ -105,6 +108,7 @@ def judged(
                 "intervals": [[float(lo), float(hi)] for lo, hi in each],
                 "refuting": [[float(lo), float(hi)] for lo, hi in refuting] if refuting is not None else None,
                 "cells": names if len(names) == len(each) else [],
+                **({"scale": scales[k]} if k < len(scales) else {}),
             }
         )
     return out
@@ -174,15 +178,12 @@ class Rule:
             level=self._level(runs, levels),
             measure="; ".join(t for t in (self.measure, replication) if t),
             engine_note=self.engine_note,
-            ratio=first[0].comparison.ratio if single and first[0].comparison else first[0].point if single else None,
-            ci_low=first[0].comparison.ci_low if single and first[0].comparison else first[0].lo if single else None,
-            ci_high=(
-                first[0].comparison.ci_high if single and first[0].comparison else first[0].hi if single else None
-            ),
+            **(_on_its_scale(first[0], _scale(self.reads[0])) if single else {}),
             needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
             intervals=sets if decidable else (),
             rounds=min(c.n for each, _ in read for c in each),
             cells=tuple([c.name for c in each] for each, _ in read),
+            scales=tuple(_scale(r) for r in self.reads),
         )
 
     def _level(self, runs: Any, levels: Mapping[str, Any] | None) -> Any:
@@ -200,6 +201,15 @@ class Rule:
         ]
         extra = self.context(runs, alpha) if self.context is not None else ""
         return ". ".join(texts) + (f"; {extra}" if extra else "")
+
+
+def _on_its_scale(cell: Cell, scale: str) -> dict[str, float]:
+    """A single interval as the verdict's ratio and ends: the comparison's own scale (a loss as the ratio it
+    came from), the interval as decided (widened, where a between-run sd was added)."""
+    if scale == "loss":
+        point = cell.comparison.ratio if cell.comparison else 1 - cell.point / 100
+        return {"ratio": point, "ci_low": 1 - cell.hi / 100, "ci_high": 1 - cell.lo / 100}
+    return {"ratio": cell.point, "ci_low": cell.lo, "ci_high": cell.hi}
 
 
 def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:

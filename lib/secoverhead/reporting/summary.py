@@ -69,9 +69,18 @@ def scale(effect: str) -> str:
     return "x"
 
 
+def unit_of(reading: Mapping[str, Any]) -> str:
+    """How a judged reading's numbers read: from the scale the engine recorded (a share is a fraction, shown in
+    %), else guessed from the effect's words (verdicts written before scales were recorded)."""
+    recorded = {"ratio": "x", "loss": "%", "difference": "pp", "share": "share"}.get(str(reading.get("scale", "")))
+    return recorded or scale(str(reading.get("effect", "")))
+
+
 def number(x: float, unit: str) -> str:
     if not math.isfinite(x):
         return "∞" if x > 0 else "-∞"
+    if unit == "share":
+        return f"{x * 100:.1f} %"
     if unit == "x":
         return f"{x:.3g}×" if abs(x) < 100 else f"{x:,.0f}×"
     sign = "+" if unit == "pp" and x > 0 else ""
@@ -90,7 +99,7 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     three cells are summed up by their two ends, each named."""
     out = []
     for r in judged:
-        unit = scale(str(r.get("effect", "")))
+        unit = unit_of(r)
         each = [tuple(i) for i in r.get("intervals") or [] if len(i) == 2]
         if not each:
             continue
@@ -184,7 +193,7 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         return None
     fig, axes = plt.subplots(len(strips), 1, figsize=(9, 0.62 * len(strips) + 0.5), squeeze=False)
     for ax, (claim, verdict, r) in zip(axes[:, 0], strips, strict=True):
-        unit = scale(str(r.get("effect", "")))
+        unit = unit_of(r)
         cuts = [float(c) for c in r.get("cuts", [])]
         each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
         values = cuts + [x for i in each for x in i]

@@ -25,7 +25,7 @@ from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
 from secoverhead.core.units import unit
-from secoverhead.reporting.summary import scale
+from secoverhead.reporting.summary import unit_of
 from secoverhead.suite import expected as expected_marks
 
 EMBEDDED = "this machine's servers"
@@ -77,7 +77,7 @@ def series_of(v: dict[str, Any]) -> list[tuple[str, str, float | None, float | N
     judged = v.get("judged") or []
     reading = judged[0] if judged and isinstance(judged[0], dict) else {}
     each = [i for i in reading.get("intervals") or [] if len(i) == 2]
-    unit = scale(str(reading.get("effect", "")))
+    unit = unit_of(reading)
     loss = unit == "%" and "loss" in str(reading.get("effect", "")).lower()
     if not each or not (unit == "x" or loss):
         return [(claim_id, claim, None, None, None)]
