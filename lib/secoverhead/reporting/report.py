@@ -146,14 +146,14 @@ def design(result: StudyResult) -> None:
             show(flagged)
         strays = tables.outlier_table(part.metadata())
         if len(strays):
-            fell = strays["arm whose metric fell"].value_counts()
+            fell = strays["arm that went the bad way"].value_counts()
             say(
                 f"**{part.name}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
                 "as a two-second stall). They stay in the statistics that decide; the conclusions show beside each "
-                "verdict what it would be without them (a sensitivity check, not the verdict). The arm whose "
-                "metric fell: "
+                "verdict what it would be without them (a sensitivity check, not the verdict). The arm that went "
+                "the bad way (its TPS fell, its CPU per operation rose): "
                 + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
-                + " (falling mostly on one arm would be that arm's cost, not noise)."
+                + " (mostly one arm would be that arm's cost, not noise: each claim's detail tests the split)."
             )
             show(strays)
     if rows:

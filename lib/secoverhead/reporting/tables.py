@@ -281,7 +281,7 @@ def outlier_table(meta: Mapping[str, Any]) -> pd.DataFrame:
             "metric": d.get("metric"),
             "ratio in it": d.get("ratio"),
             "the cell's other duets (median)": d.get("cell_median_ratio"),
-            "arm whose metric fell": d.get("low_arm"),
+            "arm that went the bad way": d.get("worse_arm", d.get("low_arm")),
         }
         for d in meta.get("outlier_duets") or []
     ]
