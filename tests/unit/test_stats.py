@@ -100,6 +100,9 @@ def test_a_round_with_zero_throughput_is_a_total_loss_never_dropped():
         (1.00, 0.99, 1.01, False, Change.SAME),  # confidently inside the band
         (1.10, 0.90, 1.30, False, Change.UNCLEAR),
         (1.01, 0.95, 1.07, False, Change.UNCLEAR),  # small, but the interval leaves the band
+        (1.047, 1.0018, 1.09, False, Change.UNCLEAR),  # excludes 1, but not wholly past +2 %: no regression
+        (1.047, 1.021, 1.09, False, Change.WORSE),
+        (0.95, 0.90, 0.979, True, Change.WORSE),
         (float("nan"), 1.0, 1.2, False, Change.UNCLEAR),
     ],
 )

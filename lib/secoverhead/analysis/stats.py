@@ -213,16 +213,15 @@ def welch_difference(
 
 
 def change(ratio: float, lo: float, hi: float, *, noise: float = NOISE, higher_is_better: bool = False) -> Change:
-    """Worse or better when the interval excludes 1 and the estimate lies outside the noise band; no change
-    when the interval lies inside the band (or excludes 1 by less than the band); inconclusive otherwise."""
+    """Worse or better when the whole interval lies beyond the noise band (+-noise around 1) on one side; no
+    change when the whole interval lies inside it; inconclusive otherwise (an interval that merely excludes 1
+    is no change a DBA would act on)."""
     if not all(map(math.isfinite, (ratio, lo, hi))):
         return Change.UNCLEAR
-    inside = abs(ratio - 1.0) <= noise
-    excludes_one = lo > 1.0 or hi < 1.0
-    if excludes_one and not inside:
-        up = ratio > 1.0
+    if lo > 1.0 + noise or hi < 1.0 - noise:
+        up = lo > 1.0 + noise
         return Change.BETTER if up == higher_is_better else Change.WORSE
-    if inside and (excludes_one or (1.0 - noise <= lo and hi <= 1.0 + noise)):
+    if 1.0 - noise <= lo and hi <= 1.0 + noise:
         return Change.SAME
     return Change.UNCLEAR
 

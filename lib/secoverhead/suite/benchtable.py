@@ -4,7 +4,8 @@ holds 1, or lies wholly within the +-2 % too small to act on) and the signed cha
 better/worse once the whole interval is beyond the noise; a geomean line per metric; text that fits the
 terminal, or CSV, JSON, Markdown.
 
-A regression is a row whose change is "worse": its whole interval lies beyond the noise on the bad side.
+A regression is a row whose change is "worse": its whole interval lies beyond the noise on the bad side and
+its test is significant after Holm over every row (crossrun).
 `regressions()` counts them; the CLI exits 1 when there is one, for CI jobs.
 """
 

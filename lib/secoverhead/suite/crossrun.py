@@ -23,6 +23,7 @@ from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
 
+ALPHA = 0.05  # a row is worse or better only where its Holm-adjusted p is below this
 ROUND_OFFSET = 1_000_000  # B's rounds moved out of A's range: rounds of two reports are not blocks
 
 
@@ -113,6 +114,10 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
     out = pd.DataFrame(rows)
     out["p"] = holm(out["p"].to_numpy())
+    # one criterion: worse or better only with the whole interval past the band *and* the test significant
+    # after Holm over every row (an interval at 95 % alone would flag one row in twenty of an A/A comparison)
+    moved = out["change"].isin(["worse", "better"]) & ~(out["p"] < ALPHA)
+    out.loc[moved, "change"] = "inconclusive"
     return out
 
 
