@@ -146,25 +146,45 @@ class Rule:
 
     def judge(self, runs: Any, alpha: float = 0.05, *, part: str = "", levels: Mapping[str, Any] | None = None
               ) -> ClaimVerdict | None:  # fmt: skip
-        """The verdict on these runs (None when they lack what a reading compares)."""
+        """The verdict on these runs (None when they lack what a reading compares): the readings' intervals,
+        widened by a declared between-run sd, decided by the registry's readings."""
         claim = self.registered
-        if runs is None or not len(runs) or "arm" not in runs or claim.metric not in runs:
+        if not self._readable(runs, claim.metric):
             return None
-        if self.varies and (self.varies not in runs or runs[self.varies].nunique() < 2):
-            return None
-        read = [intervals_of(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
-                for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
+        read = self._intervals(runs, claim, alpha, levels)
         if any(not each for each, _ in read):
             return None
+        return self._verdict(claim, read, runs, alpha, part, levels)
+
+    def _readable(self, runs: Any, metric: str) -> bool:
+        if runs is None or not len(runs) or "arm" not in runs or metric not in runs:
+            return False
+        return not self.varies or (self.varies in runs and runs[self.varies].nunique() >= 2)
+
+    def _intervals(self, runs: Any, claim: registry.Claim, alpha: float, levels: Mapping[str, Any] | None
+                   ) -> list[tuple[list[Cell], list[Cell]]]:  # fmt: skip
+        """Per reading (the intervals that may reproduce, those that may refute), widened where declared."""
+        read = [intervals_of(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
+                for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         between = registry.between_runs().get((self.study, claim.metric))
-        across = [r for r in self.reads if isinstance(r, Ratio | Relative)]  # arms on instances of their own
-        if between is not None:
-            read = [(_widened(r, each, between.sd), _widened(r, refuting, between.sd))
-                    for r, (each, refuting) in zip(self.reads, read, strict=True)]  # fmt: skip
-        replication = (
-            between.text() if between is not None and across
-            else "intervals over this run's rounds only (no between-run sd declared)" if across else ""
-        )  # fmt: skip
+        if between is None:
+            return read
+        return [(_widened(r, each, between.sd), _widened(r, refuting, between.sd))
+                for r, (each, refuting) in zip(self.reads, read, strict=True)]  # fmt: skip
+
+    def _replication(self, metric: str) -> str:
+        """What the intervals cover: a declared between-run sd, or this run's rounds only."""
+        if not any(isinstance(r, Ratio | Relative) for r in self.reads):  # no arms on instances of their own
+            return ""
+        between = registry.between_runs().get((self.study, metric))
+        return (
+            between.text()
+            if between is not None
+            else "intervals over this run's rounds only (no between-run sd declared)"
+        )
+
+    def _verdict(self, claim: registry.Claim, read: list, runs: Any, alpha: float, part: str,
+                 levels: Mapping[str, Any] | None) -> ClaimVerdict:  # fmt: skip
         sets = tuple(([c.interval for c in each], [c.interval for c in refuting]) for each, refuting in read)
         decidable = all(finite(each) for each, _ in read)
         first = read[0][0]
@@ -176,7 +196,7 @@ class Rule:
             self._evidence(claim, read, runs, alpha, levels),
             part=part,
             level=self._level(runs, levels),
-            measure="; ".join(t for t in (self.measure, replication) if t),
+            measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
             engine_note=self.engine_note,
             **(_on_its_scale(first[0], _scale(self.reads[0])) if single else {}),
             needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
