@@ -72,13 +72,15 @@ def run_key(
 class ResultStore:
     """All results of one experiment id, under root/<experiment_id>/."""
 
-    def __init__(self, root: str | os.PathLike, experiment_id: str) -> None:
+    def __init__(self, root: str | os.PathLike, experiment_id: str, *, readonly: bool = False) -> None:
+        """readonly: a finished experiment read back (a report, `secoverhead.load`): nothing is created."""
         if not re.fullmatch(ID_PATTERN, experiment_id) or ".." in experiment_id:
             raise ValueError(f"experiment id {experiment_id!r} must be letters, digits, '_', '-', '.' (max 64)")
         self.experiment_id = experiment_id
         self.path = Path(root).resolve() / experiment_id
-        for sub in ("runs", "samples", "intervals"):
-            (self.path / sub).mkdir(parents=True, exist_ok=True)
+        if not readonly:
+            for sub in ("runs", "samples", "intervals"):
+                (self.path / sub).mkdir(parents=True, exist_ok=True)
         self._records: list[RunRecord] | None = None
         self.skipped: list[str] = []  # run files that could not be read
 

@@ -73,7 +73,7 @@ class Book:
             exp = self.sources[study].experiment(part)
             if exp is None:
                 raise ConfigError(f"{self.sources[study].run_dir}: no {part!r} experiment")
-            self._runs[key] = ResultStore(exp.path.parent, exp.path.name).runs()
+            self._runs[key] = ResultStore(exp.path.parent, exp.path.name, readonly=True).runs()
         return self._runs[key]
 
     def price(self, m: Measure, confidence: float) -> Priced:
@@ -138,7 +138,7 @@ class Book:
     def compression(self, study: str, part: str, arm: str) -> tuple[str, float | None]:
         """The compressor the study measured on the arm's real log, and its ratio (zstd where measured)."""
         exp = self.sources[study].experiment(part)
-        meta = ResultStore(exp.path.parent, exp.path.name).metadata() if exp is not None else {}
+        meta = ResultStore(exp.path.parent, exp.path.name, readonly=True).metadata() if exp is not None else {}
         measured = (meta.get("compression") or {}).get(arm) or {}
         for name in ("zstd", "gzip"):
             if measured.get(f"{name}_ratio"):

@@ -39,7 +39,7 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
     results = d / "results"
     stores = {}
     for exp in sorted(p for p in results.glob("*") if (p / "metadata.json").exists()):
-        runs = ResultStore(results, exp.name).runs()
+        runs = ResultStore(results, exp.name, readonly=True).runs()
         if len(runs):
             stores[exp.name] = runs
     if not stores:

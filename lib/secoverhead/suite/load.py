@@ -1,0 +1,97 @@
+"""Finished runs loaded in one call, read-only: `secoverhead.load(...)` for a DBA in JupyterLab.
+
+    import secoverhead
+    r = secoverhead.load("tde")              # every run of a study under ./reports
+    r = secoverhead.load("reports/tls/...")  # one run directory
+    r.runs, r.verdicts                       # tidy frames; r.samples(), r.intervals() read on demand
+
+Every frame carries the run (its directory's name), the study, its scale (smoke, quick, full, or the parameter
+set's name), the run's status and the experiment, so runs of several scales never mix unseen. The `latest`
+links are followed by nobody: each run is read once. Nothing is written or created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from secoverhead.analysis.verdicts import read_verdicts
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json
+from secoverhead.measurement.results import ResultStore
+from secoverhead.studies import STUDIES
+
+SCALES = ("smoke", "quick", "full")
+
+
+def scale_of(params_name: str) -> str:
+    """A run's scale: the first parameter file of its set when it is one of SCALES, else the set's name."""
+    first = str(params_name or "").split("+", 1)[0]
+    return first if first in SCALES else str(params_name or "")
+
+
+@dataclass
+class Results:
+    """Runs of one study or several, as tidy frames."""
+
+    runs: pd.DataFrame  # one row per measured run: run, study, scale, status, experiment, arm, factors, metrics
+    verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source
+    stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
+
+    def samples(self) -> pd.DataFrame:
+        """Every raw sample of every run (large: read when asked), with the run's columns."""
+        return self._each(lambda s: s.samples())
+
+    def intervals(self) -> pd.DataFrame:
+        """Every per-interval row of every run, with the run's columns."""
+        return self._each(lambda s: s.intervals())
+
+    def _each(self, read) -> pd.DataFrame:
+        frames = [read(store).assign(**ids) for ids, store in self.stores]
+        frames = [f for f in frames if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def run_dirs(what: str | Path, reports: str | Path = "reports") -> list[Path]:
+    """The run directories `what` names: a run directory, or a study (every run under reports/<study>/, oldest
+    first, the `latest` link not counted twice)."""
+    p = Path(what)
+    if (p / "run.json").is_file():
+        return [p]
+    if str(what) in STUDIES:
+        base = Path(reports) / str(what)
+        return sorted(d for d in base.glob("*") if d.is_dir() and not d.is_symlink() and (d / "run.json").is_file())
+    raise ConfigError(f"{what}: neither a run directory (with run.json) nor a study ({', '.join(STUDIES)})")
+
+
+def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None = None) -> Results:
+    """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
+    given), read-only."""
+    runs, verdicts, stores = [], [], []
+    for d in run_dirs(what, reports):
+        meta = read_json(d / "run.json")
+        if not isinstance(meta, dict):
+            continue
+        ids = {"run": d.name, "study": meta.get("study", ""), "scale": scale_of(meta.get("params_name", "")),
+               "status": meta.get("status", "")}  # fmt: skip
+        if scale is not None and ids["scale"] != scale:
+            continue
+        for exp in sorted(p for p in (d / "results").glob("*") if (p / "metadata.json").is_file()):
+            store = ResultStore(d / "results", exp.name, readonly=True)
+            stores.append(({**ids, "experiment": exp.name}, store))
+            frame = store.runs()
+            if len(frame):
+                runs.append(frame.assign(**ids, experiment=exp.name))
+        for v in (read_verdicts(d) or {}).get("verdicts", []):
+            if isinstance(v, dict):
+                verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}})
+    return Results(
+        pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
+        pd.DataFrame(verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS]),
+        stores,
+    )
+
+
+VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")

@@ -1,0 +1,47 @@
+"""`secoverhead.load`: finished runs in one call, read-only, each row naming its run and scale."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import secoverhead
+from secoverhead.core.errors import ConfigError
+from secoverhead.measurement.results import ResultStore, RunRecord
+
+
+def make_run(reports, study: str, name: str, params_name: str, tps: float) -> None:
+    d = reports / study / name
+    store = ResultStore(d / "results", f"{study}-x")
+    store.write_metadata({"study": study})
+    for i, arm in enumerate(("off", "on")):
+        store.append(RunRecord(i, arm, {"threads": 16}, 0, 0, False, "t0", "t1", 1.0,
+                               metrics={"tps": tps * (1 - 0.1 * i)}))  # fmt: skip
+    (d / "run.json").write_text(json.dumps({"study": study, "params_name": params_name, "status": "ok"}))
+    verdict = {"id": "4c16g:high-concurrency-loss", "claim": "c", "verdict": "reproduced", "ratio": 0.9}
+    (d / "verdicts.json").write_text(json.dumps({"verdicts": [verdict]}))
+
+
+def test_a_study_loads_every_run_once_with_its_scale_and_nothing_is_written(tmp_path):
+    make_run(tmp_path, "tde", "2026-11-26-quick", "quick", 1000.0)
+    make_run(tmp_path, "tde", "2026-11-26-smoke", "smoke+seed", 900.0)
+    (tmp_path / "tde" / "latest").symlink_to(tmp_path / "tde" / "2026-11-26-quick")
+    before = sorted(p for p in tmp_path.rglob("*"))
+    r = secoverhead.load("tde", reports=tmp_path)
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # read-only: no folder created
+    assert set(r.runs["run"]) == {"2026-11-26-quick", "2026-11-26-smoke"} and len(r.runs) == 4
+    assert set(r.runs["scale"]) == {"quick", "smoke"} and {"arm", "threads", "tps", "experiment"} <= set(r.runs)
+    assert list(r.verdicts["verdict"]) == ["reproduced", "reproduced"] and "scale" in r.verdicts
+    quick = secoverhead.load("tde", reports=tmp_path, scale="quick")
+    assert set(quick.runs["scale"]) == {"quick"} and len(quick.verdicts) == 1
+    one = secoverhead.load(tmp_path / "tde" / "2026-11-26-smoke")
+    loss = one.runs.pivot_table(index="threads", columns="arm", values="tps")
+    assert float(1 - loss["on"].iloc[0] / loss["off"].iloc[0]) == pytest.approx(0.1)
+    assert isinstance(r.samples(), pd.DataFrame)
+
+
+def test_what_is_neither_a_run_nor_a_study_is_one_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="neither a run directory"):
+        secoverhead.load(tmp_path / "nothing")
