@@ -17,6 +17,16 @@ from secoverhead.studies.tde import declarations as tde_declarations
 from secoverhead.studies.tde import instances as tde_instances
 from secoverhead.studies.tls import claims as tls_claims
 
+
+@pytest.fixture(autouse=True)
+def _this_runs_rounds_only(monkeypatch):
+    """The rules on synthetic runs of their own: no between-run sd declared for real runs widens them
+    (tests/unit/test_between_runs.py tests that term)."""
+    from secoverhead.analysis import claim_registry
+
+    monkeypatch.setattr(claim_registry, "between_runs", lambda: {})
+
+
 R, N, U = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE  # U: undecided
 TIGHT, LOOSE = 0.01, 0.6
 
