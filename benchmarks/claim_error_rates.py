@@ -35,6 +35,7 @@ import numpy as np
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.core import params as params_mod
 from secoverhead.core import paths
+from secoverhead.core.units import unit
 from secoverhead.measurement.experiment import Measurement
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies.audit import claims as audit_claims
@@ -248,10 +249,6 @@ def _params(study: str, seed: int, directory: Path, name: str):
     return p
 
 
-def _quick_plan(seed: int, directory: Path, name: str) -> audit_declarations.Params:
-    return _params("audit", seed, directory, name)
-
-
 def _judge(study: str, part: str, claim_id: str | None = None):
     """The study's own claim rules for the part (only the scenario's claim, when given: the error rate of its
     rule, its needs steering the rounds as they would were it the part's one undecided claim)."""
@@ -291,7 +288,7 @@ def one(s: Scenario, seed: int, directory: Path) -> str:
     plan = PLANS[s.plan]
     claim = registry.get(plan.study, s.claim_id)
     metric, additive = claim.metric, plan.additive_sd > 0
-    higher_better = metric in ("tps",)
+    higher_better = unit(metric)[1] is True  # TPS; a cost (CPU per operation, a time) rises when a run stalls
     p = _params(plan.study, seed, directory, f"e{seed}")
     factors = dict(plan.factors)
     names = list(factors)
@@ -304,16 +301,17 @@ def one(s: Scenario, seed: int, directory: Path) -> str:
         # duets run both arms at once, so draws come from (seed, arm, cell, call) rather than one shared stream
         rng = np.random.default_rng([seed, zlib.crc32(repr((arm, cell)).encode()), k])
         mean = _mean(s, arm, cell, additive)
-        stall = s.stall_rate * s.stall_loss if _stalls(s, arm) else 0.0
+        hit = _stalls(s, arm)
+        stall = s.stall_rate * s.stall_loss if hit else 0.0
         if additive:  # % of the quota: 60 % for the baseline; a stalled run idles, its CPU share falls
             x = (60.0 + mean) / (1 - stall) + rng.normal(0, plan.additive_sd / math.sqrt(2))
-            if _stalls(s, arm) and rng.random() < s.stall_rate:
+            if hit and rng.random() < s.stall_rate:
                 x *= 1 - s.stall_loss
             return Measurement({metric: x, "tps": 1000.0})
         # the level without stalls, so that the mean with them is the truth
         level = mean / (1 - stall) if higher_better else mean / (1 + stall)
         x = level * math.exp(rng.normal(0, run_sd))
-        if _stalls(s, arm) and rng.random() < s.stall_rate:
+        if hit and rng.random() < s.stall_rate:
             x = x * (1 - s.stall_loss) if higher_better else x * (1 + s.stall_loss)
         base = 1000.0 if higher_better else 100.0
         return Measurement({metric: base * x, "transactions": 4000.0 * x, "queries": 72000.0 * x})
@@ -360,7 +358,7 @@ def aa_one(
     seed: int, directory: Path, *, stall_rate: float = 0.05, stall_loss: float = 0.3, run_sd: float = RUN_SD
 ) -> dict[str, str]:
     """One A/A experiment of the audit study's quick plan through run_experiment: claim id -> verdict."""
-    p = _quick_plan(seed, directory, f"aa{seed}")
+    p = _params("audit", seed, directory, f"aa{seed}")
     rng = np.random.default_rng(seed)
 
     def measure(arm: str, factors: dict) -> Measurement:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.reads import Cell, Ratio, Relative, Share, finite, level_of, widened
+from secoverhead.analysis.reads import Cell, Kind, Ratio, finite, level_of, widened
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 
 
@@ -133,7 +133,7 @@ class Rule:
 
     study: str
     id: str
-    reads: tuple[Any, ...]
+    reads: tuple[Kind, ...]
     measure: str = ""
     engine_note: str = ""
     unit: str = ""
@@ -174,7 +174,7 @@ class Rule:
 
     def _replication(self, metric: str) -> str:
         """What the intervals cover: a declared between-run sd, or this run's rounds only."""
-        if not any(isinstance(r, Ratio | Relative) for r in self.reads):  # no arms on instances of their own
+        if not any(r.between_instances for r in self.reads):
             return ""
         between = registry.between_runs().get((self.study, metric))
         return (
@@ -198,12 +198,12 @@ class Rule:
             level=self._level(runs, levels),
             measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
             engine_note=self.engine_note,
-            **(_on_its_scale(first[0], _scale(self.reads[0])) if single else {}),
+            **(_on_its_scale(first[0], self.reads[0].scale) if single else {}),
             needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
             intervals=sets if decidable else (),
             rounds=min(c.n for each, _ in read for c in each),
             cells=tuple([c.name for c in each] for each, _ in read),
-            scales=tuple(_scale(r) for r in self.reads),
+            scales=tuple(r.scale for r in self.reads),
         )
 
     def _level(self, runs: Any, levels: Mapping[str, Any] | None) -> Any:
@@ -216,7 +216,7 @@ class Rule:
         self, claim: registry.Claim, read: list, runs: Any, alpha: float, levels: Mapping[str, Any] | None
     ) -> str:
         texts = [
-            _reading_text(reading, r, each, refuting, self.unit, r.where(runs, levels) if hasattr(r, "where") else "")
+            _reading_text(reading, r, each, refuting, self.unit, r.where(runs, levels))
             for reading, r, (each, refuting) in zip(claim.readings(), self.reads, read, strict=True)
         ]
         extra = self.context(runs, alpha) if self.context is not None else ""
@@ -234,7 +234,7 @@ def _on_its_scale(cell: Cell, scale: str) -> dict[str, float]:
 
 def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:
     """Cells of a comparison between arms on instances of their own, widened by the between-run sd."""
-    return [widened(c, tau, _scale(r)) for c in cells] if isinstance(r, Ratio | Relative) else cells
+    return [widened(c, tau, r.scale) for c in cells] if r.between_instances else cells
 
 
 def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,
@@ -263,14 +263,10 @@ def _fmt(x: float, scale: str, unit: str) -> str:
     return f"{x:.3f}"
 
 
-def _scale(r: Any) -> str:
-    return getattr(r, "scale", "share" if isinstance(r, Share) else "ratio")
-
-
 def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], unit: str, where: str = "") -> str:
     """One reading's evidence: the quantity, each cell's estimate and interval on the reading's scale, the
     confidence and family they were read at, n and test; the refuting intervals where they differ."""
-    scale = _scale(r)
+    scale = r.scale
     c0 = each[0]
     if isinstance(r, Ratio) and len(each) == 1 and not c0.name and c0.comparison is not None and scale == "ratio":
         body = c0.comparison.evidence(unit)  # medians of both arms beside the ratio

@@ -60,7 +60,7 @@ def level_of(runs: pd.DataFrame, factor: str, which: Any, levels: Levels | None)
     return which
 
 
-def _name(cell: Mapping[str, Any], by: Sequence[str]) -> str:
+def cell_name(cell: Mapping[str, Any], by: Sequence[str]) -> str:
     """A cell as a reader names it: 'oltp_write_only x16' for workload and threads, else the values joined."""
     values = [cell[b] for b in by if b in cell]
     if list(by) == ["workload", "threads"] and len(values) == 2:
@@ -76,8 +76,32 @@ def _from(c: Comparison, name: str, scale: str) -> Cell:
                 f"{c.test}; {c.design}", c.confidence, c.family, c)  # fmt: skip
 
 
+class Kind:
+    """What every kind of reading says of itself unless it says otherwise: its scale, the level it was read at
+    (none), and whether its arms ran on server instances of their own (a between-run sd then widens it)."""
+
+    scale = "ratio"
+    between_instances = False
+
+    def where(self, runs: pd.DataFrame, levels: Levels | None = None) -> str:
+        return ""
+
+
+class PerCell(Kind):
+    """A candidate against a baseline, per cell of `by`."""
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return (self.baseline, self.candidate)  # type: ignore[attr-defined]
+
+    @property
+    def cells_word(self) -> str:
+        by = self.by  # type: ignore[attr-defined]
+        return f"{by[-1]}s" if by else "cells"
+
+
 @dataclass(frozen=True)
-class Ratio:
+class Ratio(PerCell):
     """Candidate against baseline on the claim's metric, per cell of `by`; `at`: only at the highest ('max') or
     lowest ('min') level of that factor; `through`: where the two never ran together (duets with a third arm),
     (candidate / through) / (baseline / through). scale: 'ratio' (candidate / baseline), 'loss' (1 - ratio,
@@ -91,14 +115,7 @@ class Ratio:
     through: str | None = None
     higher_is_better: bool = False
     scale: str = "ratio"
-
-    @property
-    def arms(self) -> tuple[str, ...]:
-        return (self.baseline, self.candidate)
-
-    @property
-    def cells_word(self) -> str:
-        return f"{self.by[-1]}s" if self.by else "cells"
+    between_instances = True
 
     def cells(self, runs: pd.DataFrame, metric: str, confidence: float, family: int | None,
               levels: Levels | None = None) -> list[Cell]:  # fmt: skip
@@ -116,7 +133,7 @@ class Ratio:
         for c in comps.values():
             if self.through and not c.n_pairs and self.through in set(runs["arm"]):
                 c = self._through(runs, metric, confidence, family, c.cell) or c
-            out.append(_from(c, _name(c.cell, self.by), self.scale))
+            out.append(_from(c, cell_name(c.cell, self.by), self.scale))
         return out
 
     def where(self, runs: pd.DataFrame, levels: Levels | None = None) -> str:
@@ -140,7 +157,7 @@ class Ratio:
 
 
 @dataclass(frozen=True)
-class Relative:
+class Relative(Kind):
     """Each candidate present against `reference`, through `baseline`: per round (candidate / baseline) /
     (reference / baseline), so duets that never held the two together still compare them."""
 
@@ -149,6 +166,7 @@ class Relative:
     candidates: tuple[str, ...]
     higher_is_better: bool = False
     cells_word: str = "arms"
+    between_instances = True
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -170,7 +188,7 @@ class Relative:
 
 
 @dataclass(frozen=True)
-class Contrast:
+class Contrast(PerCell):
     """The candidate's ratio to the baseline at one level of `factor` over the same at another ('min' / 'max':
     the runs' lowest / highest), per cell of `by`: below 1, the candidate loses more at `level`."""
 
@@ -180,14 +198,6 @@ class Contrast:
     level: Any = "min"
     reference: Any = "max"
     by: tuple[str, ...] = ()
-
-    @property
-    def arms(self) -> tuple[str, ...]:
-        return (self.baseline, self.candidate)
-
-    @property
-    def cells_word(self) -> str:
-        return f"{self.by[-1]}s" if self.by else "cells"
 
     def cells(self, runs: pd.DataFrame, metric: str, confidence: float, family: int | None,
               levels: Levels | None = None) -> list[Cell]:  # fmt: skip
@@ -200,7 +210,7 @@ class Contrast:
             runs, metric, baseline=self.baseline, candidate=self.candidate, factor=self.factor, level=level,
             reference=ref, by=list(self.by), confidence=confidence, family=family,
         )  # fmt: skip
-        return [_from(c, _name(c.cell, self.by), "ratio") for c in comps.values()]
+        return [_from(c, cell_name(c.cell, self.by), "ratio") for c in comps.values()]
 
     def where(self, runs: pd.DataFrame, levels: Levels | None = None) -> str:
         lv, ref = level_of(runs, self.factor, self.level, None), level_of(runs, self.factor, self.reference, None)
@@ -217,7 +227,7 @@ class Contrast:
 
 
 @dataclass(frozen=True)
-class Pooled:
+class Pooled(Kind):
     """The candidate's effect at each of `levels` of `factor` over its effect at each of `references`, averaged
     per round over every such pair and every cell of `over`: one interval for a claim about the levels."""
 
@@ -253,7 +263,7 @@ class Pooled:
 
 
 @dataclass(frozen=True)
-class Share:
+class Share(Kind):
     """Per round, the share of `costly`'s extra cost over `baseline` that `candidate` wins back,
     1 - (candidate - baseline) / (costly - baseline): its mean over rounds with a t interval."""
 
@@ -261,6 +271,7 @@ class Share:
     costly: str
     candidate: str
     cells_word: str = "cells"
+    scale = "share"
 
     @property
     def arms(self) -> tuple[str, ...]:

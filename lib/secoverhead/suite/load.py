@@ -24,6 +24,7 @@ from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
 
 SCALES = ("smoke", "quick", "full")
+VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 
 
 def scale_of(params_name: str) -> str:
@@ -92,6 +93,3 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
         pd.DataFrame(verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS]),
         stores,
     )
-
-
-VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.reads import Contrast, Pooled, Ratio
+from secoverhead.analysis.reads import Contrast, Pooled, Ratio, cell_name
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host
@@ -62,7 +62,7 @@ def losses(
 
 def _name(cell: dict[str, Any]) -> str:
     """A cell as a reader names it: 'oltp_write_only x16' (the workload alone when threads are not part of it)."""
-    return f"{cell['workload']} x{cell['threads']}" if "threads" in cell else str(cell["workload"])
+    return cell_name(cell, ("workload", "threads"))
 
 
 class LossBound(NamedTuple):
