@@ -122,8 +122,12 @@ def test_a_run_killed_or_terminated_leaves_nothing_and_keeps_its_runs(study, sig
     run_dir, seen, started = _kill_midway(["run", study, *SMALL[study]], tmp_path, sig, seed=hash((study, sig)) % 1000)
     _after(tmp_path, run_dir, seen, started)
     meta = json.loads((run_dir / "run.json").read_text())
-    if sig == signal.SIGTERM:  # finalised like Ctrl-C: recorded, rendered
+    if sig == signal.SIGTERM:  # finalised like Ctrl-C: recorded, rendered, and the page opens saying so
         assert meta["status"] == "interrupted" and (run_dir / "report.html").exists()
+        page = (run_dir / "report.html").read_text()
+        banner = page.index('class="run-status interrupted"')
+        assert banner < page.index("<h1") and "This run was interrupted" in page and "SIGTERM" in page[banner:]
+        assert not (run_dir.parent / "latest").exists()  # nothing finished ok: no run counts
     else:  # a killed owner cannot record anything; the index tells from its PID
         assert meta["status"] == "running" and run_status(meta) == "interrupted"
 

@@ -189,7 +189,7 @@ def test_no_secret_reaches_any_artefact(good_run):
     assert leaks.scan(good_run.run_dir, [SENTINEL], fix=False) == []
 
 
-def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, reports):
+def test_runs_are_never_overwritten_and_latest_stays_on_the_run_that_counts(good_run, sentinel_db, reports):
     overrides = [
         *sentinel_overrides(sentinel_db),
         ("mysql_query", "SELECT * FROM no_such_table"),
@@ -200,7 +200,7 @@ def test_runs_are_never_overwritten_and_latest_moves(good_run, sentinel_db, repo
     assert (second.run_dir / "report.ipynb").exists()  # the partial notebook is kept
     meta = json.loads((second.run_dir / "run.json").read_text())
     assert meta["status"] == "failed" and "no_such_table" in meta["error"]
-    assert (reports / "tls" / "latest").resolve() == second.run_dir.resolve()
+    assert (reports / "tls" / "latest").resolve() == good_run.run_dir.resolve()  # a failed run never counts
 
 
 def test_cli_exit_code_and_index(good_run, sentinel_db, reports, capsys):

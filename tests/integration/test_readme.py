@@ -87,7 +87,8 @@ def _fill(cmd: str, servers: dict, runs: dict[str, Path], cwd: Path) -> list[str
 
 
 def _latest(cwd: Path, study: str) -> Path:
-    return (cwd / "reports" / study / "latest").resolve()
+    """The run just made (the newest directory: `latest` names the run that counts, which may be older)."""
+    return max(p for p in (cwd / "reports" / study).iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def _interrupted_tde(cwd: Path, env: dict) -> Path:

@@ -17,9 +17,9 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import write_in_place
 
 
-def _finalise(run_dir, status="ok"):
+def _finalise(run_dir, status="ok", params_name="x"):
     study = SimpleNamespace(title="t")
-    record = {"study": "tls", "params_name": "x", "status": "running"}
+    record = {"study": "tls", "params_name": params_name, "status": "running"}
     pipeline._write_record(run_dir, record, reserve=True)
     return pipeline._finalise(run_dir, study, record, status, None, [], time.monotonic(), None)
 
@@ -33,11 +33,21 @@ def test_a_latest_that_is_a_folder_is_left_alone_and_the_run_keeps_its_status(tm
     assert (tmp_path / "tls" / "latest").is_dir() and "latest not updated" in capsys.readouterr().err
 
 
-def test_latest_points_at_the_newest_run(tmp_path):
-    for name in ("run1", "run2"):
-        (tmp_path / "tls" / name).mkdir(parents=True)
-        _finalise(tmp_path / "tls" / name, status="failed")
-    assert (tmp_path / "tls" / "latest").resolve() == (tmp_path / "tls" / "run2").resolve()
+def test_latest_names_the_run_that_counts_whatever_comes_after(tmp_path):
+    """The newest that finished ok, of the largest scale: a failed run and a smoke run never take it over."""
+    study = tmp_path / "tls"
+
+    def run(name, status, scale):
+        (study / name).mkdir(parents=True)
+        _finalise(study / name, status=status, params_name=f"{scale}+run_seconds")
+        return (study / "latest").resolve() if (study / "latest").is_symlink() else None
+
+    assert run("run1", "failed", "quick") is None  # nothing finished: no latest
+    assert run("run2", "ok", "smoke") == (study / "run2").resolve()
+    assert run("run3", "ok", "quick") == (study / "run3").resolve()
+    assert run("run4", "ok", "smoke") == (study / "run3").resolve()
+    assert run("run5", "failed", "full") == (study / "run3").resolve()
+    assert run("run6", "ok", "quick") == (study / "run6").resolve()
 
 
 def test_a_study_folder_that_is_a_file_is_refused_before_anything_starts(tmp_path):

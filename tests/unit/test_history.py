@@ -51,11 +51,14 @@ def _verdicts(ratio: float, loss: tuple[float, float]) -> dict:
     }
 
 
-def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, float]) -> str:
-    name = f"20261101T{k:02d}0000Z-vm-quick"
+def _run(
+    root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, float], scale="quick", status="ok"
+) -> str:
+    name = f"20261101T{k:02d}0000Z-vm-{scale}"
     d = root / "tde" / name
     (d / "results").mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}}))
+    meta = {"started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}, "status": status, "params_name": scale}
+    (d / "run.json").write_text(json.dumps(meta))
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": rsa_us}))
     (d / "results" / "verdicts.json").write_text(json.dumps(_verdicts(ratio, loss)))
     return name
@@ -97,3 +100,15 @@ def test_a_step_in_one_cell_is_found_worse_in_its_series_alone_and_a_mark_covers
     assert history.changes(df, tmp_path)[0].expected == "moved to a slower disk"
     out = history.export_csv(df, tmp_path / "history" / "tde.csv")
     assert "write x16" in out.read_text()
+
+
+def test_smoke_runs_are_a_series_of_their_own_and_unfinished_runs_are_no_point(tmp_path):
+    for k in range(8):
+        _run(tmp_path, k, 800, 2.0, (1.0, 3.0))
+    for k in range(8, 14):  # smoke runs: a different scale, wider and elsewhere; never a change of the quick series
+        _run(tmp_path, k, 800, 5.0, (10.0, 20.0), scale="smoke")
+    _run(tmp_path, 14, 800, 9.0, (40.0, 50.0), status="failed")
+    _run(tmp_path, 15, 800, 9.0, (40.0, 50.0), status="interrupted")
+    df = history.collect(tmp_path, "tde")
+    assert df["run"].nunique() == 14 and set(df["scale"]) == {"quick", "smoke"}
+    assert history.changes(df, tmp_path) == []

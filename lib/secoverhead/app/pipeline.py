@@ -408,7 +408,11 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     if (run_dir / "report.ipynb").exists():
         try:
             render_html(
-                run_dir / "report.ipynb", run_dir / "report.html", title=f"{study.title} ({record['params_name']})"
+                run_dir / "report.ipynb",
+                run_dir / "report.html",
+                title=f"{study.title} ({record['params_name']})",
+                status=status,
+                why=error,
             )
         except Exception as exc:
             add(f"HTML rendering failed: {_one_line(exc)[:200]}")
@@ -441,8 +445,8 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     except OSError as exc:
         print(f"error: could not record the run in {run_dir}: {exc.strerror or exc}", file=sys.stderr)
         return "failed", error
-    try:  # every run, whatever its status: latest is the newest
-        point_latest(run_dir)
+    try:  # whatever this run's status: latest names the run that counts, which a smoke run never displaces
+        point_latest(run_dir.parent)
     except OSError as exc:
         print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error

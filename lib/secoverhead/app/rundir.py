@@ -1,5 +1,5 @@
 """Where a run goes: reports/<study>/<UTC time>-<host>-<params>/, never overwriting an earlier one, and
-reports/<study>/latest pointing at the newest."""
+reports/<study>/latest pointing at the run that counts (core.runs.counting)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import os
 import re
 import socket
 from pathlib import Path
+
+from secoverhead.core.runs import counting
 
 
 def _host() -> str:
@@ -30,14 +32,19 @@ def new_run_dir(root: Path, study: str, name: str, secret_values: list[str]) -> 
             path = base.with_name(f"{base.name}-{n}")
 
 
-def point_latest(run_dir: Path) -> None:
-    """reports/<study>/latest -> the newest run; a `latest` that is not a link (a folder someone made) is left
-    alone and said."""
-    latest = run_dir.parent / "latest"
+def point_latest(study_dir: Path) -> Path | None:
+    """reports/<study>/latest -> the run that counts (the newest finished ok of the largest scale), or no link
+    while no run has finished ok; a `latest` that is not a link (a folder someone made) is left alone and said."""
+    latest = study_dir / "latest"
     if latest.exists() and not latest.is_symlink():
         raise OSError(f"{latest} is not a link; left as it is")
-    tmp = run_dir.parent / f".latest-{os.getpid()}"
+    run = counting(study_dir)
+    if run is None:
+        latest.unlink(missing_ok=True)
+        return None
+    tmp = study_dir / f".latest-{os.getpid()}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
-    tmp.symlink_to(run_dir.name)
+    tmp.symlink_to(run.name)
     os.replace(tmp, latest)
+    return run

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import nbformat
+from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import TagRemovePreprocessor
 
@@ -16,8 +17,11 @@ from secoverhead.core.files import atomic_write_text
 TEMPLATES = Path(__file__).parent / "templates" / "nbconvert"
 
 
-def render_html(notebook: Path, html: Path, *, title: str | None = None) -> Path:
-    """`--no-input` rendering: outputs only (cells tagged remove-cell dropped), nothing from the network."""
+def render_html(
+    notebook: Path, html: Path, *, title: str | None = None, status: str = "ok", why: str | None = None
+) -> Path:
+    """`--no-input` rendering: outputs only (cells tagged remove-cell dropped), nothing from the network; a
+    report that did not finish opens with a banner saying so and why, and every report with its contents."""
 
     nb = nbformat.read(notebook, as_version=4)
     if title:
@@ -35,8 +39,46 @@ def render_html(notebook: Path, html: Path, *, title: str | None = None) -> Path
         TagRemovePreprocessor(remove_cell_tags={"remove-cell"}, remove_all_outputs_tags={"remove-output"}), enabled=True
     )
     body, _ = exporter.from_notebook_node(nb)
-    atomic_write_text(html, body)  # a full disk leaves no half page behind
+    atomic_write_text(html, finish_page(body, status, why))  # a full disk leaves no half page behind
     return html
+
+
+STATUS_BANNERS = {
+    "interrupted": "This run was interrupted: the report holds what was measured before it stopped.",
+    "failed": "This run failed: the report holds what was measured before the failure; its verdicts are not the "
+    "study's.",
+}
+
+
+def finish_page(body: str, status: str = "ok", why: str | None = None) -> str:
+    """The page as a reader meets it: a banner when the run did not finish ok, and a table of contents (the
+    report's sections, h2) after its title, so a 15,000 px page can be read through."""
+    soup = BeautifulSoup(body, "html.parser")
+    main = soup.find("main") or soup.body
+    if main is None:
+        return body
+    title = main.find("h1")
+    sections = [h for h in main.find_all("h2") if h.get("id")]
+    if len(sections) >= 3:
+        nav = soup.new_tag("nav", attrs={"class": "toc", "aria-label": "contents"})
+        nav.append(soup.new_tag("b"))
+        nav.b.string = "Contents"
+        items = soup.new_tag("ol")
+        for h in sections:
+            li, a = soup.new_tag("li"), soup.new_tag("a", href=f"#{h['id']}")
+            a.string = h.get_text(" ", strip=True).rstrip("¶").strip()
+            li.append(a)
+            items.append(li)
+        nav.append(items)
+        (title.find_parent("div", class_="jp-Cell") or title).insert_after(nav) if title else main.insert(0, nav)
+    if status != "ok":
+        banner = soup.new_tag("div", attrs={"class": f"run-status {status}", "role": "alert"})
+        banner.append(soup.new_tag("b"))
+        banner.b.string = STATUS_BANNERS.get(status, f"This run's status is {status}.")
+        if why:
+            banner.append(f" Why: {why}")
+        main.insert(0, banner)
+    return str(soup)
 
 
 def external_references(html: str) -> list[str]:

@@ -1,6 +1,7 @@
-"""Where the calculator's costs come from: for each study, the newest run that finished (or the one the user
-names), what its experiments measured (arms, factor levels), and the machine it ran on. JSON only, so the CLI
-checks all of it before any kernel starts."""
+"""Where the calculator's costs come from: for each study, the run that counts (core.runs.counting: the newest
+that finished ok, of the largest scale run; a smoke run never displaces a quick one), or the one the user names;
+what its experiments measured (arms, factor levels), and the machine it ran on. JSON only, so the CLI checks all
+of it before any kernel starts."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import file_problem, user_path
+from secoverhead.core.runs import counting
 from secoverhead.sizing.scaling import REFERENCES
 
 
@@ -52,17 +54,6 @@ def _finished_ok(run_dir: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and meta.get("status") == "ok" else None
 
 
-def newest_ok(root: Path, study: str) -> Path | None:
-    """The newest run of a study under root that finished ok (run directories start with their UTC time)."""
-    folder = root / study
-    if not folder.is_dir():
-        return None
-    for run in sorted((d for d in folder.iterdir() if d.is_dir() and not d.is_symlink()), reverse=True):
-        if _finished_ok(run) is not None:
-            return run
-    return None
-
-
 def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Experiment]:
     """Experiments by part: the study's runner names them <experiment_id>-<part> (a one-part study: the id)."""
     eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
@@ -87,7 +78,7 @@ def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Experiment]:
 
 
 def source(root: Path, study: str, named: str | None = None) -> Source:
-    """The run a study's costs come from: the one named, else the newest that finished ok under root."""
+    """The run a study's costs come from: the one named, else the run that counts under root."""
     if named:
         try:
             run_dir = user_path(named)
@@ -99,7 +90,7 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
         if meta.get("status") != "ok":
             raise ConfigError(f"runs: {study}: {run_dir} did not finish ok (status {meta.get('status')!r})")
     else:
-        found = newest_ok(root, study)
+        found = counting(root / study)
         if found is None:
             raise ConfigError(
                 f"{root} holds no finished run of study {study!r}, whose costs this calculation needs: run "

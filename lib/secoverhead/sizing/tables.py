@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from secoverhead.core.files import atomic_write_json
+from secoverhead.core.runs import scale_of
 from secoverhead.sizing.calculator import Calculation, number
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.scaling import GENERAL, REFERENCES, factor
@@ -179,6 +180,7 @@ def sources(calc: Calculation) -> pd.DataFrame:
             {
                 "study": study,
                 "run": src.run_dir.name,
+                "scale": scale_of(meta.get("params_name")),
                 "finished": meta.get("finished", ""),
                 "parameters": meta.get("params_name", ""),
                 "commit": str((meta.get("environment") or {}).get("git_commit", ""))[:10],

@@ -1,9 +1,10 @@
 """Results over time (after asv and conbench; change detection after MongoDB's CI and Apache Otava): every run of a
-study found under reports/, each claim's effect (a ratio with its interval, machine-independent: both arms ran on
-the same machine) and verdict, per series: the claim on one target, one server version and one machine speed
-class (runs of different classes are not one series). Over each whole series, E-divisive means finds the runs
-where the effect changed (analysis/changepoints.py), each flagged better or worse for the DBA; a change marked
-expected (`secoverhead expect`) is shown as such, not as an alarm. The x-axis is the runs' dates.
+study found under reports/ that finished ok, each claim's effect (a ratio with its interval, machine-independent:
+both arms ran on the same machine) and verdict, per series: the claim at one scale (smoke runs are a series of
+their own), on one target, one server version and one machine speed class (runs of different classes are not one
+series). Over each whole series, E-divisive means finds the runs where the effect changed
+(analysis/changepoints.py), each flagged better or worse for the DBA; a change marked expected (`secoverhead
+expect`) is shown as such, not as an alarm. The x-axis is the runs' dates.
 
 Runs copied in from other hosts merge by copying their directories under reports/<study>/ and rebuilding the
 index."""
@@ -24,12 +25,13 @@ import pandas as pd
 from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
+from secoverhead.core.runs import scale_of, status_of
 from secoverhead.core.units import unit
 from secoverhead.reporting.summary import unit_of
 from secoverhead.suite import expected as expected_marks
 
 EMBEDDED = "this machine's servers"
-SERIES = ["claim id", "target", "server", "speed class"]
+SERIES = ["claim id", "scale", "target", "server", "speed class"]
 
 
 SPEED_TOLERANCE = 1.5
@@ -99,7 +101,7 @@ def collect(root: Path, study: str) -> pd.DataFrame:
             continue  # the index names it
         meta = read_json(run / "run.json")
         verdicts = read_verdicts(run)
-        if not isinstance(meta, dict) or not verdicts:
+        if status_of(meta) != "ok" or not verdicts:  # a failed or interrupted run's verdicts are not a point
             continue
         cal = read_json(run / "calibration.json") or {}
         env = meta.get("environment") or {}
@@ -120,6 +122,7 @@ def collect(root: Path, study: str) -> pd.DataFrame:
                         "server": meta.get("server_version") or tools.get("mariadbd", "") or "",
                         "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
                         "params": meta.get("params_name", ""),
+                        "scale": scale_of(meta.get("params_name")),
                         "claim id": claim_id,
                         "claim": claim,
                         "metric": metric,
@@ -147,6 +150,7 @@ class Change:
     study: str
     claim_id: str
     claim: str
+    scale: str
     target: str
     server: str
     speed_class: str
@@ -190,6 +194,7 @@ def changes(df: pd.DataFrame, root: Path | None = None) -> list[Change]:
                     str(row["study"]),
                     str(row["claim id"]),
                     str(row["claim"]),
+                    str(row["scale"]),
                     str(row["target"]),
                     str(row["server"]),
                     str(row["speed class"]),
@@ -214,7 +219,7 @@ def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
     matplotlib.use("Agg")
     fig, ax = plt.subplots(figsize=(9, 3.6))
     for key, g in data.groupby(SERIES, sort=False):
-        label = key[0][:48] + ("" if key[1] == EMBEDDED else f" @ {key[1]}")
+        label = f"{key[0][:48]} ({key[1]})" + ("" if key[2] == EMBEDDED else f" @ {key[2]}")
         ax.errorbar(
             g["date"],
             g["ratio"],
@@ -246,6 +251,7 @@ def table_html(df: pd.DataFrame) -> str:
         "run",
         "started",
         "commit",
+        "scale",
         "target",
         "claim",
         "verdict",

@@ -10,7 +10,7 @@ from typing import Any
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import atomic_write_text, read_json, within
-from secoverhead.core.owners import alive
+from secoverhead.core.runs import counting, describe, runs_of, scale_of, status_of
 from secoverhead.reporting import summary
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history
@@ -18,16 +18,7 @@ from secoverhead.suite.notebooks import NOTEBOOKS
 
 
 def run_status(meta: dict[str, Any]) -> str:
-    """A run recorded as running whose owner is gone was interrupted (a crash, a SIGKILL)."""
-    status = str(meta.get("status", "unknown"))
-    if status == "running" and not alive(meta.get("owner_pid")):
-        return "interrupted"
-    return status
-
-
-def runs_of(root: Path, study: str) -> list[Path]:
-    d = root / study
-    return sorted((p for p in d.glob("*") if p.is_dir() and not p.is_symlink()), reverse=True) if d.is_dir() else []
+    return status_of(meta)
 
 
 def build_index(reports_root: str | Path = "reports") -> Path:
@@ -37,23 +28,25 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     studies, summaries, everything = [], [], []
     detected: list[history.Change] = []
     for study in NOTEBOOKS.values():
-        rows, newest = [], None
-        for run in runs_of(root, study.id):
+        rows, glance = [], None
+        counts = counting(root / study.id)
+        for run in runs_of(root / study.id):
             outside = [f for f in ("run.json", "verdicts.json", "results/verdicts.json") if not within(run / f, root)]
             if outside:  # a link out of the reports tree is never read
                 skipped += [f"{study.id}/{run.name}/{f} (a link out of the reports folder)" for f in outside]
                 continue
             row, listed = _row(root, study.id, run, skipped)
+            row["counts"] = run == counts
             rows.append(row)
-            if newest is None and row["status"] == "ok" and (listed or row["headline"]):
-                newest = (run, listed)
-        if newest is not None:
-            run, listed = newest
+            if run == counts and (listed or row["headline"]):
+                glance = (run, listed)
+        if glance is not None:  # the run that counts: a smoke run never displaces a quick or full one
+            run, listed = glance
             everything += listed
             summaries.append(
                 {
                     "title": study.title,
-                    "run": run.name,
+                    "run": describe(run),
                     "link": f"{study.id}/{run.name}/report.html",
                     "claims": summary.claims_html(listed, details=False) if listed else "",
                     "headline": _headline(run),
@@ -98,6 +91,8 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
     params = meta.get("parameters") or {}
     row = {
         "name": run.name,
+        "scale": scale_of(meta.get("params_name")),
+        "counts": False,
         "links": [
             (f, f"{study}/{run.name}/{f}") for f in ("report.html", "report.ipynb", "run.json") if (run / f).exists()
         ],

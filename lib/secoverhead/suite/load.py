@@ -20,17 +20,11 @@ import pandas as pd
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
+from secoverhead.core.runs import scale_of, status_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
 
-SCALES = ("smoke", "quick", "full")
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
-
-
-def scale_of(params_name: str) -> str:
-    """A run's scale: the first parameter file of its set when it is one of SCALES, else the set's name."""
-    first = str(params_name or "").split("+", 1)[0]
-    return first if first in SCALES else str(params_name or "")
 
 
 @dataclass
@@ -76,7 +70,7 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
         if not isinstance(meta, dict):
             continue
         ids = {"run": d.name, "study": meta.get("study", ""), "scale": scale_of(meta.get("params_name", "")),
-               "status": meta.get("status", "")}  # fmt: skip
+               "status": status_of(meta)}  # fmt: skip
         if scale is not None and ids["scale"] != scale:
             continue
         for exp in sorted(p for p in (d / "results").glob("*") if (p / "metadata.json").is_file()):

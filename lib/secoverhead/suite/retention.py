@@ -14,7 +14,7 @@ from pathlib import Path
 
 from secoverhead.core.files import atomic_write_json, read_json
 from secoverhead.core.owners import alive
-from secoverhead.suite.index import runs_of
+from secoverhead.core.runs import runs_of
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 DROP_DIRS = ("samples", "intervals", "profiles", "screens")
@@ -68,7 +68,7 @@ def plan(root: Path, keep: int | None = None, older_than_days: float | None = No
     now = dt.datetime.now(dt.UTC)
     out = []
     for study in NOTEBOOKS:
-        for i, run in enumerate(runs_of(root, study)):  # newest first
+        for i, run in enumerate(runs_of(root / study)):  # newest first
             meta = read_json(run / "run.json")
             if not isinstance(meta, dict) or meta.get("pruned"):
                 continue
