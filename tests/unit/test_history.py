@@ -51,9 +51,7 @@ def _verdicts(ratio: float, loss: tuple[float, float]) -> dict:
     }
 
 
-def _run(
-    root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, float], scale="quick", status="ok"
-) -> str:
+def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, float], scale="quick", status="ok") -> str:
     name = f"20261101T{k:02d}0000Z-vm-{scale}"
     d = root / "tde" / name
     (d / "results").mkdir(parents=True)

@@ -1,0 +1,74 @@
+"""The run that counts, on real runs: after a quick run, two smoke runs (the README's first example) leave
+`latest`, the index's glance and the calculator's source on the quick run; `compare` of the two smoke runs (one
+configuration, an A/A) exits 0, and the same run with its measurements doctored 20 % worse exits 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from secoverhead.core.units import unit
+from secoverhead.sizing.sources import source
+from secoverhead.suite.index import build_index
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+EXE = str(Path(sys.executable).with_name("secoverhead"))
+# two arms, five rounds: the shortest HTTPS run whose comparisons have the power to see 20 %
+SMALL = ["-p", "arms", '[HTTP, "TLS 1.2 full, RSA"]', "-p", "repetitions", "5"]
+
+
+def _run(root: Path, *args: str) -> Path:
+    before = set((root / "https").glob("2*")) if (root / "https").is_dir() else set()
+    res = subprocess.run(
+        [EXE, "run", "https", "--reports", str(root), *args, *SMALL], capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    (made,) = set((root / "https").glob("2*")) - before
+    return made
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("counts") / "reports"
+    quick = _run(root, "--profile", "quick")
+    return {"root": root, "quick": quick, "smoke1": _run(root), "smoke2": _run(root)}
+
+
+def test_smoke_runs_after_a_quick_one_never_take_its_place(runs):
+    root, quick = runs["root"], runs["quick"]
+    assert (root / "https" / "latest").resolve() == quick.resolve()
+    page = build_index(root).read_text()
+    glance = page[page.index('id="summary"') : page.index('id="changes"')]
+    assert quick.name in glance and "(quick)" in glance
+    assert runs["smoke1"].name not in glance and runs["smoke2"].name not in glance
+    assert runs["smoke2"].name in page  # listed below, with its scale
+    assert source(root, "https").run_dir == quick  # what the calculator prices
+
+
+def _compare(a: Path, b: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, "compare", str(a), str(b)], capture_output=True, text=True, timeout=300)
+
+
+def test_compare_of_two_runs_of_one_configuration_exits_0(runs):
+    res = _compare(runs["smoke1"], runs["smoke2"])
+    assert res.returncode == 0, res.stdout[-3000:]
+
+
+def test_compare_exits_1_on_a_run_doctored_twenty_percent_worse(runs, tmp_path):
+    slow = tmp_path / "https" / runs["smoke2"].name
+    shutil.copytree(runs["smoke2"], slow, symlinks=True)
+    for record in slow.glob("results/*/runs/*.json"):
+        r = json.loads(record.read_text())
+        for metric, value in (r.get("metrics") or {}).items():
+            _, higher_is_better = unit(metric)
+            if isinstance(value, (int, float)) and higher_is_better is not None:
+                r["metrics"][metric] = value / 1.2 if higher_is_better else value * 1.2
+        record.write_text(json.dumps(r))
+    res = _compare(runs["smoke1"], slow)
+    assert res.returncode == 1, res.stdout[-3000:]
+    assert "worse" in res.stdout
