@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -465,11 +468,8 @@ def test_audit_claims_in_duet_blocks_read_tps_through_the_baseline():
     assert got["general_log-loss"].registered["quote"].startswith("根據TPS計算")
 
 
-def test_the_code_decides_every_registered_claim_and_only_those():
-    """Each study's claims on full synthetic runs: every registered claim is decided, from its registry entry
-    (source, words, metric, reading travel with the verdict), and no verdict comes from elsewhere."""
-    from secoverhead.analysis import claim_registry as registry
-
+def every_claims_verdicts() -> dict[str, list]:
+    """Every study's claims judged on synthetic runs built as each original says (every registered claim)."""
     tls_runs = make_runs({"no TLS": {"total_ms_median": 10.0, "query_ms_median": 1.0},
                           "TLS": {"total_ms_median": 25.0, "query_ms_median": 1.02}})  # fmt: skip
     nonce = make_runs(
@@ -487,7 +487,7 @@ def test_the_code_decides_every_registered_claim_and_only_those():
     levels |= {arm: {"server_cpu_us_per_op": 60.0} for arm in https_claims.RECOVERY_CLAIMS}
     tps = {"general_log": 0.7, "server_audit": 0.97, "init_connect + binlog": 0.95, "binlog only": 0.98}
     loss = {(W, 1): 0.12, (RO, 1): 0.03, (W, 16): 0.04, (RO, 16): 0.0}
-    decided = {
+    return {
         "tls": tls_claims.part_claims("MySQL", tls_runs),
         "auth": auth_claims.part_claims("MongoDB", _auth_runs(1.3, 1.5, 0.1), top=4)
         + auth_claims.part_claims("MySQL", mysql, top=4)
@@ -501,6 +501,14 @@ def test_the_code_decides_every_registered_claim_and_only_those():
             ),
         ),
     }
+
+
+def test_the_code_decides_every_registered_claim_and_only_those():
+    """Each study's claims on full synthetic runs: every registered claim is decided, from its registry entry
+    (source, words, metric, reading travel with the verdict), and no verdict comes from elsewhere."""
+    from secoverhead.analysis import claim_registry as registry
+
+    decided = every_claims_verdicts()
     seen = set()
     for study, vs in decided.items():
         for v in vs:
@@ -574,3 +582,42 @@ def test_every_study_decides_a_part_with_one_signature():
     derived = [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs)]
     assert derived == [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs, top=4)]
     assert derived != [(v.id, v.verdict, v.ratio) for v in auth_claims.part_claims("MongoDB", runs, top=1)]
+
+
+def _number(token: str) -> float:
+    return float(re.sub(r"[^\d.+-]", "", token))
+
+
+TOKEN = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?: ?×| %| pp| us| ns)")
+
+
+def test_every_claims_headline_states_the_numbers_of_its_evidence_and_verdicts_json(tmp_path):
+    """For every registered claim, judged through the engine and written to verdicts.json: each number the
+    headline shows is the recorded interval's, in the reading's declared unit, and the evidence says it alike."""
+    from secoverhead.analysis.verdicts import read_verdicts, write_verdicts
+    from secoverhead.core.units import shown
+    from secoverhead.reporting import summary
+
+    checked = set()
+    for study, vs in every_claims_verdicts().items():
+        write_verdicts(tmp_path / study / "results", study, vs)
+        for d in read_verdicts(tmp_path / study)["verdicts"]:
+            reading = d["judged"][0]
+            scale, unit = reading["scale"], reading["unit"]
+            headline = html.unescape(summary.claims_html([d], details=False))  # the index's line, the report's
+            assert summary._plain(d)["measured"] in headline
+            tokens = TOKEN.findall(summary._plain(d)["measured"])
+            assert tokens, (d["id"], headline)
+            ends = [x for lo_hi in reading["intervals"] for x in lo_hi]
+            for token in tokens:  # each shown number is one of the recorded ends, rounded as shown() rounds
+                assert token in d["evidence"], (d["id"], token, d["evidence"])
+                assert any(token == shown(x, scale, unit) for x in ends), (d["id"], token, ends)
+                x = min(ends, key=lambda e: abs(_number(shown(e, scale, unit)) - _number(token)))
+                value = x * 100 if scale == "share" else x
+                assert abs(_number(token) - value) <= max(0.05, abs(value) * 0.005), (d["id"], token, x)
+            for lo, hi in reading["intervals"]:  # and the evidence states every recorded interval
+                assert f"[{shown(lo, scale, unit)}, {shown(hi, scale, unit)}]" in d["evidence"], d["id"]
+            checked.add((study, d["registered"]["id"]))
+    from secoverhead.analysis import claim_registry as registry
+
+    assert checked == set(registry.claims())

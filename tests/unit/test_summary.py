@@ -32,13 +32,13 @@ def test_a_verdict_records_the_intervals_its_reading_judged():
 def test_the_line_says_the_measured_interval_on_the_claims_scale_with_a_chip_and_a_detail():
     page = summary.claims_html([_verdict()])
     assert "reproduced" in page and "background:#1a7f37" in page
-    assert "1.5–2.1×" in page and "<details" in page and "reproduce above 1.3" in page
+    assert "1.5× to 2.1×" in page and "<details" in page and "reproduce above 1.3×" in page
     assert "<details" not in summary.claims_html([_verdict()], details=False)
 
 
 def test_scales_read_in_their_units():
     assert summary.measured([{"effect": "TPS loss with general_log, %", "intervals": [[10.8, 32.4]]}]) == (
-        "TPS loss with general_log, %: 10.8 % to 32.4 %"
+        "TPS loss with general_log, %: +10.8 % to +32.4 %"
     )
     assert "pp" in summary.measured([{"effect": "CPU on minus off, percentage points", "intervals": [[1, 2]]}])
     many = summary.measured([{"effect": "ratio", "intervals": [[0.9, 1.0], [0.95, 1.1], [0.8, 1.2], [1, 1.1]]}])
@@ -49,7 +49,7 @@ def test_each_interval_is_named_by_its_cell_and_many_cells_by_their_named_ends()
     two = summary.measured(
         [{"effect": "TPS loss, %", "intervals": [[-1.1, 0.9], [-2.3, 0.3]], "cells": ["write x16", "read x16"]}]
     )
-    assert two == "TPS loss, %: write x16 -1.1 % to 0.9 %, read x16 -2.3 % to 0.3 %"
+    assert two == "TPS loss, %: write x16 -1.1 % to +0.9 %, read x16 -2.3 % to +0.3 %"
     many = summary.measured(
         [
             {
@@ -59,7 +59,7 @@ def test_each_interval_is_named_by_its_cell_and_many_cells_by_their_named_ends()
             }
         ]
     )
-    assert many == "CPU on minus off, percentage points: 4 cells, from +0.5 pp (b) to +4.0 pp (c)"
+    assert many == "CPU on minus off, percentage points: 4 cells, from +0.5 pp (b) to +4 pp (c)"
     # names that do not match the intervals one for one are not guessed at
     assert "x" not in summary.measured([{"effect": "loss %", "intervals": [[1, 2]], "cells": ["x", "y"]}])
 
@@ -122,5 +122,6 @@ def test_a_share_shows_as_the_percentage_its_evidence_gives():
     shown = summary.measured(v.judged)
     lo, hi = v.judged[0]["intervals"][0]
     assert f"{lo * 100:.1f} %" in shown and f"{hi * 100:.1f} %" in shown, shown
-    (point,) = re.findall(r"(\d+) % \[", v.evidence)
-    assert lo * 100 - 1 <= float(point) <= hi * 100 + 1 and 80 < float(point) < 92
+    assert f"[{lo * 100:.1f} %, {hi * 100:.1f} %]" in v.evidence, v.evidence  # the same numbers, the same unit
+    (point,) = re.findall(r"([\d.]+) % \[", v.evidence)
+    assert lo * 100 <= float(point) <= hi * 100 and 80 < float(point) < 92

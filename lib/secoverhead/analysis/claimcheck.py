@@ -164,6 +164,9 @@ class Rule:
     def _intervals(self, runs: Any, claim: registry.Claim, alpha: float, levels: Mapping[str, Any] | None
                    ) -> list[tuple[list[Cell], list[Cell]]]:  # fmt: skip
         """Per reading (the intervals that may reproduce, those that may refute), widened where declared."""
+        for r, reading in zip(self.reads, claim.readings(), strict=True):
+            if r.scale != reading.scale:  # what is read and what the registry declares must be one number
+                raise ValueError(f"{self.study}:{self.id}: reads a {r.scale}, registered as a {reading.scale}")
         read = [intervals_of(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
                 for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         between = registry.between_runs().get((self.study, claim.metric))
@@ -253,36 +256,28 @@ def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, rea
     return each, r.cells(runs, metric, 1 - alpha / readings, refute_family, levels)
 
 
-def _fmt(x: float, scale: str, unit: str) -> str:
-    if scale == "loss":
-        return f"{x:+.1f} %"
-    if scale == "difference":
-        return f"{x:+.3g}{' ' + unit if unit else ''}"
-    if scale == "share":
-        return f"{x * 100:.0f} %"
-    return f"{x:.3f}"
-
-
 def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], unit: str, where: str = "") -> str:
-    """One reading's evidence: the quantity, each cell's estimate and interval on the reading's scale, the
-    confidence and family they were read at, n and test; the refuting intervals where they differ."""
-    scale = r.scale
+    """One reading's evidence: the quantity, each cell's estimate and interval on the reading's scale (every
+    number through reading.shown, as the headline shows it), the confidence and family they were read at, n and
+    test; a single comparison's medians (in the metric's `unit`) and p; the refuting intervals where they
+    differ."""
     c0 = each[0]
-    if isinstance(r, Ratio) and len(each) == 1 and not c0.name and c0.comparison is not None and scale == "ratio":
-        body = c0.comparison.evidence(unit)  # medians of both arms beside the ratio
-        return f"{reading.effect}{' (' + where + ')' if where else ''}: {body}"
+    head = f"{reading.effect}{' (' + where + ')' if where else ''}"
     cells = "; ".join(
-        f"{c.name + ': ' if c.name else ''}{_fmt(c.point, scale, unit)} "
-        f"[{_fmt(c.lo, scale, unit)}, {_fmt(c.hi, scale, unit)}]"
+        f"{c.name + ': ' if c.name else ''}{reading.shown(c.point)} [{reading.shown(c.lo)}, {reading.shown(c.hi)}]"
         for c in each
     )
+    cmp = c0.comparison if len(each) == 1 and not c0.name and isinstance(r, Ratio) else None
+    if cmp is not None:
+        u = f" {unit}" if unit else ""
+        cells = f"median {cmp.baseline_median:.4g}{u} -> {cmp.candidate_median:.4g}{u}; {cells}"
     plural = "CIs" if len(each) > 1 else "CI"
     corr = f", Bonferroni over {c0.family} {r.cells_word}" if c0.family > 1 else ""
-    head = f"{reading.effect}{' (' + where + ')' if where else ''}"
-    out = f"{head}: {cells} ({plural} at {c0.confidence * 100:.4g} %{corr}; {c0.n_text}, {c0.test})"
+    p = f", p={cmp.p_value:.2g}" if cmp is not None else ""
+    out = f"{head}: {cells} ({plural} at {c0.confidence * 100:.4g} %{corr}; {c0.n_text}, {c0.test}{p})"
     if [c.interval for c in refuting] != [c.interval for c in each]:
         out += f"; for refuting, at {refuting[0].confidence * 100:.4g} %: " + ", ".join(
-            f"{c.name + ' ' if c.name else ''}[{_fmt(c.lo, scale, unit)}, {_fmt(c.hi, scale, unit)}]" for c in refuting
+            f"{c.name + ' ' if c.name else ''}[{reading.shown(c.lo)}, {reading.shown(c.hi)}]" for c in refuting
         )
     return out
 

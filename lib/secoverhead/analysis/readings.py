@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis.verdicts import Verdict
+from secoverhead.core.units import READING_SCALES, shown
 
 REPRODUCE, REFUTE, GAP = "reproduce", "refute", "gap"
 LABELS = (REPRODUCE, REFUTE, GAP)
@@ -29,12 +30,16 @@ LABELS = (REPRODUCE, REFUTE, GAP)
 @dataclass(frozen=True)
 class Reading:
     """Regions of the effect's line: labels[i] holds from cuts[i-1] (included) to cuts[i] (excluded); the first
-    region starts at -inf, the last ends at +inf. `effect` names the quantity and its unit."""
+    region starts at -inf, the last ends at +inf. `effect` names the quantity; `scale` says what its numbers are
+    (core.units.READING_SCALES: a ratio, a loss in %, a difference in `unit`, a share as a fraction), so every
+    place that shows them shows them alike."""
 
     effect: str
     cuts: tuple[float, ...]
     labels: tuple[str, ...]
     combine: str = "all"  # all | any: how several intervals decide together (see the module's docstring)
+    scale: str = "ratio"
+    unit: str = ""  # a difference's unit (pp, us); the other scales carry theirs
 
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.cuts) + 1:
@@ -45,40 +50,49 @@ class Reading:
             raise ValueError(f"{self.effect}: labels are {LABELS}, with a reproduce and a refute region")
         if self.combine not in ("all", "any"):
             raise ValueError(f"{self.effect}: combine is 'all' or 'any'")
+        if self.scale not in READING_SCALES:
+            raise ValueError(f"{self.effect}: scale is one of {READING_SCALES}")
 
     # -- the shapes the registry uses -----------------------------------------------------------------------
     @classmethod
-    def band(cls, effect: str, lo: float, hi: float, *, margin: float = 0.0, combine: str = "all") -> Reading:
+    def band(cls, effect: str, lo: float, hi: float, *, margin: float = 0.0, **kw: Any) -> Reading:
         """Reproduced inside [lo, hi]; refuted outside [lo - margin, hi + margin]."""
         if margin:
-            return cls(effect, (lo - margin, lo, hi, hi + margin), (REFUTE, GAP, REPRODUCE, GAP, REFUTE), combine)
-        return cls(effect, (lo, hi), (REFUTE, REPRODUCE, REFUTE), combine)
+            return cls(effect, (lo - margin, lo, hi, hi + margin), (REFUTE, GAP, REPRODUCE, GAP, REFUTE), **kw)
+        return cls(effect, (lo, hi), (REFUTE, REPRODUCE, REFUTE), **kw)
 
     @classmethod
-    def above(cls, effect: str, line: float, *, refute_below: float | None = None, combine: str = "all") -> Reading:
+    def above(cls, effect: str, line: float, *, refute_below: float | None = None, **kw: Any) -> Reading:
         """Reproduced above `line`; refuted below it (or below refute_below, leaving a gap between)."""
         if refute_below is None or refute_below == line:
-            return cls(effect, (line,), (REFUTE, REPRODUCE), combine)
-        return cls(effect, (refute_below, line), (REFUTE, GAP, REPRODUCE), combine)
+            return cls(effect, (line,), (REFUTE, REPRODUCE), **kw)
+        return cls(effect, (refute_below, line), (REFUTE, GAP, REPRODUCE), **kw)
 
     @classmethod
-    def below(cls, effect: str, line: float, *, refute_above: float | None = None, combine: str = "all") -> Reading:
+    def below(cls, effect: str, line: float, *, refute_above: float | None = None, **kw: Any) -> Reading:
         """Reproduced below `line`; refuted above it (or above refute_above, leaving a gap between)."""
         if refute_above is None or refute_above == line:
-            return cls(effect, (line,), (REPRODUCE, REFUTE), combine)
-        return cls(effect, (line, refute_above), (REPRODUCE, GAP, REFUTE), combine)
+            return cls(effect, (line,), (REPRODUCE, REFUTE), **kw)
+        return cls(effect, (line, refute_above), (REPRODUCE, GAP, REFUTE), **kw)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reading:
+        """A registry entry's reading; its scale is declared, never guessed from its words."""
+        if "scale" not in d:
+            raise ValueError(f"{d.get('effect')}: a reading declares its scale ({', '.join(READING_SCALES)})")
         kind = d["shape"]
-        combine = d.get("combine", "all")
+        kw = {"combine": d.get("combine", "all"), "scale": d["scale"], "unit": str(d.get("unit", ""))}
         if kind == "band":
-            return cls.band(d["effect"], d["low"], d["high"], margin=d.get("margin", 0.0), combine=combine)
+            return cls.band(d["effect"], d["low"], d["high"], margin=d.get("margin", 0.0), **kw)
         if kind == "above":
-            return cls.above(d["effect"], d["line"], refute_below=d.get("refute_below"), combine=combine)
+            return cls.above(d["effect"], d["line"], refute_below=d.get("refute_below"), **kw)
         if kind == "below":
-            return cls.below(d["effect"], d["line"], refute_above=d.get("refute_above"), combine=combine)
+            return cls.below(d["effect"], d["line"], refute_above=d.get("refute_above"), **kw)
         raise ValueError(f"unknown reading shape {kind!r}")
+
+    def shown(self, x: float, exact: bool = False) -> str:
+        """One of this reading's numbers as every page shows it (core.units.shown)."""
+        return shown(x, self.scale, self.unit, exact=exact)
 
     # -- deciding ------------------------------------------------------------------------------------------
     def region(self, x: float) -> int:
@@ -145,11 +159,11 @@ class Reading:
         for i, label in enumerate(self.labels):
             lo, hi = edges[i], edges[i + 1]
             text = (
-                f"below {_g(hi)}"
+                f"below {self.shown(hi, exact=True)}"
                 if lo == -math.inf
-                else f"above {_g(lo)}"
+                else f"above {self.shown(lo, exact=True)}"
                 if hi == math.inf
-                else f"[{_g(lo)}, {_g(hi)}]"
+                else f"[{self.shown(lo, exact=True)}, {self.shown(hi, exact=True)}]"
             )
             parts.setdefault(label, []).append(text)
         out = "; ".join(f"{label} {' or '.join(parts[label])}" for label in LABELS if label in parts)
@@ -158,7 +172,8 @@ class Reading:
         return f"{self.effect}: {out}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"effect": self.effect, "cuts": list(self.cuts), "labels": list(self.labels), "combine": self.combine}
+        return {"effect": self.effect, "cuts": list(self.cuts), "labels": list(self.labels), "combine": self.combine,
+                "scale": self.scale, "unit": self.unit}  # fmt: skip
 
 
 def verdict(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
@@ -171,7 +186,3 @@ def verdict(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
 
 def _finite(x: Any) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
-
-
-def _g(x: float) -> str:
-    return f"{x:g}"

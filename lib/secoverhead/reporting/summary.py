@@ -12,6 +12,8 @@ from typing import Any
 
 import jinja2
 
+from secoverhead.core.units import READING_SCALES, shown, shown_interval
+
 COLOURS = {
     "reproduced": "#1a7f37",
     "not reproduced": "#cf222e",
@@ -59,38 +61,18 @@ def chip(verdict: str) -> str:
     )
 
 
-def scale(effect: str) -> str:
-    """How an effect's numbers read: 'pp' (percentage points), '%', or 'x' (a ratio)."""
-    e = effect.lower()
+def reading_scale(reading: Mapping[str, Any]) -> tuple[str, str]:
+    """(scale, unit) of a judged reading, as the registry declares them; guessed from the effect's words only for
+    verdicts written before readings declared theirs."""
+    declared = str(reading.get("scale", ""))
+    if declared in READING_SCALES:
+        return declared, str(reading.get("unit", "") or ("pp" if declared == "difference" else ""))
+    e = str(reading.get("effect", "")).lower()
     if "percentage point" in e or e.endswith(" pp"):
-        return "pp"
-    if "%" in e or "share" in e or "recovers" in e:
-        return "%"
-    return "x"
-
-
-def unit_of(reading: Mapping[str, Any]) -> str:
-    """How a judged reading's numbers read: from the scale the engine recorded (a share is a fraction, shown in
-    %), else guessed from the effect's words (verdicts written before scales were recorded)."""
-    recorded = {"ratio": "x", "loss": "%", "difference": "pp", "share": "share"}.get(str(reading.get("scale", "")))
-    return recorded or scale(str(reading.get("effect", "")))
-
-
-def number(x: float, unit: str) -> str:
-    if not math.isfinite(x):
-        return "∞" if x > 0 else "-∞"
-    if unit == "share":
-        return f"{x * 100:.1f} %"
-    if unit == "x":
-        return f"{x:.3g}×" if abs(x) < 100 else f"{x:,.0f}×"
-    sign = "+" if unit == "pp" and x > 0 else ""
-    return f"{sign}{x:.1f} {unit}" if unit == "pp" else f"{x:.1f} %"
-
-
-def interval(lo: float, hi: float, unit: str) -> str:
-    if unit == "x":
-        return f"{lo:.3g}–{hi:.3g}×"
-    return f"{number(lo, unit)} to {number(hi, unit)}"
+        return "difference", "pp"
+    if "share" in e or "recovers" in e:
+        return "share", "%"
+    return ("loss", "%") if "%" in e else ("ratio", "×")
 
 
 def measured(judged: Sequence[Mapping[str, Any]]) -> str:
@@ -99,20 +81,22 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     three cells are summed up by their two ends, each named."""
     out = []
     for r in judged:
-        unit = unit_of(r)
+        scale, unit = reading_scale(r)
         each = [tuple(i) for i in r.get("intervals") or [] if len(i) == 2]
         if not each:
             continue
         names = [str(n) for n in r.get("cells") or []]
         names = names if len(names) == len(each) else [""] * len(each)
         if len(each) <= 3:
-            text = ", ".join(f"{n} {interval(lo, hi, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True))
+            text = ", ".join(
+                f"{n} {shown_interval(lo, hi, scale, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True)
+            )
         else:
             low = min(range(len(each)), key=lambda i: each[i][0])
             high = max(range(len(each)), key=lambda i: each[i][1])
             text = (
-                f"{len(each)} cells, from {number(each[low][0], unit)}{_of(names[low])} to "
-                f"{number(each[high][1], unit)}{_of(names[high])}"
+                f"{len(each)} cells, from {shown(each[low][0], scale, unit)}{_of(names[low])} to "
+                f"{shown(each[high][1], scale, unit)}{_of(names[high])}"
             )
         out.append(f"{r.get('effect')}: {text}")
     return "; ".join(out)
@@ -193,11 +177,11 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         return None
     fig, axes = plt.subplots(len(strips), 1, figsize=(9, 0.62 * len(strips) + 0.5), squeeze=False)
     for ax, (claim, verdict, r) in zip(axes[:, 0], strips, strict=True):
-        unit = unit_of(r)
+        scale, unit = reading_scale(r)
         cuts = [float(c) for c in r.get("cuts", [])]
         each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
         values = cuts + [x for i in each for x in i]
-        log = unit == "x" and all(x > 0 for x in values)
+        log = scale == "ratio" and all(x > 0 for x in values)
         lo_x, hi_x = min(values), max(values)
         if log:
             pad = (hi_x / lo_x) ** 0.15 if hi_x > lo_x else 1.5
@@ -234,7 +218,7 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         ticks.sort()
         ax.minorticks_off()
         ax.set_xticks(ticks)
-        ax.set_xticklabels([f"{t:.3g}×" if unit == "x" else number(t, unit) for t in ticks], fontsize=7)
+        ax.set_xticklabels([shown(t, scale, unit, exact=t in cuts) for t in ticks], fontsize=7)
         for label, t in zip(ax.get_xticklabels(), ticks, strict=True):
             label.set_fontweight("bold" if t in cuts else "normal")  # the reading's lines in bold
     fig.tight_layout()
