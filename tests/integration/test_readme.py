@@ -202,6 +202,7 @@ def _check_first_screens(roots: list[Path]) -> None:
         recorded = json.loads((run_json.parent / "results" / "verdicts.json").read_text())["verdicts"]
         assert seen["verdicts"] == len(recorded), where  # every verdict the run decided is on its page
         assert seen["verdicts_visible"] == seen["verdicts"], where
+        assert seen["misread"] == [], where  # each number a line shows, read back, is the one recorded
         assert seen["summary_overflow"] <= 1, where
         assert seen["flamegraphs_root_visible"] == seen["flamegraphs"], where
         assert seen["external_requests"] == [], where

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
@@ -456,11 +457,15 @@ def _first_screen(run_dir: Path) -> dict[str, Any]:
     """What a reviewer's first 1280x800 shows, measured in Chromium, its screenshot kept with the results.
     A view, never a failure of the run: a browser that cannot start is said and nothing else."""
     from secoverhead.reporting import browser  # deferred: Playwright
+    from secoverhead.reporting.summary import misread
 
     shot, error = run_dir / "results" / "screens" / "first-screen.png", ""
+    recorded = (read_verdicts(run_dir) or {}).get("verdicts") or []
     for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
         try:
-            return dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
+            seen = dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
+            # every number a verdict's line shows, read back from the page, is the one verdicts.json recorded
+            return seen | {"misread": misread(seen.pop("claim_lines"), [v for v in recorded if isinstance(v, dict)])}
         except Exception as exc:
             # Playwright's message is its first line; the lines after it are its call log
             first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")

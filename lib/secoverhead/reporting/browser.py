@@ -44,6 +44,7 @@ class FirstScreen:
     print_cut_tables: int = 0  # tables wider than an A4 page's printable width under the print stylesheet
     headlines: int = 0  # the cost calculator's sentences (it has no verdicts)
     headlines_visible: int = 0
+    claim_lines: list[str] = field(default_factory=list)  # each verdict's line as the browser renders its text
 
 
 @contextlib.contextmanager
@@ -95,7 +96,9 @@ _PROBE = """() => {
           summary_overflow: summary ? Math.max(0, summary.scrollWidth - summary.clientWidth,
                                                summary.getBoundingClientRect().right - innerWidth) : 0,
           flamegraphs: graphs.length, flamegraphs_root_visible: roots,
-          headlines: sentences.length, headlines_visible: sentences.filter(inView).length};
+          headlines: sentences.length, headlines_visible: sentences.filter(inView).length,
+          claim_lines: [...document.querySelectorAll('.claims .claim')]
+            .map(el => el.innerText.split(String.fromCharCode(10))[0])};
 }"""
 
 

@@ -52,12 +52,12 @@ STATUS_BANNERS = {
 
 def finish_page(body: str, status: str = "ok", why: str | None = None) -> str:
     """The page as a reader meets it: a banner when the run did not finish ok, and a table of contents (the
-    report's sections, h2) after its title, so a 15,000 px page can be read through."""
+    report's sections, h2) after its first section (the conclusions stay on the first screen), so a 15,000 px
+    page can be read through."""
     soup = BeautifulSoup(body, "html.parser")
     main = soup.find("main") or soup.body
     if main is None:
         return body
-    title = main.find("h1")
     sections = [h for h in main.find_all("h2") if h.get("id")]
     if len(sections) >= 3:
         nav = soup.new_tag("nav", attrs={"class": "toc", "aria-label": "contents"})
@@ -70,7 +70,8 @@ def finish_page(body: str, status: str = "ok", why: str | None = None) -> str:
             li.append(a)
             items.append(li)
         nav.append(items)
-        (title.find_parent("div", class_="jp-Cell") or title).insert_after(nav) if title else main.insert(0, nav)
+        second = sections[1].find_parent("div", class_="jp-Cell") or sections[1]
+        second.insert_before(nav)
     if status != "ok":
         banner = soup.new_tag("div", attrs={"class": f"run-status {status}", "role": "alert"})
         banner.append(soup.new_tag("b"))

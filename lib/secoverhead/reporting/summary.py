@@ -102,6 +102,34 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(out)
 
 
+def numbers_shown(verdict: Mapping[str, Any]) -> list[str]:
+    """The numbers a verdict's line must show, from verdicts.json: its first reading's recorded interval ends (of
+    more than three cells, the lowest and highest), each as core.units.shown writes it."""
+    judged = verdict.get("judged") or []
+    if not judged or any(c.get("holds") is False for c in verdict.get("preconditions") or []):
+        return []  # no interval, or a failed precondition's line says what it needs instead
+    scale, unit = reading_scale(judged[0])
+    each = [tuple(i) for i in judged[0].get("intervals") or [] if len(i) == 2]
+    ends = [x for i in each for x in i] if len(each) <= 3 else [min(i[0] for i in each), max(i[1] for i in each)]
+    return [shown(x, scale, unit) for x in ends]
+
+
+def misread(lines: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Verdicts whose line, read back from the page, lacks a number verdicts.json recorded (each line is the
+    one of the verdict's claim words)."""
+    out = []
+    for v in verdicts:
+        claim = str(v.get("claim", ""))
+        line = next((ln for ln in lines if claim and claim in ln), None)
+        if line is None:
+            out.append(f"{v.get('id')}: no line on the page")
+            continue
+        missing = [n for n in numbers_shown(v) if n not in line]
+        if missing:
+            out.append(f"{v.get('id')}: shows {line[-120:]!r}, recorded {', '.join(missing)}")
+    return out
+
+
 def _of(name: str) -> str:
     return f" ({name})" if name else ""
 
