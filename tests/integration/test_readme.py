@@ -180,6 +180,17 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
     _check_first_screens([d / "reports" for d in dirs.values()])
 
 
+def figure_overlaps(notebook: Path) -> list[str]:
+    """Labels that overlapped in any figure of an executed report (recorded by plots.show as it drew them)."""
+    nb = json.loads(notebook.read_text())
+    return [
+        clash
+        for cell in nb["cells"]
+        for out in cell.get("outputs", [])
+        for clash in (out.get("metadata", {}).get("image/png", {}) or {}).get("overlaps", [])
+    ]
+
+
 def _check_first_screens(roots: list[Path]) -> None:
     """Every finished report, as Chromium showed it to a reviewer at 1280x800: every verdict on the first
     screen, no sideways scrolling in the summary, every embedded flame graph with its root frame drawn,
@@ -199,6 +210,7 @@ def _check_first_screens(roots: list[Path]) -> None:
             assert seen["print_cut_tables"] == 0, where
             costs += 1
             continue
+        assert figure_overlaps(run_json.parent / "report.ipynb") == [], where  # every label readable
         recorded = json.loads((run_json.parent / "results" / "verdicts.json").read_text())["verdicts"]
         assert seen["verdicts"] == len(recorded), where  # every verdict the run decided is on its page
         assert seen["verdicts_visible"] == seen["verdicts"], where

@@ -7,6 +7,7 @@ import base64
 import io
 from collections.abc import Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -15,16 +16,52 @@ from IPython.display import Markdown, display
 
 
 def show(fig, caption: str = "", *, alt: str = "") -> None:
-    """Display a figure (as PNG, with alt text the HTML keeps) and its caption, then free it."""
+    """Display a figure (as PNG, with alt text the HTML keeps) and its caption, then free it. The labels that
+    overlap as drawn are recorded in the output's metadata (`overlaps`), which the report checks read."""
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    clashes = overlaps(fig)
     plt.close(fig)
     text = alt or _title(fig) or caption.split(".")[0] or "figure"
     png = base64.b64encode(buf.getvalue()).decode()
-    display({"image/png": png, "text/plain": f"[figure: {text}]"}, raw=True, metadata={"image/png": {"alt": text}})
+    meta = {"alt": text, "overlaps": clashes}
+    display({"image/png": png, "text/plain": f"[figure: {text}]"}, raw=True, metadata={"image/png": meta})
     if caption:
         display(Markdown(f"*{caption}*"))
+
+
+def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
+    """Pairs of visible, non-empty texts of a drawn figure (titles, axis and tick labels, legends, annotations)
+    whose boxes overlap by more than `tolerance_px` each way: labels a reader cannot read."""
+    renderer = fig.canvas.get_renderer()
+    texts = [
+        t
+        for t in fig.findobj(matplotlib.text.Text)
+        if t.get_visible() and t.get_text().strip() and t.get_figure() is fig and _drawn(t)
+    ]
+    boxes = [(t.get_text().strip(), t.get_window_extent(renderer)) for t in texts]
+    out = []
+    for i, (a, ba) in enumerate(boxes):
+        for b, bb in boxes[i + 1 :]:
+            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if w > tolerance_px and h > tolerance_px:
+                out.append(f"{a[:40]!r} / {b[:40]!r}")
+    return out
+
+
+def _drawn(t) -> bool:
+    """A text matplotlib would draw: a tick label of a tick inside its axis' view, any other text."""
+    ax = t.axes
+    if ax is None or not isinstance(t, matplotlib.text.Text):
+        return True
+    for axis in (ax.xaxis, ax.yaxis):
+        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+            if t in (tick.label1, tick.label2):
+                lo, hi = sorted(axis.get_view_interval())
+                return tick.get_loc() is not None and lo - 1e-12 <= tick.get_loc() <= hi + 1e-12 and t.get_visible()
+    return True
 
 
 def _title(fig) -> str:

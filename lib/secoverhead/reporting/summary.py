@@ -203,7 +203,15 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
     ]
     if not strips:
         return None
-    fig, axes = plt.subplots(len(strips), 1, figsize=(9, 0.62 * len(strips) + 0.5), squeeze=False)
+    # each strip tall enough for its intervals and their names in the margin (6 pt apart at least)
+    heights = [0.2 + 0.13 * len(r["intervals"]) for _, _, r in strips]
+    fig, axes = plt.subplots(
+        len(strips),
+        1,
+        figsize=(9, sum(heights) + 0.45 * len(strips) + 0.3),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+    )
     for ax, (claim, verdict, r) in zip(axes[:, 0], strips, strict=True):
         scale, unit = reading_scale(r)
         cuts = [float(c) for c in r.get("cuts", [])]
@@ -225,15 +233,14 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
             label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
             ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
         names = [str(n) for n in r.get("cells") or []] if len(r.get("cells") or []) == len(each) <= 3 else []
-        for k, (lo, hi) in enumerate(each):
-            y = (k + 1) / (len(each) + 1)
+        ys = [(k + 1) / (len(each) + 1) for k in range(len(each))]
+        for y, (lo, hi) in zip(ys, each, strict=True):
             ax.plot([lo, hi], [y, y], color=COLOURS.get(verdict, "#333"), lw=3, solid_capstyle="butt")
-            if names:  # which interval is which, where few enough to read
-                mid = math.sqrt(lo * hi) if log else (lo + hi) / 2
-                ax.text(mid, y + 0.06, names[k], ha="center", va="bottom", fontsize=6, color="#333")
         ax.set_xlim(left, right)
         ax.set_ylim(0, 1)
-        ax.set_yticks([])
+        # which interval is which, where few enough to read: named in the margin, where names cannot collide
+        ax.set_yticks(ys if names else [], names, fontsize=6)
+        ax.tick_params(axis="y", length=0)
         ax.set_title(f"{claim[:95]} — {r.get('effect')}", fontsize=8, loc="left")
 
         def frac(x: float, lg: bool = log, a: float = left, b: float = right) -> float:
