@@ -3,6 +3,7 @@ directory with notebook, HTML, results and run.json; secrets never reach any of 
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -242,3 +244,24 @@ def test_html_is_conclusions_first_and_renders_offline(good_run, tmp_path):
     ).stdout
     assert dom.count("<table") >= 4
     assert dom.count('src="data:image/png;base64,') >= 2
+
+
+def test_a_finished_report_run_again_reads_what_it_recorded_and_writes_nothing(good_run):
+    """As JupyterLab runs it: the kernel in the report's folder, the injected paths relative to it; the run is
+    not measured again, nothing in the report changes, and the verdicts come from the recorded runs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    d = good_run.run_dir
+    nb = nbformat.read(d / "report.ipynb", as_version=4)
+    (injected,) = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert 'output_dir = "results"' in injected.source and 'params_from = "run.json"' in injected.source
+    before = {p: p.stat().st_mtime_ns for p in d.rglob("*") if p.is_file()}
+    started = time.monotonic()
+    NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(d)}}, timeout=300).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == [] and time.monotonic() - started < 120
+    assert {p: p.stat().st_mtime_ns for p in d.rglob("*") if p.is_file()} == before
+    text = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    recorded = json.loads((d / "results" / "verdicts.json").read_text())["verdicts"]
+    assert recorded and all(v["claim"] in html.unescape(text) for v in recorded)

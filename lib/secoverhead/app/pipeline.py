@@ -228,9 +228,9 @@ def notebook_parameters(study: StudySpec, values: dict[str, Any], results_dir: P
     go, and the run.json that records the whole checked set (the notebook reads the rest from there). Injecting
     only declared names keeps papermill from warning of unknown parameters."""
     declared = _declared(str(study.notebook_path))
-    return {k: v for k, v in values.items() if k in declared} | {
-        "output_dir": str(results_dir),
-        "params_from": str(record),
+    return {k: v for k, v in values.items() if k in declared} | {  # relative to the report, where the kernel runs
+        "output_dir": os.path.relpath(results_dir, record.parent),
+        "params_from": record.name,
     }
 
 

@@ -47,6 +47,7 @@ class StudyResult:
     params: Any  # the study's Params (a StudyParams)
     parts: dict[str, Part]
     primary_metrics: tuple[str, ...] = ()  # the metrics its A/A and design tables show
+    recorded: bool = False  # read back from a finished report (nothing measured; nothing written into it)
 
     def __iter__(self) -> Iterator[Part]:
         return iter(self.parts.values())

@@ -28,7 +28,8 @@ def figures(items: Sequence[tuple[Any, str]]) -> None:
 def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
     """The summary first: per claim one sentence with its verdict chip (how it is read in a collapsible
     detail), one picture of every claim against its thresholds; written to verdicts.json for the index."""
-    write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
+    if not result.recorded:  # a finished report read back is never written into
+        write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
     dicts = [v.as_dict() for v in verdicts]
     counts = summary.tally(dicts)
     if counts:

@@ -267,8 +267,11 @@ def figure(calc: Calculation):
 
 
 def save(calc: Calculation, results_dir: str | Path) -> Path:
-    """The calculation's figures as JSON beside the report (the index reads the headline from it)."""
+    """The calculation's figures as JSON beside the report (the index reads the headline from it); a finished
+    report's notebook run again writes nothing into it."""
     path = Path(results_dir) / "cost.json"
+    if calc.params.replays():
+        return path
 
     def iv(i: Interval | None) -> Mapping[str, Any] | None:
         return None if i is None else {"point": i.point, "lo": i.lo, "hi": i.hi}

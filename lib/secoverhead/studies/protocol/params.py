@@ -51,6 +51,11 @@ class NotebookParams:
     params_from: str = param(
         "", "run.json whose checked parameters this run uses; the pipeline sets it (empty: defaults)", internal=True
     )
+    remeasure: bool = param(
+        False,
+        "a finished report's notebook run again (JupyterLab) reads the results its run recorded; true measures "
+        "again, into results/interactive/ (the report is never written into)",
+    )
 
     STUDY: ClassVar[str] = ""  # the registry id (each Params sets it)
     PLANS: ClassVar[tuple] = ()
@@ -69,8 +74,26 @@ class NotebookParams:
         if source:
             values = dict(json.loads(Path(source).read_text()).get("parameters") or {}) | values
         p = build(cls, values, study=study or cls.STUDY)
-        p.output_dir = output_dir
+        p.output_dir, p.params_from = output_dir, source
+        if p.remeasure and p.recorded_run():  # measure again, never into the finished report
+            p.output_dir, p.params_from = "", ""
         return p
+
+    def recorded_run(self) -> bool:
+        """Whether this notebook belongs to a report whose run has ended (ok, failed or interrupted): run again,
+        it reads what that run recorded rather than measuring into it. The pipeline's own run (and --resume)
+        says `running` in run.json while it executes the notebook."""
+        if not self.params_from:
+            return False
+        try:
+            meta = json.loads(Path(self.params_from).read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and meta.get("status") not in (None, "running")
+
+    def replays(self) -> bool:
+        """Read the recorded results instead of measuring (a finished report re-run, unless remeasure)."""
+        return not self.remeasure and self.recorded_run()
 
     def external_servers(self) -> list[Server]:
         """Servers the user named (unstarted): preflight enters each to check reachability and credentials."""

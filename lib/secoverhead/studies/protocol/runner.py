@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from secoverhead.core.errors import ConfigError
 from secoverhead.host import calibration
 from secoverhead.host.profiling import PERIOD_NS, profiler_for
 from secoverhead.measurement.experiment import Experiment
@@ -127,6 +128,8 @@ def run_parts(
     """The protocol's run: one machine-speed calibration, the time budget shared by the parts, and per part its
     servers (stopped when the part ends), its interleaved experiment, and its Part."""
 
+    if p.replays():  # a finished report's notebook run again: what its run recorded, nothing measured
+        return replay(p, study, names)
     cal = calibration.shared()
     budget = p.budget()
     weights = [p.PART_WEIGHTS.get(name, 1.0) for name in names]
@@ -160,11 +163,29 @@ def run_parts(
                 outlier=pp.outlier,
             )
             extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
-            store.update_metadata(
-                notes=pp.notes, **{k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
-            )
+            kept = {k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
+            store.update_metadata(notes=pp.notes, extra_keys=sorted(kept), **kept)
             parts[name] = Part(name, store, pp.arms, pp.facts, pp.notes, extras)
     return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS))
+
+
+def replay(p: StudyParams, study: str, names: Sequence[str]) -> StudyResult:
+    """The parts a finished run recorded, read back without starting anything (read-only): each experiment's
+    runs, arms, servers' settings, notes and the extras its metadata kept. A part the run never reached is
+    left out."""
+    parts: dict[str, Part] = {}
+    for name in names:
+        exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+        if not (p.results_dir() / exp_id / "metadata.json").is_file():
+            continue
+        store = ResultStore(p.results_dir(), exp_id, readonly=True)
+        meta = store.metadata()
+        extras = {"calibration": meta.get("calibration") or {}} | {k: meta[k] for k in meta.get("extra_keys", [])}
+        arms = [str(a) for a in (meta.get("plan") or {}).get("arms") or []]
+        parts[name] = Part(name, store, arms, meta.get("servers") or {}, list(meta.get("notes") or []), extras)
+    if not parts:
+        raise ConfigError(f"{p.results_dir()} holds no recorded experiment of {study} (remeasure=True measures)")
+    return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS), recorded=True)
 
 
 def _plain(value: Any) -> bool:
