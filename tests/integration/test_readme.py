@@ -223,6 +223,12 @@ def _check_first_screens(roots: list[Path]) -> None:
         checked += 1
         with_verdicts += bool(recorded)
     assert checked >= 5 and with_verdicts >= 3 and costs >= 1
+    # one report opened in JupyterLab, as a DBA would: signed by the pipeline, its flame graphs drawn there too
+    profiled = [p.parent for root in roots for p in root.glob("*/*/run.json")
+                if (json.loads(p.read_text()).get("first_screen") or {}).get("flamegraphs")]  # fmt: skip
+    assert profiled
+    lab = browser.in_jupyterlab(profiled[0] / "report.ipynb", profiled[0] / "results" / "screens" / "jupyterlab.png")
+    assert lab.flamegraphs >= 1 and lab.first_visible and lab.errors == [], lab
     index = browser.first_screen(roots[0] / "index.html")
     assert index.verdicts >= 1 and index.verdicts_visible >= 1 and index.external_requests == []
     assert index.summary_overflow <= 1

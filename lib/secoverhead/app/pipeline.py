@@ -419,12 +419,15 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
             add(f"HTML rendering failed: {_one_line(exc)[:200]}")
     if (run_dir / "report.html").exists() and os.environ.get(SCREENS_ENV, "on") != "off":
         record["first_screen"] = _first_screen(run_dir)
+    found = None
     try:
         found = leaks.scan(run_dir, secret_values)
         if found:
             add(leaks.describe(found))
     except OSError as exc:
         add(f"secret scan failed: {exc.strerror}")
+    if found == [] and (run_dir / "report.ipynb").exists():  # only a report the scan found clean
+        _trust(run_dir / "report.ipynb")
     try:
         outputs = sorted(
             str(p.relative_to(run_dir))
@@ -451,6 +454,16 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     except OSError as exc:
         print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error
+
+
+def _trust(notebook: Path) -> None:
+    """Signed after the secret scan (which may rewrite it); a view, never a failure of the run."""
+    from secoverhead.reporting.render import trust
+
+    try:
+        trust(notebook)
+    except Exception as exc:  # a read-only home, a locked signature database: JupyterLab shows alt text then
+        logging.getLogger("secoverhead").warning("report not signed for JupyterLab: %s", _one_line(exc)[:200])
 
 
 def _first_screen(run_dir: Path) -> dict[str, Any]:

@@ -48,8 +48,8 @@ class FirstScreen:
 
 
 @contextlib.contextmanager
-def page() -> Iterator[Any]:
-    """A headless page that may load file: and data: URLs only."""
+def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
+    """A headless page that may load file: and data: URLs only (and the loopback addresses in `allow`)."""
     from playwright.sync_api import sync_playwright  # deferred: only the pdf command and the browser test
 
     exe = executable()
@@ -64,7 +64,7 @@ def page() -> Iterator[Any]:
 
             def route(r):
                 url = r.request.url
-                if url.startswith(("file:", "data:", "about:", "blob:")):
+                if url.startswith(("file:", "data:", "about:", "blob:", *allow)):
                     return r.continue_()
                 pg.blocked.append(url)
                 return r.abort()
@@ -127,8 +127,79 @@ def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
 def pdf(html: Path, out: Path) -> Path:
     """The report printed as a reviewer would print it (A4, its print stylesheet, backgrounds kept)."""
     with page() as pg:
+        # laid out at the printed width first: an embedded graph's own document keeps the size it was first
+        # drawn at, and a 1,200 px graph printed on A4 was cut at its right
+        pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
         pg.goto(Path(html).resolve().as_uri(), wait_until="load")
         pg.wait_for_timeout(300)
         pg.emulate_media(media="print")
         pg.pdf(path=str(out), format="A4", print_background=True, prefer_css_page_size=True)
     return out
+
+
+@dataclass
+class LabView:
+    """What JupyterLab shows of a report opened in it."""
+
+    flamegraphs: int  # embedded graphs JupyterLab rendered (an untrusted notebook shows their alt text instead)
+    first_visible: bool  # the first graph, scrolled to, lies in the screen
+    errors: list[str] = field(default_factory=list)  # error outputs shown
+
+
+def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: float = 90.0) -> LabView:
+    """Open an executed report in a JupyterLab started here on loopback (its token from the environment, never
+    on a command line), scroll to its first flame graph and say what shows; a screenshot of it where asked."""
+    import os
+    import secrets
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from secoverhead.host.process import free_port
+
+    notebook = Path(notebook).resolve()
+    port, token = free_port(), secrets.token_hex(16)
+    env = os.environ | {"JUPYTER_TOKEN": token}
+    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--ServerApp.root_dir={notebook.parent}", "--ServerApp.open_browser=False"]  # fmt: skip
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
+    lab = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        with page(allow=(base,)) as pg:
+            pg.goto(f"{base}/lab/tree/{notebook.name}?token={token}", wait_until="domcontentloaded")
+            pg.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
+            pg.wait_for_timeout(2000)  # outputs render after the cells
+            # rendered: the graph's own document kept (an untrusted notebook's sanitiser strips it to alt text)
+            graphs = pg.locator(".jp-OutputArea object.flamegraph[data^='data:image/svg+xml']")
+            n = graphs.count()
+            visible = False
+            news = pg.get_by_role("button", name="No")  # JupyterLab's question about its news, in the way
+            if news.count():
+                news.first.click()
+            if n:  # JupyterLab scrolls its own panel: the graph centred there, then its box read back
+                graphs.first.evaluate("el => el.scrollIntoView({block: 'center'})")
+                pg.wait_for_timeout(1500)
+                box = graphs.first.bounding_box()
+                visible = bool(box and box["height"] > 50 and box["y"] >= 0 and box["y"] + 50 <= SCREEN["height"])
+            errors = pg.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
+            if screenshot is not None:
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                pg.screenshot(path=str(screenshot))
+            return LabView(n, visible, [f"{errors} error output(s)"] if errors else [])
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(15)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+            lab.wait()

@@ -183,6 +183,8 @@ def embed_svg(svg: str, alt: str) -> str:
     width, height = (int(m.group(1)), int(m.group(2))) if m else (1200, 420)
     root = _ROOT.search(svg)
     root_bottom = float(root.group(1)) + float(root.group(2)) if root else height  # where the root frame ends
+    if m and "viewBox=" in svg[: m.end() + 200]:  # drawn to the box it is given (a printed A4 page: 703 px)
+        svg = svg[: m.start()] + _SIZE.sub(_fluid, svg[: m.end()][m.start() :], count=1) + svg[m.end() :]
     data = base64.b64encode(svg.encode()).decode()
     style = f"display:block;width:100%;max-width:{width}px;aspect-ratio:{width}/{height};height:auto"
     return (
@@ -190,6 +192,12 @@ def embed_svg(svg: str, alt: str) -> str:
         f'data-svg-width="{width}" data-root-bottom="{root_bottom:g}" style="{style}" aria-label="{alt}">'
         f"<p>{alt}</p></object>"
     )
+
+
+def _fluid(m: re.Match) -> str:
+    """The root <svg>'s fixed size made the box's: its viewBox keeps the proportions, its frames scale."""
+    tag = m.group(0).replace(f'width="{m.group(1)}"', 'width="100%"')
+    return tag.replace(f'height="{m.group(2)}"', 'height="100%"')
 
 
 def _unresolved_note(profs: Mapping[str, profiling.Profile]) -> str:
@@ -276,7 +284,7 @@ def _graphs(part: Any, profs: Mapping[str, profiling.Profile], baseline: str, as
             linked.append(f"[{arm}]({_rel(path)})")
             continue
         budget[0] -= size
-        say(f"**{arm}** {what} (root on top; click a frame to zoom).")
+        say(f"**{arm}** {what} (root on top; click a frame to zoom; [open it alone as SVG]({_rel(path)})).")
         display(HTML(embed_svg(svg, f"Icicle graph of {arm}'s server CPU ({what})")))
     if linked:
         say("More graphs, kept beside the results to keep this page light: " + " · ".join(linked))
