@@ -3,7 +3,7 @@ is recorded as one line naming what failed (Playwright's message, not its call l
 
 from __future__ import annotations
 
-from secoverhead.app import pipeline
+from secoverhead.app import review
 from secoverhead.reporting import browser
 
 
@@ -29,7 +29,7 @@ def test_a_browser_that_fails_once_is_asked_again(monkeypatch, tmp_path):
         return _facts()
 
     monkeypatch.setattr(browser, "first_screen", flaky)
-    assert pipeline._first_screen(tmp_path)["verdicts"] == 1 and len(calls) == 2
+    assert review.first_screen(tmp_path)["verdicts"] == 1 and len(calls) == 2
 
 
 def test_a_failure_that_stays_is_one_line_with_its_message_not_the_call_log(monkeypatch, tmp_path):
@@ -37,4 +37,4 @@ def test_a_failure_that_stays_is_one_line_with_its_message_not_the_call_log(monk
         raise TimeoutError("Page.goto: Timeout 30000ms exceeded.\nCall log:\n  - navigating to file:///x")
 
     monkeypatch.setattr(browser, "first_screen", broken)
-    assert pipeline._first_screen(tmp_path) == {"error": "TimeoutError: Page.goto: Timeout 30000ms exceeded."}
+    assert review.first_screen(tmp_path) == {"error": "TimeoutError: Page.goto: Timeout 30000ms exceeded."}

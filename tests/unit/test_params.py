@@ -46,9 +46,10 @@ def test_the_notebook_cell_shows_declared_parameters_at_their_defaults(study_id)
     assert not yaml.safe_load((study.params_dir / "smoke.yaml").read_text()), "smoke values live in Params only"
 
 
-def test_the_pipeline_injects_only_names_the_cell_declares(tmp_path):
+def test_the_pipeline_injects_only_names_the_cell_declares(tmp_path, monkeypatch):
     """Every other value reaches the notebook through run.json (params_from): papermill never warns of an unknown
-    parameter, and the notebook builds the same Params the pipeline checked."""
+    parameter, and the notebook builds the same Params the pipeline checked. Paths are the report's own (the
+    kernel runs in the report's folder), so the report can move."""
     from secoverhead.app.pipeline import notebook_parameters
 
     study = STUDIES["tde"]
@@ -57,11 +58,13 @@ def test_the_pipeline_injects_only_names_the_cell_declares(tmp_path):
     record.write_text(json.dumps({"parameters": values}))
     injected = notebook_parameters(study, values, tmp_path / "results", record)
     assert set(injected) == {"workloads", "output_dir", "params_from"}
+    assert (injected["output_dir"], injected["params_from"]) == ("results", "run.json")
+    monkeypatch.chdir(tmp_path)
     cell = notebook_cell(study)
     namespace = cell | injected
     p = study.Params.from_namespace(namespace, study="tde")
     assert (p.workloads, p.tables, p.commit_flush, p.plan_check) == (["oltp_read_only"], 3, 2, "warn")
-    assert p.output_dir == str(tmp_path / "results")
+    assert p.output_dir == "results" and not p.replays()  # a run.json with no status: the pipeline's, running
 
 
 @pytest.mark.parametrize("study_id", list(STUDIES))

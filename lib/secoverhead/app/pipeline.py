@@ -12,7 +12,6 @@ rendered rendered. `--resume` continues an interrupted run in place: completed r
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
 import logging
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from secoverhead.analysis.verdicts import read_verdicts
+from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
@@ -418,7 +417,7 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
         except Exception as exc:
             add(f"HTML rendering failed: {_one_line(exc)[:200]}")
     if (run_dir / "report.html").exists() and os.environ.get(SCREENS_ENV, "on") != "off":
-        record["first_screen"] = _first_screen(run_dir)
+        record["first_screen"] = review.first_screen(run_dir)
     found = None
     try:
         found = leaks.scan(run_dir, secret_values)
@@ -427,7 +426,7 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     except OSError as exc:
         add(f"secret scan failed: {exc.strerror}")
     if found == [] and (run_dir / "report.ipynb").exists():  # only a report the scan found clean
-        _trust(run_dir / "report.ipynb")
+        review.sign(run_dir / "report.ipynb")
     try:
         outputs = sorted(
             str(p.relative_to(run_dir))
@@ -454,36 +453,6 @@ def _finalise(run_dir, study, record, status, error, secret_values, t0, render_h
     except OSError as exc:
         print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
     return status, error
-
-
-def _trust(notebook: Path) -> None:
-    """Signed after the secret scan (which may rewrite it); a view, never a failure of the run."""
-    from secoverhead.reporting.render import trust
-
-    try:
-        trust(notebook)
-    except Exception as exc:  # a read-only home, a locked signature database: JupyterLab shows alt text then
-        logging.getLogger("secoverhead").warning("report not signed for JupyterLab: %s", _one_line(exc)[:200])
-
-
-def _first_screen(run_dir: Path) -> dict[str, Any]:
-    """What a reviewer's first 1280x800 shows, measured in Chromium, its screenshot kept with the results.
-    A view, never a failure of the run: a browser that cannot start is said and nothing else."""
-    from secoverhead.reporting import browser  # deferred: Playwright
-    from secoverhead.reporting.summary import misread
-
-    shot, error = run_dir / "results" / "screens" / "first-screen.png", ""
-    recorded = (read_verdicts(run_dir) or {}).get("verdicts") or []
-    for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
-        try:
-            seen = dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
-            # every number a verdict's line shows, read back from the page, is the one verdicts.json recorded
-            return seen | {"misread": misread(seen.pop("claim_lines"), [v for v in recorded if isinstance(v, dict)])}
-        except Exception as exc:
-            # Playwright's message is its first line; the lines after it are its call log
-            first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-            error = f"{type(exc).__name__}: {first}"[:200]
-    return {"error": error}
 
 
 def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:

@@ -24,6 +24,16 @@ class Part:
     notes: list[str] = dataclasses.field(default_factory=list)
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    @property
+    def label(self) -> str:
+        """The part as pictures and headings name it: with the engine that stood in for the one it is named
+        after ("MongoDB (FerretDB)", "MySQL (MariaDB)"), as it ran."""
+        engines = dict.fromkeys(
+            str(f.get("engine")) for f in self.servers.values() if isinstance(f, dict) and f.get("engine")
+        )
+        other = [e for e in engines if e.lower() not in self.name.lower()]
+        return f"{self.name} ({', '.join(other)})" if other else self.name
+
     def runs(self, include_profiling: bool = False) -> pd.DataFrame:
         return self.store.runs(include_profiling=include_profiling)
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -34,13 +35,19 @@ def show(fig, caption: str = "", *, alt: str = "") -> None:
 def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
     """Pairs of visible, non-empty texts of a drawn figure (titles, axis and tick labels, legends, annotations)
     whose boxes overlap by more than `tolerance_px` each way: labels a reader cannot read."""
+    fig.canvas.draw()  # at the figure's own dpi: every extent from one drawing
     renderer = fig.canvas.get_renderer()
-    texts = [
-        t
-        for t in fig.findobj(matplotlib.text.Text)
-        if t.get_visible() and t.get_text().strip() and t.get_figure() is fig and _drawn(t)
-    ]
-    boxes = [(t.get_text().strip(), t.get_window_extent(renderer)) for t in texts]
+    ticks, shown = set(), []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks |= {id(tick.label1), id(tick.label2)}
+            lo, hi = sorted(axis.get_view_interval())
+            at = 0 if axis is ax.xaxis else 1  # a tick label's position along its axis is its tick's
+            shown += [t for t in axis.get_ticklabels(which="both") if lo <= t.get_position()[at] <= hi]
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if id(t) not in ticks] + shown
+    boxes = [(t.get_text().strip(), t.get_window_extent(renderer)) for t in texts
+             if t.get_visible() and t.get_text().strip()]  # fmt: skip
     out = []
     for i, (a, ba) in enumerate(boxes):
         for b, bb in boxes[i + 1 :]:
@@ -51,22 +58,22 @@ def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
     return out
 
 
-def _drawn(t) -> bool:
-    """A text matplotlib would draw: a tick label of a tick inside its axis' view, any other text."""
-    ax = t.axes
-    if ax is None or not isinstance(t, matplotlib.text.Text):
-        return True
-    for axis in (ax.xaxis, ax.yaxis):
-        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-            if t in (tick.label1, tick.label2):
-                lo, hi = sorted(axis.get_view_interval())
-                return tick.get_loc() is not None and lo - 1e-12 <= tick.get_loc() <= hi + 1e-12 and t.get_visible()
-    return True
-
-
 def _title(fig) -> str:
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     return (fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else "") or (titles[0] if titles else "")
+
+
+# One colour per arm (or any group a picture names) across a report: assigned the first time a name is drawn in
+# this kernel, so "TLS" is the same colour in every figure of the study.
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+_COLOURS: dict[str, str] = {}
+
+
+def colour_of(name: object) -> str:
+    key = str(name)
+    if key not in _COLOURS:
+        _COLOURS[key] = _PALETTE[len(_COLOURS) % len(_PALETTE)]
+    return _COLOURS[key]
 
 
 def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str, log: bool = False):
@@ -75,10 +82,47 @@ def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str,
     for name, g in samples.groupby(by, sort=True):
         x = np.sort(g[value].dropna().to_numpy())
         if len(x):
-            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{name} ({len(x)} samples)")
+            ax.step(
+                x,
+                np.arange(1, len(x) + 1) / len(x),
+                where="post",
+                label=f"{name} ({len(x)} samples)",
+                color=colour_of(name),
+            )
     ax.set(title=title, xlabel=xlabel, ylabel="fraction of samples <= x")
     if log:
         ax.set_xscale("log")
+        _readable_log(ax.xaxis)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _readable_log(axis) -> None:
+    """A log axis labelled at 1, 2 and 5 of each decade in plain numbers, its minor ticks unlabelled: matplotlib's
+    own labels the minor ticks too when the range is under a decade, and they collide (3x10^-1 / 4x10^-1)."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def paired_rounds(ratios: pd.DataFrame, *, title: str, ylabel: str, line: float | None = None):
+    """Each round's ratio of an arm to its baseline (columns: arms; rows: rounds), the two measured in the same
+    round: the paired picture of what a comparison reads, round by round, on a log axis around 1."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ratios = ratios.set_axis(pd.to_numeric(ratios.index, errors="coerce")).sort_index()  # round 10 after 9
+    for arm in ratios.columns:
+        y = ratios[arm].dropna()
+        ax.plot(y.index, y.to_numpy(), marker="o", lw=1, label=str(arm), color=colour_of(arm))
+    ax.axhline(1.0, color="grey", lw=1)
+    if line is not None:
+        ax.axhline(line, color="#555", lw=1, ls="--", label=f"the claim's line ({line:g}×)")
+    ax.set_yscale("log")
+    _readable_log(ax.yaxis)
+    values = [v for v in ratios.to_numpy(dtype=float).ravel() if np.isfinite(v) and v > 0] + [1.0, line or 1.0]
+    ax.set_ylim(min(values) / 1.15, max(values) * 1.15)  # room above the top tick for its label below the title
+    ax.set(title=title, xlabel="round", ylabel=ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -88,21 +132,24 @@ def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str,
 def bar_with_ci(
     table: pd.DataFrame, *, x: str, y: str, lo: str, hi: str, title: str, ylabel: str, hue: str | None = None
 ):
-    """Medians as bars with their CI as error bars."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=False))
-    width = 0.8 / len(groups)
+    """Medians as horizontal bars with their CI as error bars: one row per label, so long arm names never
+    collide (`ylabel` names the value axis, which runs across)."""
     labels = list(dict.fromkeys(table[x]))
+    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=False))
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(labels) * len(groups) + 1.4))
+    height = 0.8 / len(groups)
     for i, (name, g) in enumerate(groups):
         g = g.set_index(x).reindex(labels)
-        pos = np.arange(len(labels)) + i * width - 0.4 + width / 2
+        pos = np.arange(len(labels)) + i * height - 0.4 + height / 2
         err = np.vstack([g[y] - g[lo], g[hi] - g[y]]).clip(min=0)
-        ax.bar(pos, g[y], width, yerr=err, capsize=3, label=name)
-    ax.set_xticks(np.arange(len(labels)), labels, rotation=20, ha="right")
-    ax.set(title=title, ylabel=ylabel)
+        colours = [colour_of(v) for v in labels] if hue is None else colour_of(name)
+        ax.barh(pos, g[y], height, xerr=err, capsize=3, label=name, color=colours)
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.invert_yaxis()  # the first label on top, as a table reads
+    ax.set(title=title, xlabel=ylabel)
     if hue is not None:
         ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
 
@@ -127,9 +174,9 @@ def lines(
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, g in table.groupby(hue, sort=False):
         g = g.sort_values(x)
-        ax.plot(g[x], g[y], marker="o", label=str(name))
+        ax.plot(g[x], g[y], marker="o", label=str(name), color=colour_of(name))
         if lo and hi:
-            ax.fill_between(g[x], g[lo], g[hi], alpha=0.15)
+            ax.fill_between(g[x], g[lo], g[hi], alpha=0.15, color=colour_of(name))
     ax.set(title=title, ylabel=ylabel, xlabel=xlabel or x)
     if logx:
         ax.set_xscale("log", base=2)
@@ -143,17 +190,19 @@ def lines(
 
 
 def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Sequence[str], title: str, ylabel: str):
-    """One bar per row of table, split into parts (e.g. user and system CPU)."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    bottom = np.zeros(len(table))
+    """One horizontal bar per row of table, split into parts (e.g. user and system CPU); `ylabel` names the
+    value axis, which runs across."""
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(table) + 1.4))
+    left = np.zeros(len(table))
+    names = table[x].astype(str).tolist()
     for col, label in zip(parts, labels, strict=True):
         vals = table[col].to_numpy(dtype=float)
-        ax.bar(table[x].astype(str), vals, bottom=bottom, label=label)
-        bottom += np.nan_to_num(vals)
-    ax.set(title=title, ylabel=ylabel)
-    ax.tick_params(axis="x", labelrotation=25)
+        ax.barh(names, vals, left=left, label=label)
+        left += np.nan_to_num(vals)
+    ax.invert_yaxis()
+    ax.set(title=title, xlabel=ylabel)
     ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
 

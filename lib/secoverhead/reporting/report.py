@@ -140,7 +140,7 @@ def design(result: StudyResult) -> None:
         flagged = tables.noise_table(runs)
         if len(flagged):
             say(
-                f"**{part.name}**: {len(flagged)} run(s) flagged as "
+                f"**{part.label}**: {len(flagged)} run(s) flagged as "
                 "noisy (kept; a single run is taken again where the budget allows, a duet is not: its ratio "
                 "cancels what hit both of its runs):"
             )
@@ -149,7 +149,7 @@ def design(result: StudyResult) -> None:
         if len(strays):
             fell = strays["arm that went the bad way"].value_counts()
             say(
-                f"**{part.name}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
+                f"**{part.label}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
                 "as a two-second stall). They stay in the statistics that decide; the conclusions show beside each "
                 "verdict what it would be without them (a sensitivity check, not the verdict). The arm that went "
                 "the bad way (its TPS fell, its CPU per operation rose): "

@@ -180,7 +180,10 @@ def replay(p: StudyParams, study: str, names: Sequence[str]) -> StudyResult:
             continue
         store = ResultStore(p.results_dir(), exp_id, readonly=True)
         meta = store.metadata()
-        extras = {"calibration": meta.get("calibration") or {}} | {k: meta[k] for k in meta.get("extra_keys", [])}
+        keys = meta.get("extra_keys")  # a run recorded before extras were listed: every metadata field offered
+        extras = {"calibration": meta.get("calibration") or {}} | (
+            {k: meta[k] for k in keys if k in meta} if isinstance(keys, list) else dict(meta)
+        )
         arms = [str(a) for a in (meta.get("plan") or {}).get("arms") or []]
         parts[name] = Part(name, store, arms, meta.get("servers") or {}, list(meta.get("notes") or []), extras)
     if not parts:

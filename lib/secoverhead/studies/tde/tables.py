@@ -88,7 +88,7 @@ def figures(part: Part) -> list[tuple[Any, str]]:
                     hue="arm",
                     lo="tps_ci_low",
                     hi="tps_ci_high",
-                    title=f"{part.name}: {workload}",
+                    title=f"{part.label}: {workload}",
                     ylabel="transactions / s",
                     logx=True,
                 ),
@@ -105,7 +105,7 @@ def figures(part: Part) -> list[tuple[Any, str]]:
                     index="workload",
                     columns="threads",
                     values="loss at most %",
-                    title=f"{part.name}: the most encryption can cost (TPS loss, upper bound %)",
+                    title=f"{part.label}: the most encryption can cost (TPS loss, upper bound %)",
                     label="loss at most %",
                 ),
                 "Each cell's upper bound on the TPS loss with encryption on (the upper end of its CI); the table "

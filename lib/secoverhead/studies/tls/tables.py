@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.analysis.compare import compare_arms, per_round, table
 from secoverhead.analysis.stats import median_ci
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
@@ -119,24 +119,38 @@ def figures(part: Part) -> list[tuple[Any, str]]:
     if not len(s):
         return []
     conn, reused = s[s["probe"] == "connection"], s[s["probe"] == "reused"]
+    runs = part.runs()
+    others = [a for a in part.arms if a != BASELINE]
+    rounds = per_round(runs, "total_ms_median", [BASELINE, *others])
+    paired = rounds[others].div(rounds[BASELINE], axis=0) if len(rounds) else rounds
     return [
+        (
+            plots.paired_rounds(
+                paired,
+                title=f"{part.label}: connection set-up, each arm over {BASELINE}, round by round",
+                ylabel=f"set-up time / {BASELINE}",
+            ),
+            f"Each round's median set-up time of an arm over {BASELINE}'s in the same round (the arms ran in "
+            "turn within a round): what the set-up claim reads, round by round.",
+        ),
         (
             plots.ecdf(
                 conn,
                 "total_ms",
                 "arm",
-                title=f"{part.name}: connection set-up (build + first query)",
+                title=f"{part.label}: connection set-up (build + first query)",
                 xlabel="ms per connection",
                 log=True,
             ),
-            "Set-up time of every fresh client, per arm: a curve further right costs more per connection.",
+            "Set-up time of every fresh client, per arm, pooled over the rounds (the arms ran in turn, not at the "
+            "same moment: the round-by-round picture above is the paired one): a curve further right costs more.",
         ),
         (
             plots.ecdf(
                 reused,
                 "query_ms",
                 "arm",
-                title=f"{part.name}: query on a reused client",
+                title=f"{part.label}: query on a reused client",
                 xlabel="ms per query",
                 log=True,
             ),
