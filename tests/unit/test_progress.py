@@ -90,3 +90,34 @@ def test_a_run_is_described_in_words():
         "encryption on · workload oltp_read_only, threads 16"
     )
     assert describe("TLS", {}) == "TLS"
+
+
+def test_an_interrupted_experiment_stops_short_of_its_total(tmp_path):
+    p = Progress("x", tmp_path / "p.json", ceiling=10)
+    for _ in range(3):
+        p.finish(1.0)
+    p.close("interrupted", "interrupted by SIGINT")
+    final = json.loads((tmp_path / "p.json").read_text())
+    assert final["final"] and final["status"] == "interrupted" and final["done"] == 3 and final["planned"] == 10
+    done = Progress("y", tmp_path / "q.json", ceiling=10)
+    done.finish(1.0)
+    done.close("stopped at time budget")
+    assert json.loads((tmp_path / "q.json").read_text())["planned"] == 1
+
+
+def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_path, capsys):
+    from secoverhead.app.watch import Watch
+
+    w = Watch(tmp_path, "tls", tty=True)
+    running = {"experiment": "tls-mysql", "done": 2, "planned": 9, "eta_s": 30.0, "current": "TLS", "final": False}
+    w._draw([running])
+    assert w.waiting is None and "tls-mysql" in w.bars
+    final = running | {"done": 9, "final": True, "status": "complete", "current": "all planned rounds ran"}
+    w._draw([final])
+    bar = w.bars["tls-mysql"]
+    assert "tls-mysql" in w.closed and bar.disable  # closed: tqdm draws it no more
+    bar.set_postfix_str = lambda *a, **k: (_ for _ in ()).throw(AssertionError("redrawn"))
+    w._draw([final])  # the next poll leaves it alone, and says what happens between experiments
+    assert w.waiting is not None and "between parts" in w.waiting.desc
+    w._finish()
+    assert "tls-mysql complete" in capsys.readouterr().err

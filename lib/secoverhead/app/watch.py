@@ -37,6 +37,8 @@ class Watch(threading.Thread):
         self.results, self.study, self.stop_event = Path(results), study, threading.Event()
         self.tty = sys.stderr.isatty() if tty is None else tty
         self.bars: dict[str, tqdm] = {}
+        self.closed: set[str] = set()  # experiments whose bar ended
+        self.waiting: tqdm | None = None  # the line shown while no experiment runs
         self.reported: set[str] = set()  # experiments whose final line a log already has
 
     def states(self) -> list[dict[str, Any]]:
@@ -56,17 +58,48 @@ class Watch(threading.Thread):
     def _draw(self, states: list[dict[str, Any]]) -> None:
         for s in states:
             name = s["experiment"]
+            if name in self.closed:  # a finished bar is left as it ended: its clock does not run on
+                continue
             bar = self.bars.get(name)
             if bar is None:
                 bar = self.bars[name] = tqdm(desc=name, total=s.get("planned", 0), unit="run", file=sys.stderr)
             bar.total = s.get("planned", 0)
             bar.n = s.get("done", 0)
             eta = s.get("eta_s")
+            if s.get("final"):
+                bar.set_description(f"{name} {s.get('status')}")
+                bar.set_postfix_str(str(s.get("current") or "")[:50], refresh=True)
+                bar.close()
+                self.closed.add(name)
+                continue
             bar.set_postfix_str(
                 (f"ETA ≤ {int(eta // 60)}m{int(eta % 60):02d}s " if isinstance(eta, int | float) else "")
                 + str(s.get("current") or s.get("status") or "")[:50],
                 refresh=True,
             )
+        self._between(states)
+
+    def _between(self, states: list[dict[str, Any]]) -> None:
+        """Before the first experiment and between two (servers starting, data loading, the next part set up),
+        a line says so rather than nothing."""
+        busy = any(not s.get("final") for s in states)
+        text = (
+            ""
+            if busy
+            else (
+                "between parts: reporting, or setting up the next"
+                if states
+                else "setting up: servers, data, calibration"
+            )
+        )
+        if text and self.waiting is None:
+            self.waiting = tqdm(desc=f"{self.study}: {text}", total=None, bar_format="{desc} {elapsed}",
+                                file=sys.stderr)  # fmt: skip
+        elif text and self.waiting is not None:
+            self.waiting.set_description(f"{self.study}: {text}", refresh=True)
+        elif not text and self.waiting is not None:
+            self.waiting.close()
+            self.waiting = None
 
     def _log(self, states: list[dict[str, Any]], last: float) -> float:
         for s in states:
@@ -85,6 +118,8 @@ class Watch(threading.Thread):
             self._draw(states)
             for bar in self.bars.values():
                 bar.close()
+            if self.waiting is not None:
+                self.waiting.close()
         else:
             self._log(states, time.monotonic())
 

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from secoverhead.core.files import atomic_write_json
 
 RECENT = 20  # the ETA's mean run duration is over the last this many runs
+UNFINISHED = ("interrupted", "failed")
 
 
 def describe(arm: str, factors: Mapping[str, Any]) -> str:
@@ -89,9 +90,14 @@ class Progress:
         return eta if left is None else min(eta, left)
 
     def close(self, status: str, reason: str = "") -> None:
-        """The final state: the total is what was done, and why it ended, in words."""
-        self.dropped = self.ceiling - self.done
-        self.status, self.current = status, reason
+        """The final state, and why it ended, in words. An experiment that ended as planned (complete, decided,
+        at its budget) has done its total; one interrupted or failed keeps the total it was heading for, so its
+        bar stops short (red in JupyterLab) rather than showing a full one."""
+        if status not in UNFINISHED:
+            self.dropped = self.ceiling - self.done
+        self.status, self.current = status, reason or status
+        if self.bar is not None:
+            self.bar.set_description(f"{self.experiment_id} {status}")
         self._draw(0)
         if self.bar is not None:
             self.bar.close()
