@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from secoverhead.core.files import atomic_write_json, read_json
+from secoverhead.core.files import SCHEMA, atomic_write_json, read_json
 
 
 class Verdict(StrEnum):
@@ -67,7 +67,8 @@ def write_verdicts(
     output_dir: str | Path, study: str, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()
 ) -> Path:
     path = Path(output_dir) / "verdicts.json"
-    atomic_write_json(path, {"study": study, "verdicts": [v.as_dict() for v in verdicts], "notes": list(notes)})
+    doc = {"schema": SCHEMA, "study": study, "verdicts": [v.as_dict() for v in verdicts], "notes": list(notes)}
+    atomic_write_json(path, doc)
     return path
 
 

@@ -12,7 +12,8 @@ secoverhead calibrate [-o FILE.json]    this machine's speed reference, for `run
 secoverhead fleet FLEET.yaml [--scheduler ADDRESS]   every study against every target, on Dask distributed
 secoverhead prune --keep N [--older-than DAYS] [--dry-run]
 secoverhead expect STUDY RUN --why TEXT [--claim ID] [--target NAME]
-secoverhead index [--reports DIR]
+secoverhead index [--reports DIR] [--fail-on-change]   (exit 1: a change not marked expected)
+list, params, run and index take --format json (one JSON document on stdout, for tools).
 
 Bad input is one line on stderr and exit 2, before anything heavy is imported or started. So imports are deferred
 into the commands (marked "deferred"): the CLI answers bad arguments and signals before it loads anything.
@@ -37,16 +38,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _list() -> int:
+def _json(obj: object) -> None:
+    """A command's outcome as one JSON document on stdout (`--format json`), for a tool to read."""
+    import json
+
+    print(json.dumps(obj, indent=1, default=str))
+
+
+def _list(fmt: str) -> int:
     from secoverhead.suite.notebooks import NOTEBOOKS  # deferred: see the module docstring
 
+    if fmt == "json":
+        _json([{"id": s.id, "notebook": s.notebook, "title": s.title,
+                "params": [p.stem for p in s.parameter_files()]} for s in NOTEBOOKS.values()])  # fmt: skip
+        return 0
     for s in NOTEBOOKS.values():
         files = ", ".join(p.stem for p in s.parameter_files()) or "-"
         print(f"{s.id:6} {s.notebook:36} params: {files}")
     return 0
 
 
-def _params(study_id: str) -> int:
+def _params(study_id: str, fmt: str = "text") -> int:
     from secoverhead.app.pipeline import (
         get_study,  # deferred: see the module docstring
     )
@@ -55,6 +67,9 @@ def _params(study_id: str) -> int:
     )
 
     rows = describe(get_study(study_id).Params)
+    if fmt == "json":
+        _json(rows)
+        return 0
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         rng = f"  [{r['range']}]" if r["range"] else ""
@@ -153,21 +168,53 @@ def _run(args: argparse.Namespace) -> int:
     for prepared, _ in jobs:
         for line in prepared.plan_notes:
             print(f"plan: {line}", file=sys.stderr)
-    failed = []
+    failed, done = [], []
+    text = args.format == "text"
     for prepared, resume in jobs:
         outcome = run_study(prepared, reports_root=reports, resume=resume, lock=lock, placement=placement)
-        print(
-            f"{outcome.study}: {outcome.status}  {outcome.run_dir}" + (f"\n  {outcome.error}" if outcome.error else "")
-        )
-        for line in answer.lines(outcome.run_dir):
-            print(line)
+        done.append(outcome)
+        if text:
+            print(
+                f"{outcome.study}: {outcome.status}  {outcome.run_dir}"
+                + (f"\n  {outcome.error}" if outcome.error else "")
+            )
+            for line in answer.lines(outcome.run_dir):
+                print(line)
         if not outcome.ok:
             failed.append(outcome.study)
+    index = None
     try:
-        print(f"index: {build_index(reports)}")
+        index = build_index(reports)
+        if text:
+            print(f"index: {index}")
     except OSError as exc:
         print(f"index: not written ({exc.strerror or exc})", file=sys.stderr)
+    if not text:
+        from secoverhead.core.runs import describe  # deferred: see the module docstring
+
+        runs = [{"study": o.study, "status": o.status, "run_dir": str(o.run_dir), "error": o.error,
+                 "run": describe(o.run_dir) if o.run_dir else None} for o in done]  # fmt: skip
+        _json({"runs": runs, "index": str(index) if index else None})
     return 1 if failed else 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    from secoverhead.app.pipeline import check_reports_root  # deferred: see the module docstring
+    from secoverhead.suite.index import build_index, glance, unexpected_changes  # deferred
+
+    root = check_reports_root(args.reports)
+    page = build_index(root)
+    changes = unexpected_changes(root)
+    if args.format == "json":
+        _json({"index": str(page), "changes": str(root / "history" / "changes.json"), "counting": glance(root),
+               "unexpected_changes": changes})  # fmt: skip
+    else:
+        print(page)
+        for c in changes:
+            where = f"({c.get('scale')}, {c.get('target')})"
+            what = f"{c.get('direction')} {c.get('change_pct', 0):+.1f} % from run {c.get('run')}"
+            print(f"change: {c.get('study')} {c.get('claim_id')} {where}: {what}", file=sys.stderr)
+    return 1 if changes and args.fail_on_change else 0
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -310,7 +357,7 @@ def _main(argv: list[str] | None) -> int:
     parser = _Parser(prog="secoverhead", description="Measure what database security features cost.")
     parser.add_argument("--version", action="version", version=f"secoverhead {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="studies and their parameter files")
+    lst = sub.add_parser("list", help="studies and their parameter files")
     prm = sub.add_parser("params", help="a study's parameters: type, default, range, meaning")
     prm.add_argument("study")
     run = sub.add_parser("run", help="run a study's notebook with papermill into reports/")
@@ -356,6 +403,11 @@ def _main(argv: list[str] | None) -> int:
     exp.add_argument("--reports", default="reports")
     idx = sub.add_parser("index", help="write reports/index.html (runs, verdicts, history)")
     idx.add_argument("--reports", default="reports")
+    idx.add_argument(
+        "--fail-on-change", action="store_true", help="exit 1 when a change not marked expected is detected"
+    )
+    for p in (lst, prm, run, idx):
+        p.add_argument("--format", choices=("text", "json"), default="text", help="output format (json: for tools)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # usage errors (one line, exit 2), --help and --version end here, as a return code
@@ -363,19 +415,11 @@ def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         if args.command == "list":
-            return _list()
+            return _list(args.format)
         if args.command == "params":
-            return _params(args.study)
+            return _params(args.study, args.format)
         if args.command == "index":
-            from secoverhead.app.pipeline import (
-                check_reports_root,  # deferred: see the module docstring
-            )
-            from secoverhead.suite.index import (
-                build_index,  # deferred: see the module docstring
-            )
-
-            print(build_index(check_reports_root(args.reports)))
-            return 0
+            return _index(args)
         if args.command == "compare":
             return _compare(args)
         if args.command == "pdf":
@@ -392,10 +436,26 @@ def _main(argv: list[str] | None) -> int:
     except SecoverheadError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `secoverhead compare A B | head`: the reader has what it wanted; say nothing
+        _quiet_stdout()
+        return 141
     except OSError as exc:  # a full disk or a folder that stopped taking files, outside any run: one line
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Python flushes stdout at exit and would complain of the closed pipe: point it at /dev/null."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

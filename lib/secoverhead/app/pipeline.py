@@ -31,7 +31,7 @@ from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import atomic_write_bytes, read_json, sanitize, write_in_place
+from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
 from secoverhead.core.owners import alive
 from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
 from secoverhead.core.paths import user_path
@@ -288,6 +288,7 @@ def run_study(
     previous = read_json(run_dir / "run.json") if resume is not None else None
     previous = previous if isinstance(previous, dict) else None
     record: dict[str, Any] = {
+        "schema": SCHEMA,
         "study": study.id,
         "title": study.title,
         "notebook": study.notebook,

@@ -75,6 +75,11 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
+# The layout version of every result file the project writes (run.json, verdicts.json, the long tables,
+# calibration.json, history/changes.json): a reader of an older or newer run can tell before it trusts a field.
+SCHEMA = 2
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(sanitize(obj), indent=1, sort_keys=True).encode())
 

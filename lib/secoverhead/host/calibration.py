@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.core.errors import SecoverheadError
-from secoverhead.core.files import atomic_write_json
+from secoverhead.core.files import SCHEMA, atomic_write_json
+from secoverhead.host import environment
 
 PAGE_BYTES = 16384
 MAX_AGE_S = 30 * 60  # a calibration shared by the studies of one `secoverhead run` is at most this old
@@ -146,8 +147,12 @@ def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:
 def measure() -> dict[str, Any]:
     """Take a calibration now (about 10 s of one core)."""
     t0 = time.monotonic()
+    here = environment.machine()
     out: dict[str, Any] = {
+        "schema": SCHEMA,
         "taken_at": time.time(),
+        # the machine it measured: a calibration names its host and CPU, so it is never mistaken for another's
+        "machine": {k: here[k] for k in ("hostname", "cpu_model", "cpu_cores", "cpu_cores_usable")},
         "openssl": subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout.strip(),
     }
     loop = _Loop()

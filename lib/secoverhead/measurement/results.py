@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from secoverhead.core.files import atomic_write_bytes, atomic_write_json, read_json
+from secoverhead.core.files import SCHEMA, atomic_write_bytes, atomic_write_json, read_json
 from secoverhead.core.params import ID_PATTERN
 from secoverhead.core.units import unit
 
@@ -203,6 +203,7 @@ class ResultStore:
                             "value": float(value),
                             "unit": u,
                             "higher_is_better": better,
+                            "schema": SCHEMA,
                         }
                     )
         return pd.DataFrame(rows)

@@ -4,6 +4,9 @@ names, notebook, Params), load(id) its StudyCode (run, claims, tables)."""
 
 from __future__ import annotations
 
+import sys
+
+from secoverhead.core.errors import SecoverheadError
 from secoverhead.studies import audit, auth, https, tde, tls
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
@@ -11,5 +14,26 @@ STUDIES: dict[str, StudySpec] = {s.id: s for s in (tls.SPEC, auth.SPEC, tde.SPEC
 
 
 def load(study_id: str) -> StudyCode:
-    """A study's code, for a notebook: `tls = studies.load("tls")`, then tls.params(globals()), tls.run(p)."""
+    """A study's code, for a notebook: `tls = studies.load("tls")`, then tls.params(globals()), tls.run(p). In
+    a notebook, a mistake the user can act on (a bad parameter) then shows as one line, as on the CLI."""
+    one_line_errors()
     return STUDIES[study_id].load()
+
+
+def one_line_errors() -> None:
+    """In IPython (JupyterLab, papermill's kernel): a SecoverheadError is one line naming what to change, not a
+    traceback through the library; the cell still fails, so a scheduled run stops on it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def show(shell, etype, value, tb, tb_offset=None):
+        first = str(value).splitlines()[0] if str(value) else etype.__name__
+        print(f"error: {first}", file=sys.stderr)
+        return [f"{etype.__name__}: {first}"]
+
+    shell.set_custom_exc((SecoverheadError,), show)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.analysis.verdicts import read_verdicts
-from secoverhead.core.files import atomic_write_text, read_json, within
+from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json, within
 from secoverhead.core.runs import counting, describe, runs_of, scale_of, status_of
 from secoverhead.reporting import summary
 from secoverhead.studies import STUDIES
@@ -73,6 +73,32 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     )
     out = root / "index.html"
     atomic_write_text(out, page)
+    write_changes(root, detected)
+    return out
+
+
+def write_changes(root: Path, detected: list[history.Change]) -> Path:
+    """reports/history/changes.json: every change point detected, for a scheduler or CI to read (`index
+    --fail-on-change` exits 1 on one not marked expected)."""
+    path = root / "history" / "changes.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"schema": SCHEMA, "changes": history.change_dicts(detected)})
+    return path
+
+
+def unexpected_changes(root: Path) -> list[dict[str, Any]]:
+    """The changes of the last index not marked expected."""
+    data = read_json(Path(root) / "history" / "changes.json")
+    found = data.get("changes") if isinstance(data, dict) else None
+    return [c for c in found or [] if isinstance(c, dict) and not c.get("expected")]
+
+
+def glance(root: Path) -> dict[str, str | None]:
+    """The run that counts of every study, by name (None where no run finished ok)."""
+    out: dict[str, str | None] = {}
+    for study in NOTEBOOKS.values():
+        run = counting(Path(root) / study.id)
+        out[study.id] = None if run is None else run.name
     return out
 
 

@@ -1,0 +1,55 @@
+"""What an operator's tools read: --format json for list, params and index (one JSON document on stdout),
+history/changes.json and `index --fail-on-change`, and a closed pipe said nothing of."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from secoverhead.app.cli import main
+from secoverhead.suite import history
+
+EXE = str(Path(sys.executable).with_name("secoverhead"))
+
+
+def test_list_and_params_as_json(capsys):
+    assert main(["list", "--format", "json"]) == 0
+    studies = json.loads(capsys.readouterr().out)
+    assert {"tls", "tde", "cost"} <= {s["id"] for s in studies} and all("params" in s for s in studies)
+    assert main(["params", "tls", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"name", "type", "default", "range", "help"} <= set(rows[0]) and any(
+        r["name"] == "repetitions" for r in rows
+    )
+
+
+def _change(expected: str = "") -> history.Change:
+    claim, target, cls = "4c16g:high-concurrency-loss", "this machine's servers", "RSA sign ~800 us"
+    return history.Change("tde", claim, "c", "quick", target, "10.11", cls, "run-b", "2026-11-20", "abc",
+                          0.98, 0.88, 0.001, "worse", expected)  # fmt: skip
+
+
+def test_index_writes_changes_json_and_fails_on_a_change_only_when_asked(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(history, "changes", lambda df, root=None: [_change()])
+    run = tmp_path / "tde" / "20261101T000000Z-vm-quick"
+    (run / "results").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"status": "ok", "params_name": "quick", "study": "tde"}))
+    (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [
+        {"id": "x", "claim": "c", "verdict": "reproduced", "ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0}]}))  # fmt: skip
+    assert main(["index", "--reports", str(tmp_path)]) == 0
+    assert "change: tde 4c16g:high-concurrency-loss (quick" in capsys.readouterr().err
+    changes = json.loads((tmp_path / "history" / "changes.json").read_text())
+    assert changes["schema"] >= 1 and changes["changes"][0]["direction"] == "worse"
+    assert main(["index", "--reports", str(tmp_path), "--fail-on-change", "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["counting"]["tde"] == run.name and len(out["unexpected_changes"]) == 1
+    monkeypatch.setattr(history, "changes", lambda df, root=None: [_change("an upgrade")])
+    assert main(["index", "--reports", str(tmp_path), "--fail-on-change"]) == 0  # marked expected
+
+
+def test_a_closed_pipe_is_said_nothing_of():
+    res = subprocess.run(f"'{EXE}' params tde | head -c 10 >/dev/null", shell=True, capture_output=True, text=True,
+                         timeout=60, executable="/bin/bash")  # fmt: skip
+    assert res.stderr == "", res.stderr
