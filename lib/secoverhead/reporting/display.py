@@ -1,9 +1,12 @@
-"""The two ways a report section puts something on the page: a sentence, or a table."""
+"""The ways a report section puts something on the page: a sentence, a table, or a long table folded under
+a one-line count (the story reads on; the rows are a click away)."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import HTML, Markdown, display
 
 from secoverhead.reporting import tables
 
@@ -13,8 +16,27 @@ def say(text: str) -> None:
 
 
 def show(df: pd.DataFrame, precision: int = 3, caption: str = "") -> None:
+    """A table and its caption; one longer than LONG rows is folded under its caption's first sentence."""
     if df is None or not len(df):
         return
-    display(tables.show(df, precision=precision))
+    if len(df) > LONG:
+        show_folded(df, caption.split(". ")[0].rstrip(".") or "the table", precision=precision, fold_over=LONG)
+    else:
+        display(tables.show(df, precision=precision))
     if caption:
         say(f"*{caption}*")
+
+
+FOLD_ROWS = 10  # a longer list of exceptions is folded: 94 noisy runs in the middle of the story hid it
+LONG = 20  # any table longer than this is folded under its caption
+
+
+def show_folded(df: pd.DataFrame, summary: str, precision: int = 3, fold_over: int = FOLD_ROWS) -> None:
+    """A table, folded under `summary` (its count said) when longer than `fold_over` rows."""
+    if df is None or not len(df):
+        return
+    if len(df) <= fold_over:
+        display(tables.show(df, precision=precision))
+        return
+    body = tables.show(df, precision=precision).to_html()
+    display(HTML(f"<details><summary>{html.escape(summary)} ({len(df)} rows)</summary>{body}</details>"))

@@ -16,7 +16,7 @@ from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.reporting import plots, summary, tables
-from secoverhead.reporting.display import say, show
+from secoverhead.reporting.display import say, show, show_folded
 from secoverhead.reporting.profiles import section as profile_section
 
 
@@ -144,7 +144,7 @@ def design(result: StudyResult) -> None:
                 "noisy (kept; a single run is taken again where the budget allows, a duet is not: its ratio "
                 "cancels what hit both of its runs):"
             )
-            show(flagged)
+            show_folded(flagged, f"{part.label}: the flagged runs")
         strays = tables.outlier_table(part.metadata())
         if len(strays):
             fell = strays["arm that went the bad way"].value_counts()
@@ -156,7 +156,7 @@ def design(result: StudyResult) -> None:
                 + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
                 + " (mostly one arm would be that arm's cost, not noise: each claim's detail tests the split)."
             )
-            show(strays)
+            show_folded(strays, f"{part.label}: the duets that strayed")
     if rows:
         show(
             pd.DataFrame(rows),
