@@ -294,7 +294,11 @@ def _graphs(part: Any, profs: Mapping[str, profiling.Profile], baseline: str, as
             linked.append(f"[{arm}]({_rel(path)})")
             continue
         budget[0] -= size
-        say(f"**{arm}** {what} (root on top; click a frame to zoom; [open it alone as SVG]({_rel(path)})).")
+        p = profs[arm]
+        unnamed = (
+            f"; {100 * p.unnamed_in_library / p.samples:.0f} % of its samples end in unnamed code" if p.samples else ""
+        )
+        say(f"**{arm}** {what} (root on top; click a frame to zoom; [open it alone as SVG]({_rel(path)}){unnamed}).")
         display(HTML(embed_svg(svg, f"Icicle graph of {arm}'s server CPU ({what})")))
     if linked:
         say("More graphs, kept beside the results to keep this page light: " + " · ".join(linked))
