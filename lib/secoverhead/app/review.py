@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ def first_screen(run_dir: Path) -> dict[str, Any]:
     from secoverhead.reporting import browser  # deferred: Playwright
     from secoverhead.reporting.summary import misread
 
-    shot, error = run_dir / "results" / "screens" / "first-screen.png", ""
+    shot, error, t0 = run_dir / "results" / "screens" / "first-screen.png", "", time.monotonic()
     recorded = [v for v in (read_verdicts(run_dir) or {}).get("verdicts") or [] if isinstance(v, dict)]
     for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
         try:
             seen = dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
-            return seen | {"misread": misread(seen.pop("claim_lines"), recorded)}
+            took = round(time.monotonic() - t0, 1)  # what the review costs a run (make reports has 15 min)
+            return seen | {"misread": misread(seen.pop("claim_lines"), recorded), "seconds": took}
         except Exception as exc:
             # Playwright's message is its first line; the lines after it are its call log
             first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -205,14 +206,15 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         return None
     # each strip tall enough for its intervals and their names in the margin (6 pt apart at least)
     heights = [0.2 + 0.13 * len(r["intervals"]) for _, _, r in strips]
+    titles = [textwrap.wrap(f"{claim} — {r.get('effect')}", 120) for claim, _, r in strips]  # whole, never cut
     fig, axes = plt.subplots(
         len(strips),
         1,
-        figsize=(9, sum(heights) + 0.45 * len(strips) + 0.3),
+        figsize=(9, sum(heights) + 0.45 * len(strips) + 0.14 * sum(len(t) - 1 for t in titles) + 0.3),
         squeeze=False,
         gridspec_kw={"height_ratios": heights},
     )
-    for ax, (claim, verdict, r) in zip(axes[:, 0], strips, strict=True):
+    for ax, (_, verdict, r), title in zip(axes[:, 0], strips, titles, strict=True):
         scale, unit = reading_scale(r)
         cuts = [float(c) for c in r.get("cuts", [])]
         each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
@@ -241,7 +243,7 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         # which interval is which, where few enough to read: named in the margin, where names cannot collide
         ax.set_yticks(ys if names else [], names, fontsize=6)
         ax.tick_params(axis="y", length=0)
-        ax.set_title(f"{claim[:95]} — {r.get('effect')}", fontsize=8, loc="left")
+        ax.set_title("\n".join(title), fontsize=8, loc="left")
 
         def frac(x: float, lg: bool = log, a: float = left, b: float = right) -> float:
             return math.log(x / a) / math.log(b / a) if lg else (x - a) / (b - a)
