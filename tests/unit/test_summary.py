@@ -125,3 +125,17 @@ def test_a_share_shows_as_the_percentage_its_evidence_gives():
     assert f"[{lo * 100:.1f} %, {hi * 100:.1f} %]" in v.evidence, v.evidence  # the same numbers, the same unit
     (point,) = re.findall(r"([\d.]+) % \[", v.evidence)
     assert lo * 100 <= float(point) <= hi * 100 and 80 < float(point) < 92
+
+
+def test_a_table_shows_every_value_and_header_as_text_never_markup():
+    """Values come from parameters, arm names and copied-in runs: data, never markup."""
+    evil = {"<b>name</b>": ["<iframe src=/etc/shadow>", "<img src=x onerror=alert(1)>"], "value": [1.5, 2.0]}
+    page = tables.show(pd.DataFrame(evil)).to_html()
+    assert "<iframe" not in page and "<img" not in page and "<b>name" not in page
+    assert "&lt;iframe src=/etc/shadow&gt;" in page and "&lt;b&gt;name&lt;/b&gt;" in page
+
+
+def test_a_sentence_carries_a_name_as_text_and_its_code_spans_as_written():
+    from secoverhead.reporting.display import as_text
+
+    assert as_text("**<iframe src=/etc/shadow>** costs `a < b`") == "**&lt;iframe src=/etc/shadow>** costs `a < b`"

@@ -47,9 +47,17 @@ class FirstScreen:
     claim_lines: list[str] = field(default_factory=list)  # each verdict's line as the browser renders its text
 
 
+def open_page(pg: Any, html: Path) -> None:
+    """A report opened as its text, not as a file: URL. The page then has no origin on this machine, so nothing
+    in it (a value that slipped through as an iframe of /etc/shadow) can load a local file; its own figures and
+    graphs are data: URLs and show as they are."""
+    pg.set_content(Path(html).read_text(errors="replace"), wait_until="load")
+
+
 @contextlib.contextmanager
 def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
-    """A headless page that may load file: and data: URLs only (and the loopback addresses in `allow`)."""
+    """A headless page that may load data: URLs only (and the loopback addresses in `allow`): every other
+    request is blocked and counted."""
     from playwright.sync_api import sync_playwright  # deferred: only the pdf command and the browser test
 
     exe = executable()
@@ -64,7 +72,7 @@ def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
 
             def route(r):
                 url = r.request.url
-                if url.startswith(("file:", "data:", "about:", "blob:", *allow)):
+                if url.startswith(("data:", "about:", "blob:", *allow)):
                     return r.continue_()
                 pg.blocked.append(url)
                 return r.abort()
@@ -112,7 +120,7 @@ _CUT = """() => [...document.querySelectorAll('table')].filter(t => {
 def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
     """Open a report as a reviewer would and measure its first screen (a screenshot of it where asked)."""
     with page() as pg:
-        pg.goto(Path(html).resolve().as_uri(), wait_until="load")
+        open_page(pg, html)
         pg.wait_for_timeout(300)  # the graphs' own documents load after the page
         facts = pg.evaluate(_PROBE)
         if screenshot is not None:
@@ -130,7 +138,7 @@ def pdf(html: Path, out: Path) -> Path:
         # laid out at the printed width first: an embedded graph's own document keeps the size it was first
         # drawn at, and a 1,200 px graph printed on A4 was cut at its right
         pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
-        pg.goto(Path(html).resolve().as_uri(), wait_until="load")
+        open_page(pg, html)
         pg.wait_for_timeout(300)
         pg.emulate_media(media="print")
         pg.pdf(path=str(out), format="A4", print_background=True, prefer_css_page_size=True)

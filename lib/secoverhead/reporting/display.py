@@ -4,6 +4,7 @@ a one-line count (the story reads on; the rows are a click away)."""
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 from IPython.display import HTML, Markdown, display
@@ -12,7 +13,14 @@ from secoverhead.reporting import tables
 
 
 def say(text: str) -> None:
-    display(Markdown(text))
+    """A sentence in Markdown. Its `<` outside code spans is escaped: a name it carries (an arm, a parameter, a
+    server's) is data, and Markdown would pass `<iframe ...>` through as markup."""
+    display(Markdown(as_text(text)))
+
+
+def as_text(markdown: str) -> str:
+    parts = re.split(r"(`[^`]*`)", markdown)  # code spans show their characters as they are
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in parts)
 
 
 def show(df: pd.DataFrame, precision: int = 3, caption: str = "") -> None:

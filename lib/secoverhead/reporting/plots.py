@@ -15,6 +15,8 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
 
+from secoverhead.reporting.display import as_text
+
 
 def show(fig, caption: str = "", *, alt: str = "") -> None:
     """Display a figure (as PNG, with alt text the HTML keeps) and its caption, then free it. The labels that
@@ -29,7 +31,7 @@ def show(fig, caption: str = "", *, alt: str = "") -> None:
     meta = {"alt": text, "overlaps": clashes}
     display({"image/png": png, "text/plain": f"[figure: {text}]"}, raw=True, metadata={"image/png": meta})
     if caption:
-        display(Markdown(f"*{caption}*"))
+        display(Markdown(as_text(f"*{caption}*")))
 
 
 def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:

@@ -25,15 +25,18 @@ from secoverhead.reporting import summary
 def show(df: pd.DataFrame, *, precision: int = 3):
     """A table for reading (readable()): no index column, p-values as 3e-05, percentages to one decimal."""
     out = readable(df)
-    style = out.style.hide(axis="index").format(precision=precision, na_rep="-")
+    # every value and header escaped: a parameter, an arm or a server's name is data, never markup (a value
+    # "<iframe src=/etc/shadow>" shows as those characters)
+    style = out.style.hide(axis="index").format(precision=precision, na_rep="-", escape="html")
+    style = style.format_index(escape="html", axis=1)
     words = [c for c in out.columns if not pd.api.types.is_numeric_dtype(out[c])]
     if words:  # words read from the left, numbers line up on the right
         style = style.set_properties(subset=words, **{"text-align": "left"})
     for col in out.columns:
         if _is_p(col):
-            style = style.format(_p, subset=[col], na_rep="-")
+            style = style.format(_p, subset=[col], na_rep="-", escape="html")
         elif "%" in str(col) and pd.api.types.is_numeric_dtype(out[col]):
-            style = style.format(precision=1, subset=[col], na_rep="-")
+            style = style.format(precision=1, subset=[col], na_rep="-", escape="html")
     return style
 
 
