@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from secoverhead.suite import expected, history
 
@@ -110,3 +111,11 @@ def test_smoke_runs_are_a_series_of_their_own_and_unfinished_runs_are_no_point(t
     df = history.collect(tmp_path, "tde")
     assert df["run"].nunique() == 14 and set(df["scale"]) == {"quick", "smoke"}
     assert history.changes(df, tmp_path) == []
+
+
+def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    targets = ["=HYPERLINK(1)", "@SUM(A1)", "+1", "prod"]
+    df = pd.DataFrame({"target": targets, "ratio": [-1.5, 1.0, 2.0, 3.0]})
+    out = history.export_csv(df, tmp_path / "h.csv").read_text().splitlines()
+    assert out[1].startswith("'=HYPERLINK") and out[2].startswith("'@SUM") and out[3].startswith("'+1")
+    assert out[4] == "prod,3.0" and out[1].endswith(",-1.5")  # numbers as they are

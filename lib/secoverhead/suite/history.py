@@ -286,11 +286,20 @@ def section(root: Path, study: str, title: str, df: pd.DataFrame | None = None) 
     )
 
 
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet would read a text cell as a formula by
+
+
 def export_csv(df: pd.DataFrame, path: Path) -> Path:
-    """The series as CSV (one row per run and claim), for a spreadsheet or another tool."""
+    """The series as CSV (one row per run and claim), for a spreadsheet or another tool. Text cells come from
+    run records (a target's or a run's name, a copied-in run's claim): one a spreadsheet would run as a formula
+    is written with a leading apostrophe, numbers as they are."""
     cols = [c for c in df.columns if c != "date"]
+    out = df[cols].copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(FORMULA) else v)
     path.parent.mkdir(parents=True, exist_ok=True)
-    df[cols].to_csv(path, index=False)
+    out.to_csv(path, index=False)
     return path
 
 
