@@ -16,7 +16,9 @@ from secoverhead.core.units import unit
 from secoverhead.sizing.sources import source
 from secoverhead.suite.index import build_index
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# quiet: an A/A compare reads measured throughput, and two runs measured while another test loads the machine
+# differ by that load (CI, 2026-11-26: requests/s 16.9 % apart, beside the README test), not by their configuration
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]
 EXE = str(Path(sys.executable).with_name("secoverhead"))
 # two arms, five rounds: the shortest HTTPS run whose comparisons have the power to see 20 %
 SMALL = ["-p", "arms", '[HTTP, "TLS 1.2 full, RSA"]', "-p", "repetitions", "5"]
