@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from secoverhead.core.runs import status_of as run_status
 from secoverhead.measurement.results import ResultStore
 from secoverhead.servers import MariaDBServer
-from secoverhead.suite.index import run_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SENTINEL = "Fault-Sentinel-Pw-8086"

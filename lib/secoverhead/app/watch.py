@@ -82,16 +82,12 @@ class Watch(threading.Thread):
     def _between(self, states: list[dict[str, Any]]) -> None:
         """Before the first experiment and between two (servers starting, data loading, the next part set up),
         a line says so rather than nothing."""
-        busy = any(not s.get("final") for s in states)
-        text = (
-            ""
-            if busy
-            else (
-                "between parts: reporting, or setting up the next"
-                if states
-                else "setting up: servers, data, calibration"
-            )
-        )
+        if any(not s.get("final") for s in states):
+            text = ""
+        elif states:
+            text = "between parts: reporting, or setting up the next"
+        else:
+            text = "setting up: servers, data, calibration"
         if text and self.waiting is None:
             self.waiting = tqdm(desc=f"{self.study}: {text}", total=None, bar_format="{desc} {elapsed}",
                                 file=sys.stderr)  # fmt: skip

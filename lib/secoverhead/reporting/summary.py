@@ -76,6 +76,18 @@ def reading_scale(reading: Mapping[str, Any]) -> tuple[str, str]:
     return ("loss", "%") if "%" in e else ("ratio", "×")
 
 
+SUMMED_UP = 3  # a reading over more cells than this is shown by its two ends, each named
+
+
+def _intervals(reading: Mapping[str, Any]) -> list[tuple[float, float]]:
+    return [tuple(i) for i in reading.get("intervals") or [] if len(i) == 2]
+
+
+def _ends(each: Sequence[tuple[float, float]]) -> tuple[int, int]:
+    """The cells whose interval reaches lowest and highest: what a line of many cells shows."""
+    return min(range(len(each)), key=lambda i: each[i][0]), max(range(len(each)), key=lambda i: each[i][1])
+
+
 def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     """What was measured, on the claim's scale, each interval with its cell's name where the study gave it:
     'TPS loss at the most threads, %: oltp_write_only x16 -1.1 % to 0.9 %, oltp_read_only x16 ...'. More than
@@ -83,18 +95,17 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     out = []
     for r in judged:
         scale, unit = reading_scale(r)
-        each = [tuple(i) for i in r.get("intervals") or [] if len(i) == 2]
+        each = _intervals(r)
         if not each:
             continue
         names = [str(n) for n in r.get("cells") or []]
         names = names if len(names) == len(each) else [""] * len(each)
-        if len(each) <= 3:
+        if len(each) <= SUMMED_UP:
             text = ", ".join(
                 f"{n} {shown_interval(lo, hi, scale, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True)
             )
         else:
-            low = min(range(len(each)), key=lambda i: each[i][0])
-            high = max(range(len(each)), key=lambda i: each[i][1])
+            low, high = _ends(each)
             text = (
                 f"{len(each)} cells, from {shown(each[low][0], scale, unit)}{_of(names[low])} to "
                 f"{shown(each[high][1], scale, unit)}{_of(names[high])}"
@@ -110,9 +121,11 @@ def numbers_shown(verdict: Mapping[str, Any]) -> list[str]:
     if not judged or any(c.get("holds") is False for c in verdict.get("preconditions") or []):
         return []  # no interval, or a failed precondition's line says what it needs instead
     scale, unit = reading_scale(judged[0])
-    each = [tuple(i) for i in judged[0].get("intervals") or [] if len(i) == 2]
-    ends = [x for i in each for x in i] if len(each) <= 3 else [min(i[0] for i in each), max(i[1] for i in each)]
-    return [shown(x, scale, unit) for x in ends]
+    each = _intervals(judged[0])
+    if len(each) > SUMMED_UP:
+        low, high = _ends(each)
+        each = [(each[low][0], each[high][1])]
+    return [shown(x, scale, unit) for i in each for x in i]
 
 
 def misread(lines: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> list[str]:

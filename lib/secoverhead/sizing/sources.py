@@ -49,11 +49,6 @@ class Source:
         return next((e.calibration for e in self.experiments.values() if e.calibration), {})
 
 
-def _finished_ok(run_dir: Path) -> dict[str, Any] | None:
-    meta = read_json(run_dir / "run.json")
-    return meta if isinstance(meta, dict) and meta.get("status") == "ok" else None
-
-
 def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Experiment]:
     """Experiments by part: the study's runner names them <experiment_id>-<part> (a one-part study: the id)."""
     eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
@@ -97,7 +92,7 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
                 f"`secoverhead run {study} --profile quick` first, name a run (-p runs '{{{study}: DIR}}'), "
                 "or leave its feature out"
             )
-        run_dir, meta = found, _finished_ok(found) or {}
+        run_dir, meta = found, read_json(found / "run.json")  # counting read it ok
     exps = _experiments(run_dir, meta)
     if not exps:
         raise ConfigError(f"{run_dir} holds no completed runs of study {study!r}")

@@ -17,10 +17,6 @@ from secoverhead.suite import history
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 
-def run_status(meta: dict[str, Any]) -> str:
-    return status_of(meta)
-
-
 def build_index(reports_root: str | Path = "reports") -> Path:
     root = Path(reports_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -126,7 +122,7 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
             (f"{p.parent.name}.csv", f"{study}/{run.name}/{p.relative_to(run)}")
             for p in sorted(run.glob("results/*/results.csv"))
         ],
-        "status": run_status(meta),
+        "status": status_of(meta),
         "target": str(meta.get("target") or history.EMBEDDED),
         "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
         "error": str(meta.get("error") or ""),
