@@ -152,6 +152,7 @@ class LabView:
     flamegraphs: int  # embedded graphs JupyterLab rendered (an untrusted notebook shows their alt text instead)
     first_visible: bool  # the first graph, scrolled to, lies in the screen
     errors: list[str] = field(default_factory=list)  # error outputs shown
+    signed: bool | None = None  # this user's Jupyter trusts the notebook (unsigned: alt text is right)
 
 
 def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: float = 90.0) -> LabView:
@@ -164,9 +165,13 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
     import time
     import urllib.request
 
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     from secoverhead.host.process import free_port
+    from secoverhead.reporting.render import is_signed
 
     notebook = Path(notebook).resolve()
+    signed = is_signed(notebook)
     port, token = free_port(), secrets.token_hex(16)
     env = os.environ | {"JUPYTER_TOKEN": token}
     argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
@@ -186,9 +191,14 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
         with page(allow=(base,)) as pg:
             pg.goto(f"{base}/lab/tree/{notebook.name}?token={token}", wait_until="domcontentloaded")
             pg.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
-            pg.wait_for_timeout(2000)  # outputs render after the cells
-            # rendered: the graph's own document kept (an untrusted notebook's sanitiser strips it to alt text)
+            # rendered: the graph's own document kept (an untrusted notebook's sanitiser strips it to alt text);
+            # outputs render after the cells, seconds later on a loaded machine, so waited for, not slept on
             graphs = pg.locator(".jp-OutputArea object.flamegraph[data^='data:image/svg+xml']")
+            if signed:
+                with contextlib.suppress(PlaywrightTimeout):
+                    graphs.first.wait_for(state="attached", timeout=max(deadline - time.monotonic(), 5) * 1000)
+            else:
+                pg.wait_for_timeout(2000)
             n = graphs.count()
             visible = False
             news = pg.get_by_role("button", name="No")  # JupyterLab's question about its news, in the way
@@ -203,7 +213,7 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
             if screenshot is not None:
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 pg.screenshot(path=str(screenshot))
-            return LabView(n, visible, [f"{errors} error output(s)"] if errors else [])
+            return LabView(n, visible, [f"{errors} error output(s)"] if errors else [], signed)
     finally:
         lab.terminate()
         try:

@@ -46,10 +46,23 @@ def render_html(
 def trust(notebook: Path) -> None:
     """Sign the executed report for this user's Jupyter (its signature database): JupyterLab then shows its flame
     graphs (HTML holding SVG with its own script) rather than their alt text. Its outputs are the pipeline's own,
-    every value in them escaped."""
+    every value in them escaped. Read back, and signed again once if lost: nbformat starts a fresh database when
+    it finds the old one locked (another Jupyter writing), which drops a signature just written."""
     from nbformat.sign import NotebookNotary
 
-    NotebookNotary().sign(nbformat.read(notebook, as_version=4))
+    nb = nbformat.read(notebook, as_version=4)
+    for _ in range(2):
+        NotebookNotary().sign(nb)
+        if is_signed(notebook):
+            return
+    raise RuntimeError("the signature did not hold in Jupyter's signature database")
+
+
+def is_signed(notebook: Path) -> bool:
+    """Whether this user's Jupyter trusts the notebook as it is on disk."""
+    from nbformat.sign import NotebookNotary
+
+    return bool(NotebookNotary().check_signature(nbformat.read(notebook, as_version=4)))
 
 
 STATUS_BANNERS = {
