@@ -1,9 +1,8 @@
 """Resource limits that emulate an instance: CPU quota (cgroup or affinity) and IOPS (blkio)."""
 
-import os
-
 import pytest
 
+from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError
 from secoverhead.host import cgroups
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
@@ -30,7 +29,7 @@ def test_cgroup_quota_is_written_and_removed():
     try:
         assert lim.method == "cgroup-v1-quota"
         assert lim.describe()["cpu_cfs_quota_us"] == 60_000 and lim.describe()["cpu_cfs_period_us"] == 100_000
-        assert lim.group.path.name.startswith(f"{os.getpid()}-unit-")  # swept when this process is gone
+        assert lim.group.path.name.startswith(f"{owners.me()}-unit-")  # swept when this process is gone
     finally:
         lim.remove()
     assert not lim.group.path.exists()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import re
 import sys
 from pathlib import Path
@@ -316,12 +317,16 @@ def _prune(args: argparse.Namespace) -> int:
 
     if args.keep is None and args.older_than is None:
         raise SecoverheadError("say what to keep whole: --keep N (newest runs per study) and/or --older-than DAYS")
-    if (args.keep is not None and args.keep < 0) or (args.older_than is not None and args.older_than < 0):
-        raise SecoverheadError("--keep and --older-than take numbers of at least 0")
+    if (args.keep is not None and args.keep < 0) or (
+        args.older_than is not None and not (math.isfinite(args.older_than) and args.older_than >= 0)
+    ):
+        raise SecoverheadError("--keep and --older-than take finite numbers of at least 0")
     reports = check_reports_root(args.reports)
     done = retention.prune(retention.plan(reports, args.keep, args.older_than), dry_run=args.dry_run)
     for d in done:
         print(f"{'would free' if args.dry_run else 'freed'} {d.freed / 1e6:8.1f} MB  {d.run.relative_to(reports)}")
+        if d.skipped:
+            print(f"  {d.skipped}")
     total = sum(d.freed for d in done) / 1e6
     print(
         f"{len(done)} run(s); {total:.1f} MB {'would be ' if args.dry_run else ''}freed; verdicts, history and "

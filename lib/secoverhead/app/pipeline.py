@@ -29,13 +29,13 @@ from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
-from secoverhead.core import signals
+from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
-from secoverhead.core.owners import alive
 from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
 from secoverhead.core.paths import user_path
 from secoverhead.core.runlock import RunLock
+from secoverhead.core.runs import running
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, environment, leaks
@@ -204,8 +204,7 @@ def _concurrent(root: Path, me: Path) -> list[str]:
     for rj in root.glob("*/*/run.json"):
         if rj.parent == me:
             continue
-        meta = read_json(rj)
-        if isinstance(meta, dict) and meta.get("status") == "running" and alive(meta.get("owner_pid")):
+        if running(rj.parent):
             found.append(str(rj.parent.relative_to(root)))
     return found
 
@@ -297,6 +296,7 @@ def run_study(
         "parameters": prepared.values,
         "started": started if previous is None else previous.get("started", started),
         "host": socket.gethostname(),
+        "owner": owners.me(),
         "owner_pid": os.getpid(),
         "status": "running",
         "resumed": (previous or {}).get("resumed", 0) + (1 if previous is not None else 0),
@@ -465,11 +465,18 @@ def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     meta = read_json(run_dir / "run.json")
     if not isinstance(meta, dict) or "study" not in meta:
         raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")
-    if meta.get("status") == "running" and alive(meta.get("owner_pid")) and int(meta.get("owner_pid")) != os.getpid():
-        raise ConfigError(f"--resume {run_dir}: that run is still running (pid {meta.get('owner_pid')})")
+    if running(run_dir) and (meta.get("owner") or str(meta.get("owner_pid"))) not in (owners.me(), str(os.getpid())):
+        where = f"pid {meta.get('owner_pid')} on {meta.get('host')}"
+        raise ConfigError(f"--resume {run_dir}: that run is still running ({where})")
     if meta.get("status") == "ok":
         raise ConfigError(f"--resume {run_dir}: that run completed; nothing to resume")
-    return meta["study"], dict(meta.get("parameters") or {})
+    study = str(meta["study"])
+    if study not in NOTEBOOKS or run_dir.parent.name != study:  # its folder says whose run it is, as the index reads it
+        raise ConfigError(
+            f"--resume {run_dir}: its run.json names study {study[:40]!r} but it lies in "
+            f"{run_dir.parent.name!r}/ (a run of one study is resumed in its own folder)"
+        )
+    return study, dict(meta.get("parameters") or {})
 
 
 def json_dumps(obj: Any) -> str:

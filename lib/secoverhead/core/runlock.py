@@ -1,18 +1,23 @@
 """One writer per run directory: `run.lock`, held with flock(2) for the run's life.
 
-The kernel releases a flock when its holder exits in any way (SIGKILL included), so a lock is never stale; the
-file also records the holder's PID and command, to say who holds it. Two `--resume` of one run would otherwise
-both measure and overwrite each other's records."""
+The kernel releases a flock when its holder exits in any way (SIGKILL included), so a lock is never stale, and it
+holds across PID namespaces. The file also records the holder (PID, host, owner token, when), to say who holds
+it, and because a flock does not reach from one host to another over most shared folders: a lock written by
+another host is respected until that run's lease ends (core.runs.FOREIGN_LEASE_S after its run.json or lock was
+last written). Two `--resume` of one run would otherwise both measure and overwrite each other's records."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import socket
 import time
 from pathlib import Path
 
+from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.runs import FOREIGN_LEASE_S
 
 NAME = "run.lock"
 
@@ -35,12 +40,15 @@ class RunLock:
         except OSError:
             holder = _holder(fd)
             os.close(fd)
-            raise ConfigError(
-                f"{self.path.parent.name} is being written by {holder[:120]}: "
-                "wait for it to end, or stop it, then resume"
-            ) from None
+            raise ConfigError(_held_by(self.path, holder)) from None
+        foreign = _foreign(fd, self.path)
+        if foreign:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise ConfigError(_held_by(self.path, foreign)) from None
         with contextlib.suppress(OSError):  # who holds it, for the next one's message; the lock does not need it
-            line = f"pid {os.getpid()} (secoverhead)\n".encode()
+            me = f"host {socket.gethostname()} owner {owners.me()} at {time.time():.0f}"
+            line = f"pid {os.getpid()} (secoverhead) {me}\n".encode()
             os.pwrite(fd, line, 0)  # written over the old line, then cut to length: never empty in between
             os.ftruncate(fd, len(line))
         self.fd = fd
@@ -52,6 +60,28 @@ class RunLock:
                 os.ftruncate(self.fd, 0)
             os.close(self.fd)  # closing drops the flock
             self.fd = None
+
+
+def _held_by(path: Path, holder: str) -> str:
+    return f"{path.parent.name} is being written by {holder[:160]}: wait for it to end, or stop it, then resume"
+
+
+def _foreign(fd: int, path: Path) -> str:
+    """The holder's line when another host wrote it and its lease has not ended, else ""."""
+    text = os.pread(fd, 400, 0).decode(errors="replace").strip()
+    words = text.split()
+    fields = dict(zip(words[3::2], words[4::2], strict=False))  # pid N (secoverhead) host H owner T at S
+    host = fields.get("host")
+    if not host or host == socket.gethostname():
+        return ""
+    times = [float(fields["at"])] if fields.get("at", "").isdigit() else []
+    with contextlib.suppress(OSError):
+        times.append((path.parent / "run.json").stat().st_mtime)
+    if times and time.time() - max(times) < FOREIGN_LEASE_S:
+        return (
+            f"{text.splitlines()[0]} (another host's lock: kept until {FOREIGN_LEASE_S // 3600} h after its last write)"
+        )
+    return ""
 
 
 def _holder(fd: int, wait_s: float = 1.0) -> str:

@@ -6,6 +6,8 @@ UTC time, so their names sort by age."""
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,10 @@ SCALES = ("smoke", "quick", "full")
 # a parameter set of the user's own (4c16g, a file of theirs) ranks with quick: larger than a smoke run's
 # check, and no claim to be the original's full scale
 OTHER_RANK = 1
+# A run recorded as running by another host (a shared reports folder) cannot be asked whether its owner lives:
+# it counts as running until this long after its run.json was last written (a run writes it at every part's
+# end; no part of a full-scale study takes a day), then as interrupted.
+FOREIGN_LEASE_S = 24 * 3600
 
 
 def scale_of(params_name: Any) -> str:
@@ -28,12 +34,30 @@ def scale_rank(scale: str) -> int:
     return SCALES.index(scale) if scale in SCALES else OTHER_RANK
 
 
-def status_of(meta: Any) -> str:
-    """A run's status; one recorded as running whose owner is gone was interrupted (a crash, a SIGKILL)."""
+def status_of(meta: Any, written: float | None = None) -> str:
+    """A run's status; one recorded as running whose owner is gone was interrupted (a crash, a SIGKILL).
+    `written`: when its run.json was last written (for another host's run, see FOREIGN_LEASE_S)."""
     if not isinstance(meta, dict):
         return "unknown"
     status = str(meta.get("status", "unknown"))
-    return "interrupted" if status == "running" and not alive(meta.get("owner_pid")) else status
+    return "interrupted" if status == "running" and not _owner_alive(meta, written) else status
+
+
+def running(run_dir: Path) -> bool:
+    """Whether a run is being written now, on this host or (by its lease) another."""
+    meta = read_json(run_dir / "run.json")
+    try:
+        written = (run_dir / "run.json").stat().st_mtime
+    except OSError:
+        written = None
+    return status_of(meta, written) == "running"
+
+
+def _owner_alive(meta: dict[str, Any], written: float | None) -> bool:
+    host = meta.get("host")
+    if host and host != socket.gethostname():
+        return written is None or time.time() - written < FOREIGN_LEASE_S
+    return alive(meta.get("owner") or meta.get("owner_pid"))
 
 
 def runs_of(study_dir: Path) -> list[Path]:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.core.files import read_json
-from secoverhead.core.owners import alive
 from secoverhead.core.paths import SCHEDULER_ENV
+from secoverhead.core.runs import running
 from secoverhead.fleet.spec import Job
 from secoverhead.host.process import dies_with_owner
 
@@ -63,8 +63,7 @@ def _wait_for_owner(run_dir: Path) -> None:
     """An interrupted attempt finalises its run (seconds); the retry waits for its owner to be gone."""
     deadline = time.monotonic() + WAIT_FOR_OWNER_S
     while time.monotonic() < deadline:
-        meta = read_json(run_dir / "run.json")
-        if not isinstance(meta, dict) or not (meta.get("status") == "running" and alive(meta.get("owner_pid"))):
+        if not running(run_dir):
             return
         time.sleep(0.5)
 

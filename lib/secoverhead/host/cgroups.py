@@ -1,7 +1,7 @@
 """cgroup v1 groups this library makes for the processes it starts: CPU accounting (`cpuacct`, nanoseconds,
 user and system, exited threads included), CPU quota (`cpu`) and I/O throttling (`blkio`).
 
-Each group is named `secoverhead/<owner pid>-<label>-<id>`, so the next start can remove the groups of an
+Each group is named `secoverhead/<owner token>-<label>-<id>`, so the next start can remove the groups of an
 owner that is gone (sweep_stale). Where a controller is not mounted or not writable, create() returns None and
 callers fall back (to /proc ticks for CPU, to affinity for limits) and record which was used.
 """
@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from secoverhead.core import owners
 from secoverhead.core.owners import alive
 
 ROOT = Path("/sys/fs/cgroup")
@@ -61,7 +62,7 @@ def create(controller: str, label: str) -> Group | None:
     """A new group under secoverhead/ in the controller's hierarchy, or None where that is not possible."""
     if not available(controller):
         return None
-    path = ROOT / controller / PREFIX / f"{os.getpid()}-{label}-{uuid.uuid4().hex[:8]}"
+    path = ROOT / controller / PREFIX / f"{owners.me()}-{label}-{uuid.uuid4().hex[:8]}"
     try:
         path.mkdir(parents=True)
     except OSError:
@@ -78,7 +79,7 @@ def sweep_stale() -> list[Path]:
             continue
         for d in base.iterdir():
             owner = d.name.split("-", 1)[0]
-            if d.is_dir() and owner.isdigit() and not alive(int(owner)):
+            if d.is_dir() and owners.TOKEN.match(owner) and not alive(owner):
                 with contextlib.suppress(OSError):
                     d.rmdir()
                     removed.append(d)

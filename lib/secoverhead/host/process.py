@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.owners import alive
 from secoverhead.host import cgroups
@@ -77,10 +78,11 @@ def sweep_stale(base: str | os.PathLike | None = None) -> list[Path]:
             continue
         for d in root.iterdir():
             m = OWNED.match(d.name)
-            if m and d.is_dir() and not d.is_symlink() and not alive(int(m.group(1))):
+            if m and d.is_dir() and not d.is_symlink() and not alive(m.group(1)):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(d)
     removed += cgroups.sweep_stale()
+    removed += owners.sweep()
     return removed
 
 

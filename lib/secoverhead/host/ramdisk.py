@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from secoverhead.core import owners
 from secoverhead.core.owners import alive
 from secoverhead.host.rundirs import OWNED, RUN_DIR_PREFIX, make_run_dir
 
@@ -41,7 +42,7 @@ class RamDisk:
         if os.geteuid() != 0 or not SHM.is_dir() or not all(shutil.which(t) for t in ("losetup", "mkfs.ext4")):
             return None
         mount = make_run_dir("ramdisk")
-        fd, name = tempfile.mkstemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-ramdisk-", suffix=".img", dir=SHM)
+        fd, name = tempfile.mkstemp(prefix=f"{RUN_DIR_PREFIX}{owners.me()}-ramdisk-", suffix=".img", dir=SHM)
         os.close(fd)
         image, device = Path(name), ""
         try:
@@ -95,12 +96,12 @@ def sweep_stale(roots: list[Path]) -> list[Path]:
     for root in roots:
         for d in root.iterdir() if root.is_dir() else []:
             m = OWNED.match(d.name)
-            if m and d.is_dir() and os.path.ismount(d) and not alive(int(m.group(1))):
+            if m and d.is_dir() and os.path.ismount(d) and not alive(m.group(1)):
                 _release(d, Path("/nonexistent"))
                 removed.append(d)
     for f in SHM.glob(f"{RUN_DIR_PREFIX}*-ramdisk-*.img") if SHM.is_dir() else []:
         m = OWNED.match(f.name)
-        if m and not alive(int(m.group(1))):
+        if m and not alive(m.group(1)):
             _release(Path("/nonexistent"), f)
             removed.append(f)
     return removed

@@ -6,13 +6,14 @@ handshake, seed 003's). The set round trip is checked, not assumed: the link mea
 (a SYN out, a RST back: one round trip, no listener needed) first with no hold (the path's own floor), then
 with the hold that brings the median to the set value, and keeps all three figures.
 
-Needs root (namespaces, TUN devices). The namespace is named for its owner's PID (`so-PID-N`): stopping the
+Needs root (namespaces, TUN devices). The namespace is named for its owner (`so-TOKEN-N`, core.owners): stopping the
 link removes it, and the next link removes those whose owner is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import ipaddress
 import os
 import re
@@ -26,13 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.lifecycle import Started
 from secoverhead.core.owners import alive
 from secoverhead.host.process import ServerProcess, run_command
 from secoverhead.host.rundirs import make_run_dir
 
-_NAME = re.compile(r"^so-(\d+)-(\d+)$")
+_NAME = re.compile(rf"^so-({owners.TOKEN_PART})-(\d+)$")
 _SUBNET = ipaddress.ip_network("10.211.0.0/16")
 _PROBE_PORT = 9  # discard: nothing listens in the namespace, so a connect is answered by a RST
 TOLERANCE = 0.10  # the measured median round trip must be within 10 % of the set one
@@ -59,7 +61,7 @@ def sweep_stale() -> list[str]:
     gone = []
     for ns in _namespaces():
         m = _NAME.match(ns)
-        if m and not alive(int(m.group(1))):
+        if m and not alive(m.group(1)):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             gone.append(ns)
     return gone
@@ -128,11 +130,11 @@ class Link(Started):
         if reason:
             raise ConfigError(reason)
         sweep_stale()
-        taken = {int(m.group(2)) for ns in _namespaces() if (m := _NAME.match(ns)) and int(m.group(1)) == os.getpid()}
-        self.namespace = f"so-{os.getpid()}-{max(taken, default=0) + 1}"
+        taken = {int(m.group(2)) for ns in _namespaces() if (m := _NAME.match(ns)) and m.group(1) == owners.me()}
+        self.namespace = f"so-{owners.me()}-{max(taken, default=0) + 1}"
         net = _free_subnet()
         self.host_addr, self.peer_addr = str(net[1]), str(net[2])
-        tag = self.namespace.removeprefix("so-").replace("-", "x")[-12:]
+        tag = hashlib.sha1(self.namespace.encode()).hexdigest()[:12]  # an interface name holds 15 characters
         host_tun, peer_tun = f"h{tag}", f"p{tag}"
         self._run_dir = make_run_dir("link")
         self._line = ServerProcess(

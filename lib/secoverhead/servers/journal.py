@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from secoverhead.core import paths
+from secoverhead.core import owners, paths
 from secoverhead.core.files import atomic_write_json, read_json
 from secoverhead.core.owners import alive
 from secoverhead.servers import ExternalMySQL
@@ -34,7 +34,7 @@ class Journal:
 
     def __init__(self, target: dict[str, Any]) -> None:
         self.target = target
-        self.path = _dir() / f"{target['host']}_{target['port']}_{os.getpid()}.json"
+        self.path = _dir() / f"{target['host']}_{target['port']}_{owners.me()}.json"
         self.pending: list[dict[str, Any]] = []
 
     @classmethod
@@ -46,7 +46,13 @@ class Journal:
         if self.pending:
             atomic_write_json(
                 self.path,
-                {"target": self.target, "owner_pid": os.getpid(), "written": time.time(), "pending": self.pending},
+                {
+                    "target": self.target,
+                    "owner": owners.me(),
+                    "owner_pid": os.getpid(),
+                    "written": time.time(),
+                    "pending": self.pending,
+                },
             )
         else:
             self.path.unlink(missing_ok=True)
@@ -92,7 +98,7 @@ def recover() -> list[str]:
         return messages
     for f in sorted(d.glob("*.json")):
         data = read_json(f)
-        if not isinstance(data, dict) or alive(int(data.get("owner_pid", 0) or 0)):
+        if not isinstance(data, dict) or alive(data.get("owner") or data.get("owner_pid")):
             if not isinstance(data, dict):
                 messages.append(f"journal {f} is unreadable; it was left in place")
             continue

@@ -3,18 +3,27 @@ the newest runs whole and, of older ones, what the index and the history read: r
 reference, the rendered report and each experiment's run records and long table (results.csv). It drops what can
 be remade or is only for pictures: raw samples, per-interval files, profiles and flame graphs, screenshots, the
 executed notebook (the HTML holds what it showed) and the Parquet copy of the long table. A pruned run says so in
-its run.json; a run still in progress is never touched."""
+its run.json.
+
+What it deletes it owns: nothing behind a symbolic link (a run's `results` linked elsewhere is left whole, and
+said so), nothing of a run being written. A run in progress is one whose lock (run.lock) is held, on this
+machine in any PID namespace, or whose run.json says running by an owner alive (core.runs.running: another
+host's run by its lease); prune holds the run's lock while it deletes, so no resume starts under it. The dry run
+plans the same list."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import atomic_write_json, read_json
-from secoverhead.core.owners import alive
-from secoverhead.core.runs import runs_of
+from secoverhead.core.runlock import RunLock
+from secoverhead.core.runs import running, runs_of
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 DROP_DIRS = ("samples", "intervals", "profiles", "screens")
@@ -26,28 +35,57 @@ class Pruned:
     run: Path
     freed: int  # bytes
     kept: int  # bytes left
+    skipped: str = ""  # why nothing was deleted (its lock held, a link out of the run)
 
 
 def _size(p: Path) -> int:
+    """Bytes under p, links not followed."""
     if p.is_symlink() or not p.exists():
         return 0
     if p.is_file():
         return p.stat().st_size
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and not f.is_symlink())
+    total = 0
+    for top, _dirs, files in os.walk(p):  # followlinks=False
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, f)).st_size
+    return total
+
+
+def _own(p: Path, run: Path) -> bool:
+    """p lies inside run with no link on the way (each component checked, not only the resolved path)."""
+    try:
+        rel = p.relative_to(run)
+    except ValueError:
+        return False
+    q = run
+    for part in rel.parts:
+        q = q / part
+        if q.is_symlink():
+            return False
+    return True
 
 
 def droppable(run: Path) -> list[Path]:
-    """What pruning removes from one run directory."""
-    out = [run / f for f in DROP_FILES if (run / f).is_file()]
+    """What pruning removes from one run directory: never anything reached through a link."""
+    out = [run / f for f in DROP_FILES]
     results = run / "results"
-    if results.is_dir():
-        for exp in results.iterdir():
-            if exp.is_dir() and not exp.is_symlink():
-                out += [exp / d for d in DROP_DIRS if (exp / d).is_dir()]
-                out += [exp / f for f in DROP_FILES if (exp / f).is_file()]
-        if (results / "screens").is_dir():
-            out.append(results / "screens")
-    return out
+    if _own(results, run) and results.is_dir():
+        for exp in sorted(results.iterdir()):
+            if _own(exp, run) and exp.is_dir():
+                out += [exp / d for d in DROP_DIRS] + [exp / f for f in DROP_FILES]
+        out.append(results / "screens")
+    return [p for p in out if _own(p, run) and (p.is_dir() if p.name in DROP_DIRS else p.is_file())]
+
+
+def links_out(run: Path) -> list[Path]:
+    """Links among the places pruning would look: left as they are, and said."""
+    results = run / "results"
+    found = [results] if results.is_symlink() else []
+    if not found and results.is_dir():
+        for exp in sorted(results.iterdir()):
+            found += [exp] if exp.is_symlink() else [exp / d for d in DROP_DIRS if (exp / d).is_symlink()]
+    return found
 
 
 def _started(run: Path) -> dt.datetime | None:
@@ -72,7 +110,7 @@ def plan(root: Path, keep: int | None = None, older_than_days: float | None = No
             meta = read_json(run / "run.json")
             if not isinstance(meta, dict) or meta.get("pruned"):
                 continue
-            if meta.get("status") == "running" and alive(meta.get("owner_pid")):
+            if running(run):
                 continue
             old = keep is not None and i >= keep
             started = _started(run)
@@ -83,17 +121,33 @@ def plan(root: Path, keep: int | None = None, older_than_days: float | None = No
 
 
 def prune(runs: list[Path], *, dry_run: bool = False) -> list[Pruned]:
-    """Drop each run's droppable parts (or, dry, say what they weigh)."""
+    """Drop each run's droppable parts (or, dry, say what they weigh), each run under its lock."""
     done = []
     for run in runs:
-        gone = droppable(run)
-        freed = sum(_size(p) for p in gone)
-        if not dry_run:
-            for p in gone:
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
-            meta = read_json(run / "run.json")
-            if isinstance(meta, dict):
-                meta["pruned"] = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "freed_bytes": freed}
-                atomic_write_json(run / "run.json", meta)
-        done.append(Pruned(run, freed, _size(run) - (freed if dry_run else 0)))
+        try:
+            lock = RunLock(run).acquire()
+        except ConfigError as exc:  # being written, here or in another PID namespace: not ours to touch now
+            done.append(Pruned(run, 0, _size(run), skipped=str(exc)))
+            continue
+        try:
+            done.append(_prune_one(run, dry_run))
+        finally:
+            lock.release()
     return done
+
+
+def _prune_one(run: Path, dry_run: bool) -> Pruned:
+    if running(run):  # started between plan and lock (another host's run, by its lease)
+        return Pruned(run, 0, _size(run), skipped="being written")
+    gone = droppable(run)
+    freed = sum(_size(p) for p in gone)
+    links = links_out(run)
+    if not dry_run:
+        for p in gone:
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        meta = read_json(run / "run.json")
+        if isinstance(meta, dict):
+            meta["pruned"] = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "freed_bytes": freed}
+            atomic_write_json(run / "run.json", meta)
+    skipped = f"links left as they are: {', '.join(str(p.relative_to(run)) for p in links)}" if links else ""
+    return Pruned(run, freed, _size(run) - (freed if dry_run else 0), skipped=skipped)
