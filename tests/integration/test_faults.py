@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -216,6 +217,38 @@ def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
     _after(tmp_path, run_dir, 0, started, env)
     assert _general_log(db) == "0"  # a SIGKILLed owner's journal is undone at the next start
     assert not list((tmp_path / "state" / "journal").glob("*.json"))
+
+
+def test_a_killed_kernel_fails_the_run_at_once_and_restores_the_users_server(users_server, tmp_path):
+    """SIGKILL to the notebook's kernel mid-arm (an OOM kill, say): the CLI notices within seconds, records the
+    run failed with the reason, and undoes the arm's change on the user's server itself, not at the next start."""
+    db = users_server
+    env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal(), "FAULT_DBA_PW": SENTINEL}
+    arms = json.dumps(
+        {"general_log": {"enable": ["SET GLOBAL general_log=ON"], "disable": ["SET GLOBAL general_log=OFF"]}}
+    )
+    args = ["run", "audit", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
+    args += ["-p", "mysql_user", "bench", "-p", "mysql_password_env", "FAULT_BENCH_PW", "-p", "external_arms", arms]
+    args += ["-p", "mysql_admin_user", "dba", "-p", "mysql_admin_password_env", "FAULT_DBA_PW", "-p", "run_seconds"]
+    reports = tmp_path / "reports"
+    proc = _cli([*args, "5", "--reports", str(reports)], env)
+    deadline = time.monotonic() + 180
+    while _general_log(db) != "1" and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _general_log(db) == "1", proc.stderr.read()[-2000:] if proc.poll() is not None else "arm never ran"
+    kernels = [p for p in _children(proc.pid) if b"secoverhead.app.kernel" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(kernels) == 1
+    os.kill(kernels[0], signal.SIGKILL)
+    killed = time.monotonic()
+    proc.wait(60)
+    assert time.monotonic() - killed < 10, "the CLI took longer than 10 s to notice its kernel died"
+    assert proc.returncode == 1
+    assert _general_log(db) == "0"  # restored by this run, before it exited
+    (run_dir,) = [p for p in (reports / "audit").glob("*") if p.is_dir() and not p.is_symlink()]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "failed" and "kernel was killed by SIGKILL" in meta["error"], meta.get("error")
+    assert not list((tmp_path / "state" / "journal").glob("*.json"))
+    assert not list(Path(tempfile.gettempdir()).glob(f"secoverhead-{meta['owner']}-kernel-*"))  # its key gone
 
 
 EXTERNAL = {

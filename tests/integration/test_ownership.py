@@ -142,3 +142,17 @@ def test_prune_refuses_values_that_are_not_finite():
     for bad in ("nan", "inf", "-1"):
         res = subprocess.run([EXE, "prune", "--older-than", bad], capture_output=True, text=True, timeout=30)
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, (bad, res.stderr)
+
+
+def test_the_cli_as_pid_1_runs_a_study(tmp_path):
+    """A container's entrypoint is PID 1: the kernel it starts has PID 1 as its parent and is no orphan."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a PID namespace of its own needs root and unshare(1)")
+    env = os.environ.copy()
+    env.pop("PYTEST_CURRENT_TEST", None)
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", EXE, "run", "tls", "-p", "mongo_enabled", "false"]
+    res = subprocess.run([*argv, "-p", "mysql_connect_iterations", "10"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    (run,) = (tmp_path / "reports" / "tls").glob("2*")
+    assert json.loads((run / "run.json").read_text())["status"] == "ok"

@@ -28,6 +28,17 @@ def _on_term(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+PARENT_ENV = "SECOVERHEAD_KERNEL_PARENT"
+
+
+def _expected_parent() -> int:
+    """The PID that started this kernel (the pipeline says it; a kernel JupyterLab starts has its server as
+    parent). An orphan is re-parented to init (1) or a subreaper, so a parent that is not the one expected means
+    it died; a pipeline that is itself PID 1 (a container's entrypoint) is expected, not an orphan's parent."""
+    said = os.environ.get(PARENT_ENV, "")
+    return int(said) if said.isdigit() else (os.getppid() if os.getppid() != 1 else -1)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--install-spec"]:
         spec = Path(argv[1])
@@ -37,7 +48,7 @@ def main(argv: list[str]) -> None:
         return
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the parent died before the line above: nobody will read this kernel
+    if os.getppid() != _expected_parent():  # the parent died before the line above: nobody will read this kernel
         sys.exit(1)
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGHUP, _on_term)  # a closed terminal reaches the kernel too: stop as for SIGTERM

@@ -30,7 +30,7 @@ from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.rundir import new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
-from secoverhead.core.errors import ConfigError
+from secoverhead.core.errors import ConfigError, KernelDied
 from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
 from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
 from secoverhead.core.paths import user_path
@@ -39,6 +39,7 @@ from secoverhead.core.runs import running
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, environment, leaks
+from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
 from secoverhead.suite.notebooks import NOTEBOOKS
 
@@ -355,7 +356,9 @@ def run_study(
         status, error = "interrupted", f"interrupted by {sig.name}" + (" (Ctrl-C)" if sig.name == "SIGINT" else "")
         sig.outcome = f"{study.id}: interrupted  {run_dir}"
         raise sig from None
-    except Exception as exc:  # kernel died, outputs unwritable, disk full, ...
+    except KernelDied as exc:
+        status, error = "failed", str(exc)
+    except Exception as exc:  # outputs unwritable, disk full, ...
         status, error = "failed", _one_line(exc)
     finally:
         with signals.deferred():  # a second Ctrl-C must not leave the record half-done
@@ -372,8 +375,16 @@ def run_study(
                     handler.close()
             status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
             lock.release()
+            _undo_what_the_kernel_left()
     log.info("%s: %s (%s)", study.id, status, error or "no error")
     return RunOutcome(study.id, run_dir, status, error)
+
+
+def _undo_what_the_kernel_left() -> None:
+    """The kernel is gone: changes it journaled on a user's server and did not undo (it was killed) are undone
+    now, not at the next start."""
+    for message in recover():
+        logging.getLogger("secoverhead").warning("note: %s", message)
 
 
 def _one_line(exc: BaseException) -> str:

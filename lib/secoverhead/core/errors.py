@@ -19,3 +19,7 @@ class UnreachableServerError(SecoverheadError):
 
 class AuthenticationError(SecoverheadError):
     """A server rejected the credentials the user named."""
+
+
+class KernelDied(SecoverheadError):
+    """The notebook's kernel ended in the middle of a run (a signal, an exit): the run failed, for that reason."""
