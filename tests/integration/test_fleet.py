@@ -265,6 +265,67 @@ def test_a_worker_killed_mid_job_is_retried_with_resume_and_repeats_no_run(clust
     assert len(keys) == md["completed_runs"]  # every run it counts was made once, across the two attempts
 
 
+def test_a_worker_killed_mid_job_and_restarted_gets_its_job_back(cluster, targets, tmp_path):
+    """The target's only client host dies mid-job and comes back (a service manager restarting it): the job is
+    placed on it again and resumes, within a bound; the summary says so."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    tls = {"study": "tls", "params": TLS["params"] | {"repetitions": 4, "mysql_connect_iterations": 150}}
+    spec = {
+        "targets": {"db-one": _target(targets["db-one"], cluster.hosts[0], ["client-a"])},
+        "studies": [tls],
+        "retries": 2,
+    }
+    path = reports.parent / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    proc = subprocess.Popen(
+        [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cluster.env,
+    )
+    deadline = time.monotonic() + 240
+    while not list(reports.glob("tls/*/results/*/runs/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(reports.glob("tls/*/results/*/runs/*.json")), "no run started"
+    os.kill(cluster.worker_pid("client-a"), signal.SIGKILL)
+    cluster.procs["client-a"].wait(30)
+    time.sleep(3)
+    cluster.start_worker("client-a", cluster.hosts[0])
+    out, err = proc.communicate(timeout=400)  # bound: the job's whole time twice over
+    assert proc.returncode == 0, (out[-2000:], err[-2000:])
+    run = next(p.parent for p in reports.glob("tls/*/run.json") if not p.parent.is_symlink())
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "ok" and meta["resumed"] >= 1 and meta["client_hosts"][:2] == ["client-a", "client-a"]
+    (summary,) = (reports / "fleet").glob("*.json")
+    assert [j["status"] for j in json.loads(summary.read_text())["jobs"]] == ["ok"]
+
+
+def test_a_fleet_stopped_by_a_signal_writes_its_summary(cluster, targets, tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    spec = {"targets": {"db-two": _target(targets["db-two"], cluster.hosts[0], ["client-b"])}, "studies": [TLS]}
+    path = reports.parent / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    proc = subprocess.Popen(
+        [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cluster.env,
+    )
+    deadline = time.monotonic() + 240
+    while not list(reports.glob("tls/*/run.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    (summary,) = (reports / "fleet").glob("*.json")
+    (job,) = json.loads(summary.read_text())["jobs"]
+    assert job["key"] == "tls@db-two" and job["status"] == "interrupted"
+
+
 @pytest.mark.quiet  # the hosts' start skew: a neighbour's load could delay one host's start
 def test_one_server_loaded_from_both_hosts_at_once_merges_their_counts(cluster, targets):
     from distributed import Client

@@ -290,6 +290,10 @@ def _fleet(args: argparse.Namespace) -> int:
     from secoverhead.fleet import spec
 
     fleet = spec.load(args.file)
+    if args.scheduler:
+        from secoverhead.fleet.runner import check_scheduler  # deferred: see the module docstring
+
+        check_scheduler(args.scheduler)  # before the jobs' parameters: a wrong address is the likelier mistake
     for job in fleet.jobs():  # every job's parameters, as `run` checks them; its client host checks the rest
         try:
             prepare(

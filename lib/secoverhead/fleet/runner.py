@@ -9,13 +9,16 @@ Workers of a real cluster are started by the user, one per client host:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
 import logging
+import re
+import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,10 @@ from secoverhead.fleet.spec import Fleet, Job
 
 SLOT = "load"
 WAIT_FOR_WORKERS_S = 60.0
+POLL_S = 2.0
+# a target with no client host connected this long fails its jobs: a killed worker restarted by hand or by its
+# service manager is back well within it
+ORPHANED_S = 120.0
 
 
 @dataclass
@@ -48,7 +55,7 @@ def cluster(scheduler: str | None) -> Iterator[Any]:
     for name in ("distributed", "bokeh", "tornado"):  # the cluster's chatter is not the fleet's output
         logging.getLogger(name).setLevel(logging.ERROR)
     if scheduler:
-        with Client(scheduler, timeout=30) as client:
+        with connect(scheduler) as client:
             yield client
         return
     with (
@@ -63,6 +70,62 @@ def cluster(scheduler: str | None) -> Iterator[Any]:
         Client(lc) as client,
     ):
         yield client
+
+
+ADDRESS = re.compile(r"^(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252}):\d{1,5}$")
+CONNECT_S = 3.0  # a scheduler answers within a second; one that does not in 3 s is not one
+
+
+def check_address(scheduler: str) -> str:
+    """The scheduler's address as Dask takes it (tcp://host:port), or ConfigError: before anything starts."""
+    if not ADDRESS.match(scheduler) or not 0 < int(scheduler.rsplit(":", 1)[1]) < 65536:
+        raise ConfigError(f"--scheduler {scheduler[:80]!r}: give tcp://HOST:PORT (or tls://HOST:PORT)")
+    return scheduler if "://" in scheduler else f"tcp://{scheduler}"
+
+
+@contextlib.contextmanager
+def connect(scheduler: str) -> Iterator[Any]:
+    """A client of the scheduler, or ConfigError in one line within seconds (nothing answers, something that is
+    not a Dask scheduler answers, or never answers)."""
+    from distributed import Client  # deferred: Dask is heavy
+
+    address = check_scheduler(scheduler)
+    try:
+        client = Client(address, timeout=CONNECT_S)
+    except Exception as exc:  # it answered a moment ago; gone since
+        why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise ConfigError(f"no Dask scheduler answers at {address}: {why}") from None
+    with client:
+        yield client
+
+
+def check_scheduler(scheduler: str) -> str:
+    """The address, once a Dask scheduler there has said it is one; else ConfigError, in seconds."""
+    address = check_address(scheduler)
+    host, port = address.split("://", 1)[1].rsplit(":", 1)
+    try:
+        # a closed port or an unknown host, said at once, before Dask is even loaded
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+        # whatever answers must say it is a scheduler, within a bound: Dask's own handshake waited 60+ s on a
+        # server that accepted and said nothing
+        said = asyncio.run(asyncio.wait_for(_identity(address), CONNECT_S))
+    except Exception as exc:  # OSError, TimeoutError, a protocol error from whatever answered
+        why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise ConfigError(f"no Dask scheduler answers at {address}: {why}") from None
+    if not isinstance(said, dict) or said.get("type") != "Scheduler":
+        raise ConfigError(f"no Dask scheduler answers at {address}: what answers is not one")
+    return address
+
+
+async def _identity(address: str) -> Any:
+    from distributed.comm import connect as comm_connect  # deferred: Dask is heavy
+
+    comm = await comm_connect(address, timeout=CONNECT_S)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
 
 
 def _workers(client: Any) -> dict[str, dict[str, Any]]:
@@ -92,54 +155,134 @@ def wait_for_workers(client: Any, names: set[str], timeout: float = WAIT_FOR_WOR
     return found
 
 
-def submit(client: Any, fleet: Fleet, reports: Path, scheduler: str, local: bool) -> dict[Any, Job]:
-    futures = {}
-    for job in fleet.jobs():
-        restrict = None if local else list(job.target.clients) or None
-        fut = client.submit(
+@dataclass
+class Placement:
+    """The fleet's jobs on the cluster: each job's future, the worker addresses it was placed for, and how often
+    it was placed. Dask keeps a task's worker restriction as the addresses its names had when it was submitted,
+    so a client host restarted under its name (a new address) never got its job back and the fleet waited
+    forever; a job whose placement lost every address is submitted again, by name, to resume its run."""
+
+    client: Any
+    fleet: Fleet
+    reports: Path
+    scheduler: str
+    local: bool
+    echo: Any
+    futures: dict[Any, Job] = field(default_factory=dict)
+    placed: dict[Any, frozenset[str]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    orphaned_since: dict[str, float] = field(default_factory=dict)
+
+    def submit(self, job: Job) -> None:
+        n = self.attempts[job.key] = self.attempts.get(job.key, 0) + 1
+        restrict = None if self.local else list(job.target.clients) or None
+        fut = self.client.submit(
             run_job,
             job,
-            str(reports),
-            scheduler,
-            key=f"fleet-{fleet.stamp}-{job.key}",
+            str(self.reports),
+            self.scheduler,
+            key=f"fleet-{self.fleet.stamp}-{job.key}-{n}",
             workers=restrict,
             allow_other_workers=False,
             resources={SLOT: 1},
-            retries=fleet.retries,
+            retries=self.fleet.retries,
             pure=False,
         )
-        futures[fut] = job
-    return futures
+        self.futures[fut] = job
+        self.placed[fut] = frozenset(self._addresses(job)) if not self.local else frozenset()
+
+    def collect(self, outcomes: dict[str, dict[str, Any]]) -> None:
+        """Each job's outcome as it ends; between, lost placements renewed and orphaned jobs failed."""
+        from distributed import wait  # deferred: Dask is heavy
+
+        while self.futures:
+            with contextlib.suppress(TimeoutError):
+                wait(list(self.futures), timeout=POLL_S, return_when="FIRST_COMPLETED")
+            for fut in [f for f in self.futures if f.done()]:
+                job = self.futures.pop(fut)
+                try:
+                    o = as_dict(fut.result())
+                except Exception as exc:  # failed after every retry, or its workers kept dying
+                    o = _outcome(job, self.reports, "failed", f"{type(exc).__name__}: {exc}")
+                outcomes[job.key] = o
+                self.echo(_line(o))
+            if not self.local:
+                self._renew_lost(outcomes)
+
+    def _addresses(self, job: Job, workers: dict[str, dict[str, Any]] | None = None) -> set[str]:
+        workers = _workers(self.client) if workers is None else workers
+        return {workers[n]["address"] for n in job.target.clients if n in workers}
+
+    def _renew_lost(self, outcomes: dict[str, dict[str, Any]]) -> None:
+        workers = _workers(self.client)
+        busy = {k for keys in self.client.processing().values() for k in keys}
+        for fut, job in list(self.futures.items()):
+            now = self._addresses(job, workers)
+            if not now:  # no client host of its target connected: waited for, within a bound
+                since = self.orphaned_since.setdefault(job.key, time.monotonic())
+                if since == self.orphaned_since[job.key] and time.monotonic() - since < POLL_S + 0.5:
+                    self.echo(f"{job.key}: waiting for a client host of {job.target.name}")
+                if time.monotonic() - since > ORPHANED_S:
+                    self._drop(fut)
+                    why = f"no client host of {job.target.name} connected for {ORPHANED_S:.0f} s"
+                    outcomes[job.key] = _outcome(job, self.reports, "failed", why)
+                    self.echo(_line(outcomes[job.key]))
+                continue
+            self.orphaned_since.pop(job.key, None)
+            if now & self.placed[fut] or fut.key in busy:
+                continue
+            if self.attempts[job.key] > self.fleet.retries + 1:
+                self._drop(fut)
+                why = f"its client hosts kept leaving ({self.attempts[job.key]} placements)"
+                outcomes[job.key] = _outcome(job, self.reports, "failed", why)
+                self.echo(_line(outcomes[job.key]))
+                continue
+            self._drop(fut)
+            self.submit(job)
+            self.echo(f"{job.key}: placed again on {', '.join(sorted(job.target.clients))} (a client host came back)")
+
+    def _drop(self, fut: Any) -> None:
+        fut.cancel()
+        self.futures.pop(fut, None)
+        self.placed.pop(fut, None)
 
 
 def run(fleet: Fleet, reports: Path, scheduler: str | None = None, *, echo: Any = print) -> Summary:
-    """Every job, each to its end (ok, failed after its retries, refused); the fleet's summary written to
-    reports/fleet/<stamp>.json. A failed job does not stop the others."""
-    from distributed import as_completed  # deferred: Dask is heavy
-
+    """Every job, each to its end (ok, failed after its retries, refused, or failed because no client host of
+    its target stayed connected); the fleet's summary written to reports/fleet/<stamp>.json on any exit, a
+    signal's included (jobs not finished then: interrupted). A failed job does not stop the others."""
     reports.mkdir(parents=True, exist_ok=True)
-    outcomes: list[dict[str, Any]] = []
-    with cluster(scheduler) as client:
-        if scheduler:
-            wait_for_workers(client, fleet.workers)
-        address = client.scheduler.address if scheduler else ""
-        futures = submit(client, fleet, reports, address, local=not scheduler)
-        for fut in as_completed(list(futures)):
-            job = futures[fut]
-            try:
-                o = as_dict(fut.result())
-            except Exception as exc:  # failed after every retry, or its workers kept dying
-                o = {
-                    "key": job.key,
-                    "study": job.study,
-                    "target": job.target.name,
-                    "status": "failed",
-                    "run_dir": str(reports / job.study / job.name),
-                    "error": f"{type(exc).__name__}: {exc}"[:300],
-                    "verdicts": [],
-                }
-            outcomes.append(o)
-            echo(_line(o))
+    outcomes: dict[str, dict[str, Any]] = {}
+    with cluster(scheduler) as client:  # a scheduler that does not answer is refused here: nothing started yet
+        try:
+            if scheduler:
+                wait_for_workers(client, fleet.workers)
+            address = client.scheduler.address if scheduler else ""
+            placement = Placement(client, fleet, reports, address, not scheduler, echo)
+            for job in fleet.jobs():
+                placement.submit(job)
+            placement.collect(outcomes)
+        finally:
+            for job in fleet.jobs():  # what did not end: said so in the summary, never left out of it
+                why = "the fleet stopped before it ended"
+                outcomes.setdefault(job.key, _outcome(job, reports, "interrupted", why))
+            summary = _write_summary(fleet, reports, scheduler, list(outcomes.values()))
+    return summary
+
+
+def _outcome(job: Job, reports: Path, status: str, error: str) -> dict[str, Any]:
+    return {
+        "key": job.key,
+        "study": job.study,
+        "target": job.target.name,
+        "status": status,
+        "run_dir": str(reports / job.study / job.name),
+        "error": error[:300],
+        "verdicts": [],
+    }
+
+
+def _write_summary(fleet: Fleet, reports: Path, scheduler: str | None, outcomes: list[dict[str, Any]]) -> Summary:
     path = reports / "fleet" / f"{fleet.stamp}.json"
     summary = Summary(fleet.stamp, scheduler or "local", sorted(outcomes, key=lambda o: o["key"]), path)
     atomic_write_json(

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import ID_PATTERN, read_file, specs
+from secoverhead.core.secrets import holds_secret
 from secoverhead.studies import STUDIES
 
 WORKER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
@@ -140,6 +142,33 @@ def _mapping(value: Any, where: str) -> dict[str, Any]:
     return dict(value)
 
 
+def _no_secrets(params: dict[str, Any], where: str) -> None:
+    """By the project's one rule (core.secrets): a secret's value never sits in the fleet file (it would travel
+    to the scheduler's memory), only where it lives."""
+    for k in params:
+        if holds_secret(k):
+            raise ConfigError(
+                f"{where}: {k[:60]} would put a secret in the fleet file: name where it lives ({k[:60]}_env or _file)"
+            )
+
+
+def _targets_taken(targets: dict[str, Target], studies: list[StudyEntry]) -> None:
+    """Every parameter of a target is one some study of the fleet takes (a typo is refused, not dropped), and a
+    target with parameters gives each study at least one: a study taking none of them would measure its own
+    servers and record them under the target's name."""
+    taken = {e.study: set(specs(STUDIES[e.study].Params)) for e in studies}
+    for t in targets.values():
+        unknown = sorted(set(t.params) - set().union(*taken.values()))
+        if unknown:
+            raise ConfigError(
+                f"target {t.name}: no study of this fleet takes {', '.join(unknown)[:120]} (a misspelt parameter?)"
+            )
+        for study, known in taken.items():
+            if t.params and not set(t.params) & known:
+                why = "it would measure its own servers under the target's name"
+                raise ConfigError(f"target {t.name}: {study} takes none of its params; {why}")
+
+
 def parse(data: Any, *, stamp: str | None = None) -> Fleet:
     if not isinstance(data, dict):
         raise ConfigError("the fleet file must be a mapping with targets: and studies:")
@@ -157,12 +186,7 @@ def parse(data: Any, *, stamp: str | None = None) -> Fleet:
         if not isinstance(t, dict) or set(t) - {"params", "clients", "load_hosts"}:
             raise ConfigError(f"target {name}: give params:, clients: and optionally load_hosts:")
         params = _mapping(t.get("params"), f"target {name}: params")
-        for k in params:
-            if any(s in k for s in ("password", "secret")) and not k.endswith(("_env", "_file")):
-                raise ConfigError(
-                    f"target {name}: {k} would put a secret in the fleet file: name where it lives "
-                    f"({k}_env or {k}_file)"
-                )
+        _no_secrets(params, f"target {name}")
         targets[name] = Target(
             name,
             params,
@@ -184,18 +208,15 @@ def parse(data: Any, *, stamp: str | None = None) -> Fleet:
         files = s.get("files") or []
         if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
             raise ConfigError(f"studies[{i}]: files must be a list of parameter files")
-        studies.append(
-            StudyEntry(
-                study,
-                str(s.get("profile") or "smoke"),
-                tuple(files),
-                _mapping(s.get("params"), f"studies[{i}]: params"),
-            )
-        )
+        entry_params = _mapping(s.get("params"), f"studies[{i}]: params")
+        _no_secrets(entry_params, f"studies[{i}]")
+        studies.append(StudyEntry(study, str(s.get("profile") or "smoke"), tuple(files), entry_params))
     retries = data.get("retries", 2)
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
         raise ConfigError("retries must be a whole number from 0 to 10")
-    stamp = stamp or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    _targets_taken(targets, studies)
+    # unique though two fleets start in the same second: their runs and summaries never share a name
+    stamp = stamp or f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     fleet = Fleet(targets, tuple(studies), retries, stamp)
     if len(fleet.jobs()) > MAX_JOBS:
         raise ConfigError(f"the fleet makes {len(fleet.jobs())} jobs (limit {MAX_JOBS})")
