@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -272,6 +273,19 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--output {out}: the folder {out.parent} does not exist")
     from secoverhead.host import calibration  # deferred: openssl, ctypes
     from secoverhead.sizing.scaling import REFERENCES, reference_us
+    from secoverhead.sizing.sources import check_calibration
+
+    # checked before 8 s of measuring: never over a file that is not a calibration (a run's run.json), and
+    # only where it can be written
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        raise ConfigError(f"--output {out}: not a regular file; name a new .json file")
+    if out.exists():
+        try:
+            check_calibration(out)
+        except ConfigError:
+            raise ConfigError(f"--output {out} exists and is not a calibration: it is not written over") from None
+    if not os.access(out if out.exists() else out.parent, os.W_OK):
+        raise ConfigError(f"--output {out}: cannot be written here")
 
     print("measuring this machine's speed reference (about 8 s of one core)...", file=sys.stderr)
     cal = calibration.measure()

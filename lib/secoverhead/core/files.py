@@ -84,7 +84,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(sanitize(obj), indent=1, sort_keys=True).encode())
 
 
-MAX_JSON_BYTES = 64 << 20  # run.json, verdicts.json, metadata: a few MB at the most
+MAX_JSON_BYTES = 4 << 20  # run.json, verdicts.json, metadata: 10-50 kB each in a quick run; 4 MB bounds what a
+# copied-in or damaged tree can make a reader hold (fifty 50 MB run.json took `index` to 2.5 GB)
 
 
 def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:

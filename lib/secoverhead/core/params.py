@@ -304,26 +304,32 @@ def _yaml_load(text: str, what: str) -> Any:
 MAX_FILE_BYTES = 1 << 20
 
 
-def read_file(path: str | os.PathLike) -> dict[str, Any]:
-    """One parameters file: a mapping of name: value, read as YAML 1.2 with the safe loader."""
+def read_yaml(path: str | os.PathLike, what: str, limit: int = MAX_FILE_BYTES) -> Any:
+    """A YAML file of ours or a user's, read as YAML 1.2 with the safe loader, bounded in size, depth and nodes
+    (no aliases): a 3 GB or deeply nested file is one ConfigError, not an OOM kill or a traceback."""
     p = Path(path)
-    if problem := file_problem(p):
-        raise ConfigError(f"parameters file {_short(p)}: {problem}")
+    if problem := file_problem(p, limit):
+        raise ConfigError(f"{what} {_short(p)}: {problem}")
     try:
-        raw = read_bounded(p.expanduser(), MAX_FILE_BYTES)  # size and kind checked before reading
+        raw = read_bounded(p.expanduser(), limit)  # size and kind checked before reading
     except Unreadable as exc:
-        raise ConfigError(f"parameters file {_short(p)}: {exc}") from None
+        raise ConfigError(f"{what} {_short(p)}: {exc}") from None
     except OSError as exc:
-        raise ConfigError(f"parameters file {_short(p)} cannot be read: {exc.strerror}") from None
+        raise ConfigError(f"{what} {_short(p)} cannot be read: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"parameters file {_short(p)} is not UTF-8 text (byte {exc.start})") from None
-    loaded = _yaml_load(text, f"parameters file {_short(p)}")
+        raise ConfigError(f"{what} {_short(p)} is not UTF-8 text (byte {exc.start})") from None
+    return _yaml_load(text, f"{what} {_short(p)}")
+
+
+def read_file(path: str | os.PathLike) -> dict[str, Any]:
+    """One parameters file: a mapping of name: value."""
+    loaded = read_yaml(path, "parameters file")
     if loaded is None:
         return {}
     if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
-        raise ConfigError(f"parameters file {_short(p)} must hold a mapping of name: value")
+        raise ConfigError(f"parameters file {_short(Path(path))} must hold a mapping of name: value")
     return loaded
 
 

@@ -6,14 +6,15 @@ of it before any kernel starts."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import read_json
-from secoverhead.core.paths import file_problem, user_path
+from secoverhead.core.files import read_bounded, read_json
+from secoverhead.core.paths import MAX_INPUT_BYTES, file_problem, user_path
 from secoverhead.core.runs import counting
 from secoverhead.sizing.scaling import REFERENCES
 
@@ -109,15 +110,30 @@ def sources(
 def target_calibration(path: str, typed: Mapping[str, Any]) -> dict[str, Any]:
     """The user's machine: a calibration file from `secoverhead calibrate`, with typed-in references over it;
     empty when neither is given (the costs then stay those of the machine that measured them)."""
-    cal: dict[str, Any] = {}
-    if path:
-        if problem := file_problem(path):
-            raise ConfigError(f"calibration_file: {problem}")
-        try:
-            loaded = json.loads(user_path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"calibration_file: not a calibration saved by `secoverhead calibrate` ({exc})") from None
-        if not isinstance(loaded, dict) or not any(k in loaded for k in REFERENCES):
-            raise ConfigError("calibration_file: holds none of the speed references `secoverhead calibrate` saves")
-        cal = loaded
+    cal = check_calibration(path) if path else {}
+    _check_speeds(dict(typed), "calibration")
     return cal | dict(typed)
+
+
+def check_calibration(path: str | Path) -> dict[str, Any]:
+    """A calibration file as `secoverhead calibrate` saves it, or ConfigError: bounded, and each speed it holds a
+    finite time above zero (a negative or NaN one priced everything at NaN, with status ok)."""
+    if problem := file_problem(path):
+        raise ConfigError(f"calibration_file: {problem}")
+    try:
+        loaded = json.loads(read_bounded(user_path(path), MAX_INPUT_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"calibration_file: not a calibration saved by `secoverhead calibrate` ({exc})") from None
+    if not isinstance(loaded, dict) or not any(k in loaded for k in REFERENCES):
+        raise ConfigError("calibration_file: holds none of the speed references `secoverhead calibrate` saves")
+    _check_speeds(loaded, "calibration_file")
+    return loaded
+
+
+def _check_speeds(cal: dict[str, Any], where: str) -> None:
+    for key in REFERENCES:
+        v = cal.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise ConfigError(f"{where}: {key} must be a time above zero, not {str(v)[:40]}")

@@ -11,17 +11,22 @@ import yaml
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import atomic_write_text
+from secoverhead.core.params import read_yaml
 
 FILE = "expected.yaml"
 
 
-def load(root: Path) -> list[dict[str, Any]]:
+def load(root: Path, *, strict: bool = False) -> list[dict[str, Any]]:
+    """The marks, read bounded (core.params.read_yaml): an unreadable file is no marks (the index then shows
+    every change as an alarm), or with strict a ConfigError (`expect` must not write over marks it cannot read)."""
     path = Path(root) / FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return []
     try:
-        data = yaml.safe_load(path.read_text()) or []
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(path, "the expectations file")
+    except ConfigError:
+        if strict:
+            raise
         return []
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
@@ -50,7 +55,7 @@ def mark(root: Path, study: str, run: str, why_text: str, claim: str = "*", targ
         raise ConfigError("say why the change is expected (--why)")
     marks = [
         m
-        for m in load(root)
+        for m in load(root, strict=True)
         if not (
             m.get("study") == study
             and str(m.get("run")) == run

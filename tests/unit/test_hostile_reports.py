@@ -1,0 +1,106 @@
+"""Every reader under reports/ is bounded: a huge or deeply nested expectations file, run.json files of 50 MB,
+a history folder of junk. The real CLI, in a subprocess whose peak memory is read back: it stays under 500 MB
+and answers in one line (index: the page; expect: exit 2). Calibration files are checked when read and never
+written over something that is not one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from secoverhead.core.errors import ConfigError
+from secoverhead.sizing.sources import check_calibration, target_calibration
+
+EXE = str(Path(sys.executable).with_name("secoverhead"))
+PEAK = "import resource,subprocess,sys; r=subprocess.run(sys.argv[1:]); " \
+       "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode, file=sys.stderr)"  # fmt: skip
+
+
+def _cli(*args: str, cwd: Path) -> tuple[int, str, str, int]:
+    """exit code, stdout, stderr (without the peak line) and peak RSS in kB of `secoverhead ARGS`."""
+    env = os.environ.copy()
+    env.pop("PYTEST_CURRENT_TEST", None)
+    res = subprocess.run([sys.executable, "-c", PEAK, EXE, *args], cwd=cwd, env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    *err, last = res.stderr.strip().splitlines() or ["0 0"]
+    peak, code = (int(x) for x in last.split())
+    return code, res.stdout, "\n".join(err), peak
+
+
+def _run(root: Path, name: str, meta: dict) -> Path:
+    d = root / "tls" / name
+    (d / "results").mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"study": "tls", "status": "ok", "params_name": "smoke", **meta}))
+    return d
+
+
+def test_huge_run_records_and_expectations_do_not_take_the_index_down(tmp_path):
+    root = tmp_path / "reports"
+    for i in range(3):
+        _run(root, f"2026110{i + 1}T000000Z-vm-smoke", {"notes": "x" * (50 << 20)})  # 50 MB strings
+    _run(root, "20261104T000000Z-vm-smoke", {"started": "2026-11-04T00:00:00+00:00"})
+    with open(root / "expected.yaml", "wb") as f:
+        f.truncate(3 << 30)  # 3 GB (sparse): read whole, it OOM-killed `index`
+    code, _out, err, peak = _cli("index", "--reports", str(root), cwd=tmp_path)
+    assert code == 0 and "Traceback" not in err, err[-1500:]
+    assert peak < 500_000, f"index peaked at {peak / 1000:.0f} MB"
+    page = (root / "index.html").read_text()
+    assert "20261104T000000Z-vm-smoke" in page and len(page) < 5 << 20  # the readable run listed; no 50 MB echo
+    code, _out, err, peak = _cli("expect", "tls", "20261104T000000Z-vm-smoke", "--why", "x", "--reports", str(root),
+                                cwd=tmp_path)  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1 and "expectations file" in err, err
+    assert peak < 500_000
+    assert (root / "expected.yaml").stat().st_size == 3 << 30  # not written over
+
+
+def test_a_deeply_nested_expectations_file_is_one_line(tmp_path):
+    root = tmp_path / "reports"
+    _run(root, "20261104T000000Z-vm-smoke", {})
+    (root / "expected.yaml").write_text("[" * 100_000 + "]" * 100_000)
+    code, _out, err, _peak = _cli("expect", "tls", "20261104T000000Z-vm-smoke", "--why", "x", "--reports",
+                                  str(root), cwd=tmp_path)  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err[-1500:]
+    code, _out, err, _peak = _cli("index", "--reports", str(root), cwd=tmp_path)
+    assert code == 0 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{}", "holds none"),
+        ("[1, 2]", "holds none"),
+        ("not json", "not a calibration"),
+        ('{"rsa2048_sign_us": -3}', "above zero"),
+        ('{"rsa2048_sign_us": NaN}', "above zero"),
+        ('{"rsa2048_sign_us": "fast"}', "above zero"),
+        ('{"rsa2048_sign_us": true}', "above zero"),
+    ],
+)
+def test_a_calibration_file_is_checked_when_read(tmp_path, content, words):
+    f = tmp_path / "cal.json"
+    f.write_text(content)
+    with pytest.raises(ConfigError, match=words):
+        check_calibration(f)
+
+
+def test_a_good_calibration_and_typed_speeds(tmp_path):
+    f = tmp_path / "cal.json"
+    f.write_text('{"rsa2048_sign_us": 700.0, "host": "db1"}')
+    assert target_calibration(str(f), {"x25519_derive_us": 40.0})["x25519_derive_us"] == 40.0
+    with pytest.raises(ConfigError, match="above zero"):
+        target_calibration("", {"x25519_derive_us": float("inf")})
+
+
+def test_calibrate_never_writes_over_what_is_not_a_calibration(tmp_path):
+    run_json = tmp_path / "run.json"
+    run_json.write_text('{"status": "ok"}')
+    (tmp_path / "link.json").symlink_to(run_json)
+    for target in (run_json, tmp_path / "link.json"):  # the link: read as where it leads
+        code, _out, err, _peak = _cli("calibrate", "-o", str(target), cwd=tmp_path)
+        assert code == 2 and "is not a calibration" in err and "measuring" not in err, err  # before measuring
+    assert run_json.read_text() == '{"status": "ok"}'
