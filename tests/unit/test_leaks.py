@@ -81,3 +81,19 @@ def test_special_files_are_not_read(tmp_path):
 def test_secrets_it_cannot_scan_for_safely_are_refused(value, ordinary, why):
     got = leaks.scan_problem(value, ordinary)
     assert (got is None) if why is None else (why in got)
+
+
+def test_a_password_that_is_a_word_of_every_page_is_refused_at_the_start(monkeypatch):
+    """'transparent' is in every report's stylesheet: found there at the end, it failed the run after measuring."""
+    from secoverhead.app import pipeline
+    from secoverhead.core.errors import ConfigError, SecoverheadError
+
+    monkeypatch.setenv("STYLE_WORD_PW", "transparent")
+    overrides = [("mysql_host", "127.0.0.1"), ("mysql_user", "u"), ("mysql_password_env", "STYLE_WORD_PW")]
+    overrides.append(("mysql_port", "9"))  # nothing listens: a password that passes is stopped by the next check
+    with pytest.raises(ConfigError, match="stylesheet"):
+        pipeline.prepare("tls", overrides=overrides)
+    monkeypatch.setenv("STYLE_WORD_PW", "Qx7-unusual-Passphrase-31")
+    with pytest.raises(SecoverheadError) as caught:
+        pipeline.prepare("tls", overrides=overrides)
+    assert "stylesheet" not in str(caught.value)

@@ -201,10 +201,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from secoverhead.app.pipeline import check_reports_root  # deferred: see the module docstring
+    from secoverhead.app.rundir import check_reports_root  # light: the check comes before the stack loads
+
+    root = check_reports_root(args.reports, create=False)
     from secoverhead.suite.index import build_index, glance, unexpected_changes  # deferred
 
-    root = check_reports_root(args.reports)
     page = build_index(root)
     changes = unexpected_changes(root)
     if args.format == "json":
@@ -220,6 +221,8 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    for run in (args.run_a, args.run_b):
+        _check_run_dir(run)
     from secoverhead.suite import benchtable  # deferred: pandas
     from secoverhead.suite.crossrun import (  # deferred: see the module docstring
         combined_claims,
@@ -329,9 +332,23 @@ def _fleet(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+def _check_run_dir(run: str) -> None:
+    """A run directory (a readable run.json), checked before pandas loads: a wrong path is refused at once."""
+    from secoverhead.core.errors import ConfigError
+    from secoverhead.core.files import read_json
+    from secoverhead.core.paths import user_path
+
+    try:
+        d = user_path(run)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    meta = read_json(d / "run.json")
+    if not isinstance(meta, dict) or not isinstance(meta.get("study"), str):
+        raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
+
+
 def _prune(args: argparse.Namespace) -> int:
-    from secoverhead.app.pipeline import check_reports_root
-    from secoverhead.suite import retention
+    from secoverhead.app.rundir import check_reports_root  # light: the checks come before the stack loads
 
     if args.keep is None and args.older_than is None:
         raise SecoverheadError("say what to keep whole: --keep N (newest runs per study) and/or --older-than DAYS")
@@ -339,7 +356,9 @@ def _prune(args: argparse.Namespace) -> int:
         args.older_than is not None and not (math.isfinite(args.older_than) and args.older_than >= 0)
     ):
         raise SecoverheadError("--keep and --older-than take finite numbers of at least 0")
-    reports = check_reports_root(args.reports)
+    reports = check_reports_root(args.reports, create=False)
+    from secoverhead.suite import retention  # deferred: see the module docstring
+
     done = retention.prune(retention.plan(reports, args.keep, args.older_than), dry_run=args.dry_run)
     for d in done:
         print(f"{'would free' if args.dry_run else 'freed'} {d.freed / 1e6:8.1f} MB  {d.run.relative_to(reports)}")
@@ -354,10 +373,11 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _expect(args: argparse.Namespace) -> int:
-    from secoverhead.app.pipeline import check_reports_root
-    from secoverhead.suite import expected
+    from secoverhead.app.rundir import check_reports_root  # light: the check comes before the stack loads
 
-    reports = check_reports_root(args.reports)
+    reports = check_reports_root(args.reports, create=False)
+    from secoverhead.suite import expected  # deferred: see the module docstring
+
     print(expected.mark(reports, args.study, args.run, args.why, args.claim or "*", args.target or "*"))
     return 0
 

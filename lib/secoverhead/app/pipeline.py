@@ -27,7 +27,7 @@ from typing import Any
 
 from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
-from secoverhead.app.rundir import new_run_dir, point_latest
+from secoverhead.app.rundir import check_reports_root, new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
@@ -149,7 +149,12 @@ def _check_secrets_scannable(study: StudySpec, p: Any, values: dict[str, Any]) -
     except OSError:
         notebook = ""
     ordinary = [notebook, *(str(v) for v in values.values()), study.id, study.title]
-    for name, (kind, where) in secret_parameters(p).items():
+    named = secret_parameters(p)
+    if named:
+        from secoverhead.reporting.render import page_frame  # deferred: nbconvert, only when a password is named
+
+        ordinary.append(page_frame())
+    for name, (kind, where) in named.items():
         try:
             value = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
         except ConfigError as exc:
@@ -159,24 +164,6 @@ def _check_secrets_scannable(study: StudySpec, p: Any, values: dict[str, Any]) -
                 f"{name}: the password cannot be scanned for safely: {why}; every report is checked for it, so "
                 "give the benchmark account a longer, unusual password"
             )
-
-
-def check_reports_root(root: str | os.PathLike) -> Path:
-    """The reports directory exists (or can be made) and is writable."""
-    try:
-        path = user_path(root)
-        if path.exists() and not path.is_dir():
-            raise ConfigError(f"--reports {path} is a file, not a directory")
-        path.mkdir(parents=True, exist_ok=True)
-        for child in path.iterdir():  # reports/<study> must be folders: a file there would fail the run midway
-            if child.name in NOTEBOOKS and not child.is_dir():
-                raise ConfigError(f"--reports {path}: {child.name} is a file, not a study's folder; move it away")
-    except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
-        why = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(f"--reports {str(root)[:120]} cannot be created: {why}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(f"--reports {path} is not writable")
-    return path
 
 
 def check_kernel(name: str = KERNEL) -> None:

@@ -9,7 +9,33 @@ import re
 import socket
 from pathlib import Path
 
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.paths import user_path
 from secoverhead.core.runs import counting
+
+
+def check_reports_root(root: str | os.PathLike, *, create: bool = True) -> Path:
+    """The reports directory, writable; made when a run is to go there (create), else it must exist (index,
+    prune, expect read one: a mistyped --reports is refused, not made)."""
+    try:
+        path = user_path(root)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--reports {path} is a file, not a directory")
+        if not create and not path.is_dir():
+            raise ConfigError(f"--reports {path}: no reports folder there")
+        path.mkdir(parents=True, exist_ok=True)
+        if create:
+            from secoverhead.suite.notebooks import NOTEBOOKS  # deferred: the studies' registry (0.2 s)
+
+            for child in path.iterdir():  # reports/<study> must be folders: a file there would fail a run midway
+                if child.name in NOTEBOOKS and not child.is_dir():
+                    raise ConfigError(f"--reports {path}: {child.name} is a file, not a study's folder; move it away")
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, ~nosuchuser
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(f"--reports {str(root)[:120]} cannot be created: {why}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"--reports {path} is not writable")
+    return path
 
 
 def _host() -> str:

@@ -35,7 +35,10 @@ def scan_problem(value: str, ordinary: Iterable[str] = ()) -> str | None:
         return "it holds a NUL byte, which no MySQL or MongoDB client can send"
     low = value.lower()
     if any(low in w for w in COMMON) or any(low in str(t).lower() for t in ordinary):
-        return "it appears in text every report holds (a parameter value, the notebook, or a common word)"
+        return (
+            "it appears in text every report holds (a parameter value, the notebook, the page's stylesheet or a "
+            "common word)"
+        )
     return None
 
 

@@ -26,6 +26,19 @@ def render_html(
     nb = nbformat.read(notebook, as_version=4)
     if title:
         nb.metadata["title"] = title
+    body, _ = _exporter().from_notebook_node(nb)
+    atomic_write_text(html, finish_page(body, status, why))  # a full disk leaves no half page behind
+    return html
+
+
+def page_frame() -> str:
+    """What every report page holds whatever was measured (stylesheets, scripts, the banner's words): a password
+    found in it would be found in every report, so the start refuses such a password."""
+    body, _ = _exporter().from_notebook_node(nbformat.v4.new_notebook())
+    return finish_page(body, "failed", "") + finish_page(body, "interrupted", "")
+
+
+def _exporter() -> HTMLExporter:
     exporter = HTMLExporter(
         template_name="secoverhead",
         extra_template_basedirs=[str(TEMPLATES)],
@@ -38,9 +51,7 @@ def render_html(
     exporter.register_preprocessor(
         TagRemovePreprocessor(remove_cell_tags={"remove-cell"}, remove_all_outputs_tags={"remove-output"}), enabled=True
     )
-    body, _ = exporter.from_notebook_node(nb)
-    atomic_write_text(html, finish_page(body, status, why))  # a full disk leaves no half page behind
-    return html
+    return exporter
 
 
 def trust(notebook: Path) -> None:
