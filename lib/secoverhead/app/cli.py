@@ -221,8 +221,10 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from secoverhead.app.rundir import check_run_dir  # light: the check comes before pandas loads
+
     for run in (args.run_a, args.run_b):
-        _check_run_dir(run)
+        check_run_dir(run)
     from secoverhead.suite import benchtable  # deferred: pandas
     from secoverhead.suite.crossrun import (  # deferred: see the module docstring
         combined_claims,
@@ -330,21 +332,6 @@ def _fleet(args: argparse.Namespace) -> int:
     summary = runner.run(fleet, reports, args.scheduler)
     print(f"summary: {summary.path}\nindex: {build_index(reports)}")
     return 0 if summary.ok else 1
-
-
-def _check_run_dir(run: str) -> None:
-    """A run directory (a readable run.json), checked before pandas loads: a wrong path is refused at once."""
-    from secoverhead.core.errors import ConfigError
-    from secoverhead.core.files import read_json
-    from secoverhead.core.paths import user_path
-
-    try:
-        d = user_path(run)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    meta = read_json(d / "run.json")
-    if not isinstance(meta, dict) or not isinstance(meta.get("study"), str):
-        raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
 
 
 def _prune(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
 from secoverhead.core.runs import counting
 
@@ -36,6 +37,18 @@ def check_reports_root(root: str | os.PathLike, *, create: bool = True) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(f"--reports {path} is not writable")
     return path
+
+
+def check_run_dir(run: str | os.PathLike) -> Path:
+    """A run directory (a readable run.json naming its study), or ConfigError."""
+    try:
+        d = user_path(run)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    meta = read_json(d / "run.json")
+    if not isinstance(meta, dict) or not isinstance(meta.get("study"), str):
+        raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
+    return d
 
 
 def _host() -> str:
