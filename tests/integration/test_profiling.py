@@ -3,6 +3,8 @@ accounts for the CPU the cgroup measured. Skipped where perf cannot sample (the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from secoverhead.host import profiling
@@ -89,3 +91,19 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
     assert len(named) >= 2, top
     prof = profiling.profiles(part.store.path)["TLS"]
     assert prof.unresolved < 0.10 * prof.samples
+
+
+@pytest.mark.parametrize("kind", ["mariadb", "nginx", "ferretdb"])
+def test_servers_start_without_the_users_exported_secrets(kind, monkeypatch):
+    """A server's environment sits in its stack, which a profile's DWARF samples copy into perf.data: servers get
+    a minimal environment, so no password the user exported can reach a profile (or /proc/PID/environ)."""
+    from secoverhead.servers import FerretDBServer, MariaDBServer, NginxServer
+
+    monkeypatch.setenv("USERS_EXPORTED_PW", "Exported-Secret-8812")
+    make = {"mariadb": MariaDBServer, "nginx": NginxServer, "ferretdb": FerretDBServer}[kind]
+    with make() as server:
+        pids = list(server.pids)
+        assert pids
+        for pid in pids:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert b"Exported-Secret-8812" not in environ and b"USERS_EXPORTED_PW" not in environ

@@ -39,6 +39,7 @@ from secoverhead.core.runs import running
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, environment, leaks
+from secoverhead.host.process import sweep_stale
 from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
 from secoverhead.suite.notebooks import NOTEBOOKS
@@ -369,7 +370,8 @@ def run_study(
 
 def _undo_what_the_kernel_left() -> None:
     """The kernel is gone: changes it journaled on a user's server and did not undo (it was killed) are undone
-    now, not at the next start."""
+    now, not at the next start, and its private folders (a profile's raw perf.data among them) removed."""
+    sweep_stale()
     for message in recover():
         logging.getLogger("secoverhead").warning("note: %s", message)
 

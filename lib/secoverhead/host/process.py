@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from secoverhead.core import owners
@@ -111,6 +111,17 @@ def dies_with_owner(groups: Sequence[cgroups.Group] = ()) -> Callable[[], None]:
     return preexec
 
 
+KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a server or load client starts with: locale, paths and what it is given, never the rest of
+    ours. A process's environment sits at the top of its stack, and a profile's DWARF stack copies carried
+    every password the user had exported into perf.data; nor does a server need any of them."""
+    base = {k: v for k, v in os.environ.items() if k in KEPT_ENV or k.startswith("LC_")}
+    return base | dict(extra or {})
+
+
 class ServerProcess:
     """One running child process whose output goes to a log file."""
 
@@ -128,7 +139,8 @@ class ServerProcess:
         pipes: bool = False,
     ) -> None:
         """pipes: stdin and stdout are pipes to talk to it over (`popen.stdin`, `popen.stdout`), stderr goes to
-        the log; else stdin is empty and stdout and stderr go to the log."""
+        the log; else stdin is empty and stdout and stderr go to the log. env: variables it needs, over the
+        minimal environment every server gets (server_env)."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
@@ -146,7 +158,7 @@ class ServerProcess:
                 self.popen = subprocess.Popen(
                     self.argv,
                     cwd=cwd,
-                    env=env,
+                    env=server_env(env),
                     stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                     stdout=subprocess.PIPE if pipes else log,
                     stderr=log if pipes else subprocess.STDOUT,

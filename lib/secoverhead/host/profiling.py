@@ -38,6 +38,7 @@ from typing import Any
 from secoverhead.core import paths
 from secoverhead.core.files import atomic_write_json, atomic_write_text, read_json
 from secoverhead.host import stacks
+from secoverhead.host.rundirs import make_run_dir
 
 # A fixed sampling period of task CPU time (not perf's -F, whose period adapts per thread and starts afresh in
 # every new connection thread): each sample is then the same CPU time, so samples x period is the CPU spent.
@@ -153,7 +154,10 @@ class Profiler:
             yield
             return
         name = slug(arm, factors)
-        data = self.dir / f"{name}.perf.data"
+        # in a private folder of this process, not the results: a run killed before the finally below leaves
+        # it where the next start (or the CLI, once the kernel is gone) removes it; stack copies are raw memory
+        scratch = make_run_dir("perf")
+        data = scratch / f"{name}.perf.data"
         argv = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(self.period_ns), "--call-graph", CALL_GRAPH]
         argv += ["-p", ",".join(map(str, pids))]
         ctl, ack = self.dir / f"{name}.ctl", self.dir / f"{name}.ack"
@@ -186,7 +190,7 @@ class Profiler:
                 proc.wait()
             with contextlib.suppress(Exception):
                 self._finish(arm, dict(factors), name, data)
-            data.unlink(missing_ok=True)
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _finish(self, arm: str, factors: dict[str, Any], name: str, data: Path) -> None:
         if not data.exists():

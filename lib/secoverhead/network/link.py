@@ -142,7 +142,7 @@ class Link(Started):
             [sys.executable, "-m", "secoverhead.network.delayline", host_tun, peer_tun, "0"],
             log_path=self._run_dir / "delayline.log",
             cwd=self._run_dir,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
             pipes=True,
         )
         if self._reply() != "ready":

@@ -7,7 +7,6 @@ costs are Go's crypto/tls, its own SCRAM and SQLite: results are labelled as Fer
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,7 +92,7 @@ class FerretDBServer(Server):
                 f"--listen-tls-cert-file={self.certificates.server_cert}",
                 f"--listen-tls-key-file={self.certificates.server_key}",
             ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FERRETDB_")}
+        env: dict[str, str] = {}  # over the minimal environment of every server (host.process.server_env)
         password = None
         if self.auth:
             password = generate_password()
