@@ -58,3 +58,43 @@ def test_a_page_holding_markup_raw_cannot_load_a_local_file(tmp_path):
         browser.open_page(pg, page)
         frames = [f for f in pg.frames if f != pg.main_frame]
         assert all(MARK not in (f.content() if not f.is_detached() else "") for f in frames)
+
+
+def test_the_browser_runs_sandboxed_and_never_as_root(tmp_path):
+    """As root, Chromium runs as nobody with its sandbox on (no --no-sandbox): a page that escaped the escaping
+    would still meet a browser that can read nothing of root's."""
+    with browser.page() as pg:
+        pg.set_content("<p>hello</p>")
+        mine = []
+        for p in Path("/proc").iterdir():
+            if not p.name.isdigit():
+                continue
+            try:
+                cmd = (p / "cmdline").read_bytes().split(b"\0")
+                status = (p / "status").read_text().splitlines()
+                uid = int(next(ln for ln in status if ln.startswith("Uid:")).split()[1])
+            except (OSError, StopIteration, ValueError):
+                continue
+            if cmd and cmd[0].endswith(b"chromium"):
+                mine.append((uid, b"--no-sandbox" in cmd))
+        assert mine, "no Chromium process seen"
+        if os.geteuid() == 0:
+            assert all(uid == browser.NOBODY for uid, _ in mine), mine
+        assert not any(unsandboxed for _, unsandboxed in mine), mine
+
+
+@pytest.mark.parametrize("kind", ["missing", "dies at once"])
+def test_pdf_without_a_working_browser_is_one_line(tmp_path, kind):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.html").write_text("<p>a report</p>")
+    dead = tmp_path / "chromium"
+    dead.write_text("#!/bin/sh\nexit 3\n")
+    dead.chmod(0o755)
+    env = os.environ.copy() | {"SECOVERHEAD_CHROMIUM": str(dead) if kind != "missing" else str(tmp_path / "none")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    res = subprocess.run([EXE, "pdf", str(run)], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-1500:]
+    assert [ln for ln in res.stderr.splitlines() if ln.strip()] == [res.stderr.strip()]  # one line
+    assert res.stderr.startswith("error: no PDF made")
+    assert not (run / "report.pdf").exists()

@@ -260,7 +260,12 @@ def _pdf(args: argparse.Namespace) -> int:
         raise ConfigError(f"--output {out} must end in .pdf")
     from secoverhead.reporting import browser  # deferred: Playwright
 
-    print(browser.pdf(html, out))
+    try:
+        print(browser.pdf(html, out))
+    except Exception as exc:  # no browser, one that hangs or dies: said in a line, not a Playwright traceback
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        print(f"error: no PDF made: {why}", file=sys.stderr)
+        return 1
     return 0
 
 

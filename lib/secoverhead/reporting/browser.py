@@ -5,7 +5,10 @@ says what a reviewer sees on the first screen (the browser test)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +18,6 @@ CHROMIUM = "/usr/bin/chromium"
 SCREEN = {"width": 1280, "height": 800}
 # Without these Chromium reaches for Google's hosts at start and the closed network refuses it (ENVIRONMENT.md).
 ARGS = [
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -26,6 +28,10 @@ ARGS = [
 
 
 def executable() -> str | None:
+    """SECOVERHEAD_CHROMIUM when set (a browser elsewhere), else Debian's Chromium."""
+    named = os.environ.get("SECOVERHEAD_CHROMIUM")
+    if named:
+        return named if os.access(named, os.X_OK) and Path(named).is_file() else None
     return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
 
 
@@ -61,10 +67,12 @@ def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright  # deferred: only the pdf command and the browser test
 
     exe = executable()
+    if exe is None and os.environ.get("SECOVERHEAD_CHROMIUM"):
+        raise RuntimeError(f"SECOVERHEAD_CHROMIUM={os.environ['SECOVERHEAD_CHROMIUM'][:120]} is no executable file")
     if exe is None:
         raise RuntimeError("Chromium is not installed (Debian package chromium; `make setup` installs it)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=ARGS)
+    with sync_playwright() as pw, _sandboxed(exe) as launcher:
+        browser = _launch(pw, launcher, exe)
         try:
             ctx = browser.new_context(viewport=SCREEN)
             pg = ctx.new_page()
@@ -81,6 +89,63 @@ def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
             yield pg
         finally:
             browser.close()
+
+
+NOBODY = 65534
+LAUNCH_TIMEOUT_MS = 30_000  # Chromium starts in 1-3 s; a browser that hangs is said to, not waited on
+
+
+@contextlib.contextmanager
+def _sandboxed(exe: str) -> Iterator[str]:
+    """What Playwright starts as the browser. As root Chromium's sandbox refuses to run, and a browser of root
+    could read any file a page asked for: so it runs as nobody, sandboxed, with a profile folder of its own
+    and an environment holding no secret of ours, through a launcher that changes user and execs it (the
+    pipes Playwright talks over survive the exec). Else Chromium itself, sandboxed."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        yield exe
+        return
+    from secoverhead.host.rundirs import make_run_dir  # deferred: only as root
+
+    scratch = make_run_dir("chromium", base=_passable(Path(tempfile.gettempdir())))
+    try:
+        profile = scratch / "profile"
+        profile.mkdir()
+        os.chown(profile, NOBODY, NOBODY)
+        os.chmod(scratch, 0o711)  # nobody may pass through to its profile, and list nothing
+        launcher = scratch / "chromium-as-nobody"
+        keep = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ"))
+        launcher.write_text(
+            "#!/bin/sh\n"
+            f"exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups --inh-caps=-all -- "
+            f'env -i {keep} HOME={shlex.quote(str(profile))} {shlex.quote(exe)} "$@" '
+            f"--user-data-dir={shlex.quote(str(profile / 'data'))}\n"  # the last one counts: Playwright's is root's
+        )
+        launcher.chmod(0o700)
+        yield str(launcher)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _passable(base: Path) -> Path:
+    """base when nobody may pass through each folder above it (a run base under a 0700 folder is not), else /tmp."""
+    for d in (base, *base.parents):
+        if not d.stat().st_mode & 0o001:
+            return Path("/tmp")
+    return base
+
+
+def _launch(pw: Any, launcher: str, exe: str) -> Any:
+    """Chromium sandboxed; where this machine cannot give it a sandbox (no user namespaces), without one, said."""
+    try:
+        return pw.chromium.launch(executable_path=launcher, args=ARGS, chromium_sandbox=True, timeout=LAUNCH_TIMEOUT_MS)
+    except Exception as exc:  # Playwright raises its own Error for a browser that did not start
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        if os.geteuid() == 0:  # never unsandboxed as root
+            raise RuntimeError(f"Chromium did not start as nobody, sandboxed: {why}") from None
+        import logging
+
+        logging.getLogger("secoverhead").warning("Chromium runs without its sandbox here: %s", why)
+        return pw.chromium.launch(executable_path=exe, args=ARGS, timeout=LAUNCH_TIMEOUT_MS)
 
 
 _PROBE = """() => {
