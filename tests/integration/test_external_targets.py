@@ -123,3 +123,12 @@ def test_external_mongo_bad_input():
         ExternalMongo(uri=f"mongodb://127.0.0.1:{free_port()}/", connect_timeout=1),
     ):
         pass
+
+
+def test_a_mongodb_srv_uri_that_does_not_resolve_is_one_line(monkeypatch):
+    """pymongo resolves a mongodb+srv:// name when the client is made, before the try that said why: a traceback."""
+    monkeypatch.setenv("SRV_TEST_PW", "Zq-unusual-Pass-881")
+    server = ExternalMongo(uri="mongodb+srv://nosuch.invalid/", username="u", password_env="SRV_TEST_PW")
+    with pytest.raises(UnreachableServerError, match=r"cannot use MongoDB at mongodb\+srv://nosuch\.invalid/"):
+        server.start()
+    assert not live_processes()

@@ -248,9 +248,13 @@ class ExternalMongo(Server):
             uri=self.uri,
         )
         kwargs = {"serverSelectionTimeoutMS": int(self.connect_timeout * 1000)}
-        client = pymongo.MongoClient(
-            **self.endpoint.client_args(mechanism=self.mechanisms[0] if users else None, **kwargs)
-        )
+        try:  # a mongodb+srv:// URI is resolved here (DNS SRV and TXT): a name that does not resolve ends here
+            client = pymongo.MongoClient(
+                **self.endpoint.client_args(mechanism=self.mechanisms[0] if users else None, **kwargs)
+            )
+        except (errors.ConfigurationError, errors.InvalidURI) as exc:
+            why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise UnreachableServerError(f"cannot use MongoDB at {self.uri}: {why}") from None
         try:
             self._build_info = client.admin.command("buildInfo")
             if users:
@@ -270,7 +274,10 @@ class ExternalMongo(Server):
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import pymongo
 
-        client = pymongo.MongoClient(**self.endpoint.client_args(tls=True, **kwargs))
+        try:
+            client = pymongo.MongoClient(**self.endpoint.client_args(tls=True, **kwargs))
+        except Exception as exc:  # the URI resolved a moment ago; whatever stops it now stops TLS too
+            return f"{type(exc).__name__}: {str(exc)[:200]}"
         try:
             client.admin.command("ping")
             return ""
