@@ -181,32 +181,33 @@ def _general_log(db) -> str:
     return value
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=["KILL", "TERM", "HUP"])
-def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
-    db = users_server
+def _audit_on_users_server(db, tmp_path, run_seconds: int) -> tuple[dict[str, str], list[str]]:
+    """The audit study against the test's "user's" server, its arm turning general_log on there."""
     env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal(), "FAULT_DBA_PW": SENTINEL}
     arms = json.dumps(
         {"general_log": {"enable": ["SET GLOBAL general_log=ON"], "disable": ["SET GLOBAL general_log=OFF"]}}
     )
     args = ["run", "audit", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
     args += ["-p", "mysql_user", "bench", "-p", "mysql_password_env", "FAULT_BENCH_PW", "-p", "external_arms", arms]
-    args += [
-        "-p",
-        "mysql_admin_user",
-        "dba",
-        "-p",
-        "mysql_admin_password_env",
-        "FAULT_DBA_PW",
-        "-p",
-        "run_seconds",
-        "2",
-    ]
-    reports = tmp_path / "reports"
-    proc = _cli([*args, "--reports", str(reports)], env)
+    args += ["-p", "mysql_admin_user", "dba", "-p", "mysql_admin_password_env", "FAULT_DBA_PW"]
+    return env, [*args, "-p", "run_seconds", str(run_seconds)]
+
+
+def _in_the_arm(db, proc: subprocess.Popen) -> subprocess.Popen:
+    """Waits until the run's arm has turned general_log on on the user's server."""
     deadline = time.monotonic() + 180
     while _general_log(db) != "1" and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)  # kill during the arm that changed the user's server
+        time.sleep(0.1)
     assert _general_log(db) == "1", proc.stderr.read()[-2000:] if proc.poll() is not None else "arm never ran"
+    return proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=["KILL", "TERM", "HUP"])
+def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
+    db = users_server
+    env, args = _audit_on_users_server(db, tmp_path, run_seconds=2)
+    reports = tmp_path / "reports"
+    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env))  # kill while it changed the server
     started = _children(proc.pid)
     proc.send_signal(sig)
     proc.wait(90)
@@ -223,19 +224,9 @@ def test_a_killed_kernel_fails_the_run_at_once_and_restores_the_users_server(use
     """SIGKILL to the notebook's kernel mid-arm (an OOM kill, say): the CLI notices within seconds, records the
     run failed with the reason, and undoes the arm's change on the user's server itself, not at the next start."""
     db = users_server
-    env = _env(tmp_path) | {"FAULT_BENCH_PW": db.endpoint.password.reveal(), "FAULT_DBA_PW": SENTINEL}
-    arms = json.dumps(
-        {"general_log": {"enable": ["SET GLOBAL general_log=ON"], "disable": ["SET GLOBAL general_log=OFF"]}}
-    )
-    args = ["run", "audit", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(db.endpoint.port)]
-    args += ["-p", "mysql_user", "bench", "-p", "mysql_password_env", "FAULT_BENCH_PW", "-p", "external_arms", arms]
-    args += ["-p", "mysql_admin_user", "dba", "-p", "mysql_admin_password_env", "FAULT_DBA_PW", "-p", "run_seconds"]
+    env, args = _audit_on_users_server(db, tmp_path, run_seconds=5)
     reports = tmp_path / "reports"
-    proc = _cli([*args, "5", "--reports", str(reports)], env)
-    deadline = time.monotonic() + 180
-    while _general_log(db) != "1" and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _general_log(db) == "1", proc.stderr.read()[-2000:] if proc.poll() is not None else "arm never ran"
+    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env))
     kernels = [p for p in _children(proc.pid) if b"secoverhead.app.kernel" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(kernels) == 1
     os.kill(kernels[0], signal.SIGKILL)

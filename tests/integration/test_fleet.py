@@ -168,6 +168,14 @@ def _fleet(cli_env: dict, cluster: Cluster, spec: dict, reports: Path, timeout: 
     )
 
 
+def _start_fleet(cluster: Cluster, spec: dict, reports: Path) -> subprocess.Popen:
+    """The fleet running in the background, its output piped (a test acts on it while it runs)."""
+    path = reports.parent / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    argv = [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
+
+
 def _span(run: Path) -> tuple[float, float, str, str]:
     meta = json.loads((run / "run.json").read_text())
     from datetime import datetime
@@ -229,15 +237,7 @@ def test_a_worker_killed_mid_job_is_retried_with_resume_and_repeats_no_run(clust
         "studies": [tls],
         "retries": 2,
     }
-    path = reports.parent / "fleet.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    proc = subprocess.Popen(
-        [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cluster.env,
-    )
+    proc = _start_fleet(cluster, spec, reports)
     deadline = time.monotonic() + 240
     victim = None
     while victim is None and time.monotonic() < deadline:  # the first run recorded: kill the worker running it
@@ -276,15 +276,7 @@ def test_a_worker_killed_mid_job_and_restarted_gets_its_job_back(cluster, target
         "studies": [tls],
         "retries": 2,
     }
-    path = reports.parent / "fleet.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    proc = subprocess.Popen(
-        [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cluster.env,
-    )
+    proc = _start_fleet(cluster, spec, reports)
     deadline = time.monotonic() + 240
     while not list(reports.glob("tls/*/results/*/runs/*.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -306,15 +298,7 @@ def test_a_fleet_stopped_by_a_signal_writes_its_summary(cluster, targets, tmp_pa
     reports = tmp_path / "reports"
     reports.mkdir()
     spec = {"targets": {"db-two": _target(targets["db-two"], cluster.hosts[0], ["client-b"])}, "studies": [TLS]}
-    path = reports.parent / "fleet.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    proc = subprocess.Popen(
-        [str(BIN / "secoverhead"), "fleet", str(path), "--scheduler", cluster.address, "--reports", str(reports)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cluster.env,
-    )
+    proc = _start_fleet(cluster, spec, reports)
     deadline = time.monotonic() + 240
     while not list(reports.glob("tls/*/run.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
