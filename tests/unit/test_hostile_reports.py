@@ -159,3 +159,16 @@ def test_an_early_ctrl_c_is_quiet_whenever_it_comes(tmp_path):
         _out, err = proc.communicate(timeout=60)
         # -2: at the very end, Python resets its handlers while it shuts down: the signal's own quiet end
         assert "Traceback" not in err and proc.returncode in (0, 130, -2), (delay, proc.returncode, err[-800:])
+
+
+def test_markup_in_a_copied_in_run_shows_as_text_in_the_index(tmp_path):
+    """A run copied in from elsewhere, its record holding markup where text belongs: the index shows it as text."""
+    from secoverhead.suite.index import build_index
+
+    root = tmp_path / "reports"
+    iframe, img = "<iframe src=/etc/shadow></iframe>", "<img src=x onerror=alert(1)>"
+    _run(root, "20261104T000000Z-vm-smoke", {"status": "failed", "error": iframe, "host": img, "target": iframe,
+                                              "parameters": {"mysql_user": img}})  # fmt: skip
+    page = build_index(root).read_text()
+    assert iframe not in page and img not in page
+    assert "&lt;iframe" in page or "&lt;img" in page
