@@ -278,9 +278,11 @@ def test_a_worker_killed_mid_job_and_restarted_gets_its_job_back(cluster, target
     }
     proc = _start_fleet(cluster, spec, reports)
     deadline = time.monotonic() + 240
-    while not list(reports.glob("tls/*/results/*/runs/*.json")) and time.monotonic() < deadline:
+    while not list(reports.glob("tls/*/results/*/runs/*.json")) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert list(reports.glob("tls/*/results/*/runs/*.json")), "no run started"
+    assert list(reports.glob("tls/*/results/*/runs/*.json")), (
+        f"no run started: {proc.poll()} {proc.stderr.read()[-800:] if proc.poll() is not None else ''}"
+    )
     os.kill(cluster.worker_pid("client-a"), signal.SIGKILL)
     cluster.procs["client-a"].wait(30)
     time.sleep(3)

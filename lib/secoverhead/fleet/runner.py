@@ -108,7 +108,9 @@ def check_scheduler(scheduler: str) -> str:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
         # whatever answers must say it is a scheduler, within a bound: Dask's own handshake waited 60+ s on a
         # server that accepted and said nothing
-        said = asyncio.run(asyncio.wait_for(_identity(address), CONNECT_S))
+        from distributed.comm import connect as comm_connect  # loaded before the clock starts (2-5 s loaded)
+
+        said = asyncio.run(asyncio.wait_for(_identity(comm_connect, address), CONNECT_S))
     except Exception as exc:  # OSError, TimeoutError, a protocol error from whatever answered
         why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise ConfigError(f"no Dask scheduler answers at {address}: {why}") from None
@@ -117,9 +119,7 @@ def check_scheduler(scheduler: str) -> str:
     return address
 
 
-async def _identity(address: str) -> Any:
-    from distributed.comm import connect as comm_connect  # deferred: Dask is heavy
-
+async def _identity(comm_connect: Any, address: str) -> Any:
     comm = await comm_connect(address, timeout=CONNECT_S)
     try:
         await comm.write({"op": "identity", "reply": True})

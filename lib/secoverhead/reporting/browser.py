@@ -267,8 +267,9 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
             n = graphs.count()
             visible = False
             news = pg.get_by_role("button", name="No")  # JupyterLab's question about its news, in the way
-            if news.count():
-                news.first.click()
+            if news.count():  # a dialog that moves as it renders: one try, never the check's failure
+                with contextlib.suppress(PlaywrightTimeout):
+                    news.first.click(timeout=5000)
             if n:  # JupyterLab scrolls its own panel: the graph centred there, then its box read back
                 graphs.first.evaluate("el => el.scrollIntoView({block: 'center'})")
                 pg.wait_for_timeout(1500)
