@@ -219,10 +219,10 @@ class Placement:
         for fut, job in list(self.futures.items()):
             now = self._addresses(job, workers)
             if not now:  # no client host of its target connected: waited for, within a bound
-                since = self.orphaned_since.setdefault(job.key, time.monotonic())
-                if since == self.orphaned_since[job.key] and time.monotonic() - since < POLL_S + 0.5:
+                if job.key not in self.orphaned_since:  # said once, when it starts waiting
+                    self.orphaned_since[job.key] = time.monotonic()
                     self.echo(f"{job.key}: waiting for a client host of {job.target.name}")
-                if time.monotonic() - since > ORPHANED_S:
+                if time.monotonic() - self.orphaned_since[job.key] > ORPHANED_S:
                     self._drop(fut)
                     why = f"no client host of {job.target.name} connected for {ORPHANED_S:.0f} s"
                     outcomes[job.key] = _outcome(job, self.reports, "failed", why)
