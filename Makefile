@@ -70,7 +70,7 @@ test: setup airflow lint
 	 && exit $$rc
 
 reports: setup
-	$(BIN)/secoverhead run --all --profile quick
+	$(BIN)/secoverhead run --all --scale quick
 
 bench: setup
 	$(BIN)/python benchmarks/measurement_overhead.py

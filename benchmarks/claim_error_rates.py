@@ -22,6 +22,7 @@ A pure simulation (no server, nothing timed): it may use both cores, never besid
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -40,7 +41,7 @@ from secoverhead.measurement.experiment import Measurement
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies.audit import claims as audit_claims
 from secoverhead.studies.audit import declarations as audit_declarations
-from secoverhead.studies.protocol.runner import run_experiment
+from secoverhead.studies.protocol.runner import experiment_plan, run_experiment
 
 
 @dataclass(frozen=True)
@@ -267,10 +268,11 @@ def _run(p, arms: list[str], measure, *, study: str = "audit", part: str = "audi
          factors=None, outlier=None, max_seconds: float = 1e9) -> ResultStore:  # fmt: skip
     """The quick plan through the study runner (its design, looks, alpha spending, retakes, budget stop) with
     the study's claims as its judge; returns the store at the final look."""
-    return run_experiment(
-        p, study, p.experiment_id, arms=arms, measure=measure, servers={}, factors=factors,
-        judge=_judge(study, part, claim_id), design=p.part_design(part), max_seconds=max_seconds, outlier=outlier,
+    plan = dataclasses.replace(
+        experiment_plan(p, p.experiment_id, arms, factors),
+        design=p.part_design(part), max_seconds=max_seconds, outlier=outlier,
     )  # fmt: skip
+    return run_experiment(p, plan, measure=measure, about={"study": study}, judge=_judge(study, part, claim_id))
 
 
 def _mean(s: Scenario, arm: str, cell: tuple, additive: bool) -> float:

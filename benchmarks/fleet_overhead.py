@@ -19,8 +19,8 @@ import yaml
 
 BIN = Path(sys.executable).parent
 STUDIES = [
-    {"study": "tls", "profile": "smoke", "params": {"mongo_enabled": False}},
-    {"study": "https", "profile": "smoke", "params": {"arms": ["HTTP", "TLS 1.2 full, RSA"]}},
+    {"study": "tls", "scale": "smoke", "params": {"mongo_enabled": False}},
+    {"study": "https", "scale": "smoke", "params": {"arms": ["HTTP", "TLS 1.2 full, RSA"]}},
 ]
 TARGETS = ["one", "two"]  # embedded: each job starts its own servers on this machine
 
@@ -50,8 +50,8 @@ def cli_once(tmp: Path) -> float:
                 str(tmp / "cli-reports"),
                 "--target",
                 target,
-                "--profile",
-                s["profile"],
+                "--scale",
+                s["scale"],
             ]
             for k, v in s["params"].items():
                 argv += [

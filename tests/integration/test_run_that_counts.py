@@ -37,7 +37,7 @@ def _run(root: Path, *args: str) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("counts") / "reports"
-    quick = _run(root, "--profile", "quick")
+    quick = _run(root, "--scale", "quick")
     return {"root": root, "quick": quick, "smoke1": _run(root), "smoke2": _run(root)}
 
 

@@ -19,7 +19,7 @@ from secoverhead.analysis.design import (
     rounds_needed,
     schedule,
 )
-from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Measurement
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
 
@@ -135,7 +135,7 @@ def _experiment(tmp_path, name, effects, repetitions=12, judge_threshold=1.0):
     rng = np.random.default_rng(5)
     store = ResultStore(tmp_path, name)
     exp = Experiment(
-        name, arms=["a", "b"], factors={"c": list(effects)}, repetitions=repetitions, warmup=0, store=store
+        ExperimentPlan(name, arms=["a", "b"], factors={"c": list(effects)}, repetitions=repetitions, warmup=0), store
     )
 
     def measure(arm, factors):
@@ -242,7 +242,7 @@ def _never_decided(index, alpha):
 def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tmp_path):
     looks = schedule(3, 40, 3)  # looks at 3, 22 and 40; the clock ends it long before 22
     store = ResultStore(tmp_path, "budget")
-    exp = Experiment("budget", arms=["a", "b"], repetitions=40, warmup=0, store=store, max_seconds=0.6)
+    exp = Experiment(ExperimentPlan("budget", arms=["a", "b"], repetitions=40, warmup=0, max_seconds=0.6), store)
     exp.run(_slow_measure(0.02), looks=looks, decide=_never_decided)
     meta = store.metadata()
     assert meta["status"] == "stopped at time budget" and 3 < len(store.records()) // 2 < 40
@@ -254,7 +254,7 @@ def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tm
 def test_the_budget_never_stops_an_experiment_before_its_first_look(tmp_path):
     looks = schedule(4, 40, 2)
     store = ResultStore(tmp_path, "late")
-    exp = Experiment("late", arms=["a", "b"], repetitions=40, warmup=1, store=store, max_seconds=0.01)
+    exp = Experiment(ExperimentPlan("late", arms=["a", "b"], repetitions=40, warmup=1, max_seconds=0.01), store)
     measure = _slow_measure(0.01)
     exp.run(measure, looks=looks, decide=_never_decided)
     meta = store.metadata()
@@ -263,14 +263,16 @@ def test_the_budget_never_stops_an_experiment_before_its_first_look(tmp_path):
     assert [d["rounds"] for d in meta["looks_done"]] == [4]
     # without looks there is no first look to reach: the clock alone
     plain = ResultStore(tmp_path, "plain")
-    Experiment("plain", arms=["a", "b"], repetitions=40, warmup=1, store=plain, max_seconds=0.01).run(measure)
+    Experiment(ExperimentPlan("plain", arms=["a", "b"], repetitions=40, warmup=1, max_seconds=0.01), plain).run(measure)
     assert len(plain.records()) < 4
 
 
 def test_a_part_without_claims_still_gets_its_guaranteed_rounds(tmp_path):
     """The TLS study's round-trip part decides nothing: late in a shared budget it once ran its warm-up only."""
     store = ResultStore(tmp_path, "noclaims")
-    exp = Experiment("noclaims", arms=["a", "b"], repetitions=40, warmup=1, store=store, max_seconds=0.0, min_rounds=3)
+    exp = Experiment(
+        ExperimentPlan("noclaims", arms=["a", "b"], repetitions=40, warmup=1, max_seconds=0.0, min_rounds=3), store
+    )
     exp.run(_slow_measure(0.001))
     measured = {r.round for r in store.records() if not r.warmup}
     assert len(measured) == 3 and store.metadata()["status"] == "stopped at time budget"

@@ -31,7 +31,7 @@ def fingerprint(doc: dict) -> str:
 
 def _in_force(study: str, scale: str) -> dict:
     names = declared()["scales"][study][scale]
-    p = prepare(study, profile=scale, check_servers=False).params
+    p = prepare(study, scale=scale, check_servers=False).params
     return {n: getattr(p, n) for n in names}
 
 
@@ -73,6 +73,6 @@ def test_changing_a_declared_fact_without_an_entry_fails():
     doc["scales"]["audit"]["quick"]["server_cpu_limit"] = 0.6
     assert fingerprint(doc) != fingerprint(declared())
     assert f"environments {fingerprint(doc)}" not in CHANGES.read_text(encoding="utf-8")
-    p = prepare("audit", profile="quick", overrides=[("server_cpu_limit", "0.6")], check_servers=False).params
+    p = prepare("audit", scale="quick", overrides=[("server_cpu_limit", "0.6")], check_servers=False).params
     names = declared()["scales"]["audit"]["quick"]
     assert {n: getattr(p, n) for n in names} != names  # what the parameter test above would then find

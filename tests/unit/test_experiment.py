@@ -17,7 +17,7 @@ import pytest
 
 from secoverhead.core.files import sanitize
 from secoverhead.core.secrets import Secret
-from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Measurement
 from secoverhead.measurement.plan import plan_rounds
 from secoverhead.measurement.results import ResultStore
 
@@ -79,7 +79,7 @@ def test_duet_plan_pairs_the_baseline_with_each_arm_in_blocks_of_their_own():
 def test_runs_are_stored_with_warmups_marked(tmp_path):
     store = ResultStore(tmp_path, "exp1")
     exp = Experiment(
-        "exp1", arms=["off", "on"], factors={"n": [1]}, repetitions=3, warmup=1, store=store, progress=False
+        ExperimentPlan("exp1", arms=["off", "on"], factors={"n": [1]}, repetitions=3, warmup=1), store, progress=False
     )
     exp.run(
         lambda arm, f: Measurement(
@@ -105,7 +105,7 @@ def test_runs_are_stored_with_warmups_marked(tmp_path):
 
 def test_a_failure_mid_sweep_keeps_completed_runs_and_records_the_error(tmp_path):
     store = ResultStore(tmp_path, "exp2")
-    exp = Experiment("exp2", arms=["a", "b"], repetitions=3, warmup=0, store=store, progress=False)
+    exp = Experiment(ExperimentPlan("exp2", arms=["a", "b"], repetitions=3, warmup=0), store, progress=False)
     calls = []
 
     def measure(arm, factors):
@@ -122,7 +122,7 @@ def test_a_failure_mid_sweep_keeps_completed_runs_and_records_the_error(tmp_path
     assert store.metadata()["status"] == "failed"
     # Resuming retries the failed run and continues; completed ones are not repeated.
     calls.clear()
-    Experiment("exp2", arms=["a", "b"], repetitions=3, warmup=0, store=store, progress=False).run(
+    Experiment(ExperimentPlan("exp2", arms=["a", "b"], repetitions=3, warmup=0), store, progress=False).run(
         lambda arm, f: Measurement({"x": 0})
     )
     assert len(store.completed_keys()) == 6
@@ -130,7 +130,9 @@ def test_a_failure_mid_sweep_keeps_completed_runs_and_records_the_error(tmp_path
 
 def test_time_budget_stops_the_plan_and_says_so(tmp_path):
     store = ResultStore(tmp_path, "exp3")
-    exp = Experiment("exp3", arms=["a", "b"], repetitions=50, warmup=0, store=store, max_seconds=0.3, progress=False)
+    exp = Experiment(
+        ExperimentPlan("exp3", arms=["a", "b"], repetitions=50, warmup=0, max_seconds=0.3), store, progress=False
+    )
 
     def slow(arm, factors):
         time.sleep(0.1)
@@ -143,26 +145,25 @@ def test_time_budget_stops_the_plan_and_says_so(tmp_path):
 
 def test_same_id_with_another_plan_is_refused(tmp_path):
     store = ResultStore(tmp_path, "exp4")
-    Experiment("exp4", arms=["a"], repetitions=1, store=store, progress=False)
+    Experiment(ExperimentPlan("exp4", arms=["a"], repetitions=1), store, progress=False)
     with pytest.raises(ValueError, match="another plan"):
-        Experiment("exp4", arms=["a", "b"], repetitions=1, store=store, progress=False)
+        Experiment(ExperimentPlan("exp4", arms=["a", "b"], repetitions=1), store, progress=False)
 
 
 def test_secrets_are_stripped_from_everything_stored(tmp_path):
     pw = Secret("sentinel-PW-31337")
     store = ResultStore(tmp_path, "exp5")
     exp = Experiment(
-        "exp5",
-        arms=["a"],
-        repetitions=1,
-        warmup=0,
-        store=store,
-        progress=False,
-        parameters={
-            "mysql_password": "sentinel-PW-31337",
-            "mysql_password_env": "MYSQL_PW",
-            "nested": {"dsn": "mysql://bench:sentinel-PW-31337@host/db", "secret": pw},
+        ExperimentPlan("exp5", arms=["a"], repetitions=1, warmup=0),
+        store,
+        about={
+            "parameters": {
+                "mysql_password": "sentinel-PW-31337",
+                "mysql_password_env": "MYSQL_PW",
+                "nested": {"dsn": "mysql://bench:sentinel-PW-31337@host/db", "secret": pw},
+            }
         },
+        progress=False,
     )
     exp.run(lambda arm, f: Measurement({"x": 1}, info={"note": f"connected with {pw.reveal()}"}))
     for path in store.path.rglob("*"):
@@ -184,10 +185,10 @@ def test_sanitize_keeps_ordinary_values():
 CRASHING = textwrap.dedent(
     """
     import sys, time
-    from secoverhead.measurement.experiment import Experiment, Measurement
+    from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Measurement
     from secoverhead.measurement.results import ResultStore
     store = ResultStore(sys.argv[1], "crash")
-    exp = Experiment("crash", arms=["a", "b", "c"], repetitions=10, warmup=1, store=store, progress=False)
+    exp = Experiment(ExperimentPlan("crash", arms=["a", "b", "c"], repetitions=10, warmup=1), store, progress=False)
     def measure(arm, factors):
         time.sleep(0.05)
         print(arm, flush=True)
@@ -214,7 +215,9 @@ def test_a_killed_experiment_resumes_without_repeating_or_losing_runs(tmp_path):
         ran.append(arm)
         return Measurement({"t": -1.0})
 
-    Experiment("crash", arms=["a", "b", "c"], repetitions=10, warmup=1, store=store, progress=False).run(measure)
+    Experiment(ExperimentPlan("crash", arms=["a", "b", "c"], repetitions=10, warmup=1), store, progress=False).run(
+        measure
+    )
     records = store.records()
     assert len(records) == 33 and len(ran) == 33 - len(before)
     keys = Counter(r.key for r in records)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from types import SimpleNamespace
 
 import pytest
 
-from secoverhead.app import pipeline
+from secoverhead.app import pipeline, record
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import write_in_place
@@ -19,9 +18,12 @@ from secoverhead.core.files import write_in_place
 
 def _finalise(run_dir, status="ok", params_name="x"):
     study = SimpleNamespace(title="t")
-    record = {"study": "tls", "params_name": params_name, "status": "running"}
-    pipeline._write_record(run_dir, record, reserve=True)
-    return pipeline._finalise(run_dir, study, record, status, None, [], time.monotonic(), None)
+    rec = record.ReportRecord(run_dir, {"study": "tls", "params_name": params_name, "status": "running"})
+    rec.write(reserve=True)
+    run = pipeline.ClaimedRun(run_dir, SimpleNamespace(), [], "")
+    ending = record.Ending(status)
+    pipeline.finalise(run, study, rec, ending)
+    return ending.status, ending.error
 
 
 def test_a_latest_that_is_a_folder_is_left_alone_and_the_run_keeps_its_status(tmp_path, capsys):
@@ -57,15 +59,15 @@ def test_a_study_folder_that_is_a_file_is_refused_before_anything_starts(tmp_pat
 
 
 def test_run_json_is_rewritten_in_place_when_it_cannot_be_replaced(tmp_path, monkeypatch):
-    pipeline._write_record(tmp_path, {"status": "running", "parameters": {"x": 1}}, reserve=True)
+    record.write_record(tmp_path / "run.json", {"status": "running", "parameters": {"x": 1}}, reserve=True)
     reserved = (tmp_path / "run.json").stat().st_size
-    assert reserved >= pipeline.RUN_JSON_RESERVE
+    assert reserved >= record.RUN_JSON_RESERVE
 
     def no_new_files(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pipeline, "atomic_write_bytes", no_new_files)
-    pipeline._write_record(tmp_path, {"status": "failed", "error": "disk full"})
+    monkeypatch.setattr(record, "atomic_write_bytes", no_new_files)
+    record.write_record(tmp_path / "run.json", {"status": "failed", "error": "disk full"})
     assert json.loads((tmp_path / "run.json").read_text()) == {"status": "failed", "error": "disk full"}
     with pytest.raises(OSError):
         write_in_place(tmp_path / "run.json", b" " * (reserved + 1))  # never more than the room it has

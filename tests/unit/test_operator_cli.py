@@ -53,3 +53,15 @@ def test_a_closed_pipe_is_said_nothing_of():
     res = subprocess.run(f"'{EXE}' params tde | head -c 10 >/dev/null", shell=True, capture_output=True, text=True,
                          timeout=60, executable="/bin/bash")  # fmt: skip
     assert res.stderr == "", res.stderr
+
+
+def test_scale_names_the_parameter_file_and_profile_is_its_deprecated_name_said_once(tmp_path, capsys):
+    reports = str(tmp_path / "reports")
+    assert main(["run", "tls", "--scale", "enormous", "--reports", reports]) == 2
+    err = capsys.readouterr().err
+    assert "no scale 'enormous'" in err and "deprecated" not in err
+    assert main(["run", "tls", "--profile", "enormous", "--reports", reports]) == 2
+    err = capsys.readouterr().err
+    assert err.count("--profile is deprecated: use --scale") == 1 and "no scale 'enormous'" in err
+    assert main(["run", "tls", "--profile", "quick", "--scale", "enormous", "--reports", reports]) == 2
+    assert "no scale 'enormous'" in capsys.readouterr().err  # the new name wins when both are given

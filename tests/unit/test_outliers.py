@@ -12,7 +12,7 @@ import pytest
 from secoverhead.analysis.design import schedule
 from secoverhead.analysis.outliers import deviation_limit, is_outlier, log_ratio
 from secoverhead.analysis.stats import t_quantile
-from secoverhead.measurement.experiment import Experiment, Measurement
+from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Measurement
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
 
@@ -100,14 +100,10 @@ def test_the_runner_keeps_a_stalled_duet_and_records_which_arm_fell(tmp_path, qu
     state = {"stalled": False}
     store = ResultStore(tmp_path, "stall")
     exp = Experiment(
-        "stall",
-        arms=["off", "on"],
-        repetitions=6,
-        warmup=1,
-        store=store,
-        design="duet",
-        max_retakes=3,
-        outlier=("tps", 0.1),
+        ExperimentPlan(
+            "stall", arms=["off", "on"], repetitions=6, warmup=1, design="duet", max_retakes=3, outlier=("tps", 0.1)
+        ),
+        store,
     )
 
     def measure(arm, factors):
@@ -131,9 +127,11 @@ def test_a_duet_of_the_first_rounds_is_judged_at_the_look(tmp_path, quiet):
     """The first measured duets have too few others to be judged when they end: the look judges them."""
     store = ResultStore(tmp_path, "early")
     exp = Experiment(
-        "early", arms=["off", "on"], repetitions=5, warmup=0, store=store, design="duet", max_retakes=3,
-        outlier=("tps", 0.1),
-    )  # fmt: skip
+        ExperimentPlan(
+            "early", arms=["off", "on"], repetitions=5, warmup=0, design="duet", max_retakes=3, outlier=("tps", 0.1)
+        ),
+        store,
+    )
     seen = {"on": 0}
     lock = threading.Lock()
 

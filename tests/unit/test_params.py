@@ -305,13 +305,13 @@ def test_each_study_declares_the_external_servers_preflight_checks(study_id, val
 def test_the_pipeline_sizes_a_plan_up_and_hands_the_kernel_the_new_repetitions():
     from secoverhead.app.pipeline import prepare
 
-    prepared = prepare("tde", profile="quick", overrides=[("repetitions", "7")], check_servers=False)
+    prepared = prepare("tde", scale="quick", overrides=[("repetitions", "7")], check_servers=False)
     assert prepared.values["repetitions"] == prepared.params.repetitions > 7
     assert any(n.startswith("tde: ") and "raised from 7" in n for n in prepared.plan_notes)
     smoke = prepare("tde", check_servers=False)  # smoke warns only: a software check, not a measurement
     assert smoke.params.repetitions == 2
     with pytest.raises(ConfigError):
-        prepare("tde", profile="quick", overrides=[("repetitions", "7"), ("plan_check", "refuse")], check_servers=False)
+        prepare("tde", scale="quick", overrides=[("repetitions", "7"), ("plan_check", "refuse")], check_servers=False)
 
 
 def test_a_study_budget_is_shared_by_part_weight_and_passes_on_what_a_part_left():

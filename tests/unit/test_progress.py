@@ -33,7 +33,7 @@ def test_the_total_never_grows_through_retakes_and_a_budget_stop(tmp_path, monke
     _noisy(monkeypatch, [1.0, 0.0, 1.0] + [0.0] * 100)  # two noisy runs: two retakes
     store = ResultStore(tmp_path, "budget")
     exp = ex.Experiment(
-        "budget", arms=["a", "b"], repetitions=20, warmup=1, store=store, max_retakes=3, max_seconds=0.6
+        ex.ExperimentPlan("budget", arms=["a", "b"], repetitions=20, warmup=1, max_retakes=3, max_seconds=0.6), store
     )
     seen = []
 
@@ -55,7 +55,7 @@ def test_the_total_never_grows_through_retakes_and_a_budget_stop(tmp_path, monke
 def test_a_complete_run_ends_with_every_run_counted(tmp_path, monkeypatch):
     _noisy(monkeypatch, [1.0] + [0.0] * 100)
     store = ResultStore(tmp_path, "retake")
-    exp = ex.Experiment("retake", arms=["a", "b"], repetitions=2, warmup=0, store=store, max_retakes=2)
+    exp = ex.Experiment(ex.ExperimentPlan("retake", arms=["a", "b"], repetitions=2, warmup=0, max_retakes=2), store)
     exp.run(lambda arm, factors: ex.Measurement({"x": 1.0}))
     final = json.loads((store.path / "progress.json").read_text())
     assert len(store.records()) == 5 and final["done"] == 5 and final["planned"] == 5

@@ -17,39 +17,36 @@ import json
 import logging
 import os
 import secrets as _stdlib_secrets
-import socket
 import sys
-import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
+from secoverhead.app.record import Ending, ReportRecord
 from secoverhead.app.rundir import check_reports_root, new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
-from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
+from secoverhead.core.files import read_json, sanitize
 from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
 from secoverhead.core.paths import user_path
 from secoverhead.core.runlock import RunLock
 from secoverhead.core.runs import running
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
-from secoverhead.host import calibration, environment, leaks
+from secoverhead.host import calibration, leaks
 from secoverhead.host.process import sweep_stale
+from secoverhead.measurement.plan import MAX_PLANNED_RUNS
 from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 KERNEL = "secoverhead"
 SCREENS_ENV = "SECOVERHEAD_SCREENS"  # "off": no first-screen screenshot (the test suite's many tiny runs)
-MAX_PLANNED_RUNS = 100_000
-
-
-RUN_JSON_RESERVE = 256 << 10  # run.json is written padded to this size first, so a full disk can still record
 
 
 @dataclass
@@ -99,23 +96,23 @@ def prepare(
     study_id: str,
     *,
     files: list[str | os.PathLike] | None = None,
-    profile: str | None = None,
+    scale: str | None = None,
     overrides: list[tuple[str, str]] | None = None,
     values: dict[str, Any] | None = None,
     check_servers: bool = True,
     reports_root: Path | None = None,
     upcoming: frozenset[str] = frozenset(),
 ) -> Prepared:
-    """Parameters from files (a profile first, then -f files in order) and -p pairs, checked against the
+    """Parameters from files (the scale's first, then -f files in order) and -p pairs, checked against the
     study's Params, bounded, and pre-flighted (secrets present, files present, named servers answering, the
     reports a notebook reads there, or coming from the studies the same command runs first: `upcoming`)."""
     study = get_study(study_id)
     chain = [str(f) for f in files or []]
-    if profile is not None:
-        path = study.params_dir / f"{profile}.yaml"
+    if scale is not None:
+        path = study.params_dir / f"{scale}.yaml"
         if not path.is_file():
             known = ", ".join(p.stem for p in study.parameter_files()) or "none"
-            raise ConfigError(f"study {study.id!r} has no profile {profile!r} (have: {known})")
+            raise ConfigError(f"study {study.id!r} has no scale {scale!r} (have: {known})")
         chain.insert(0, str(path))
     cls = study.Params
     merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
@@ -233,6 +230,20 @@ def _declared(notebook: str) -> frozenset[str]:
         pm_log.setLevel(level)
 
 
+@dataclass
+class ClaimedRun:
+    """A run directory this process holds, and the secrets every artefact in it is scanned for."""
+
+    dir: Path
+    lock: RunLock
+    secrets: list[str]
+    embedded_password: str  # embedded servers' password: set for the kernel, scanned for like the user's
+
+    @property
+    def results(self) -> Path:
+        return self.dir / "results"
+
+
 def run_study(
     prepared: Prepared,
     *,
@@ -243,129 +254,162 @@ def run_study(
     lock: RunLock | None = None,
     placement: Placement | None = None,
 ) -> RunOutcome:
-    """Execute, render, scan, record. Raises only before a run directory exists (or, resuming, when another
-    process holds its lock); after, every outcome is recorded and returned (KeyboardInterrupt / Terminated are
-    re-raised once recorded). One process writes a run directory at a time: `lock`, or one taken here.
-    `placement`: a fleet's job, its run directory named beforehand and its target and client host recorded."""
-    import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
-    from papermill.exceptions import PapermillExecutionError
-
-    from secoverhead.reporting.render import render_html
-
+    """Claim the run directory, begin its record, run the notebook under its kernel, finalise. Raises only before
+    a run directory exists (or, resuming, when another process holds its lock); after, every outcome is recorded
+    and returned (KeyboardInterrupt / Terminated are re-raised once recorded). `placement`: a fleet's job, its run
+    directory named beforehand and its target and client host recorded."""
     log = log or logging.getLogger("secoverhead")
-    study, p = prepared.study, prepared.params
-    root = check_reports_root(reports_root)
     check_kernel(kernel)
-    secret_values = _secret_values(p)
-    if resume is not None and lock is None:
-        lock = RunLock(resume).acquire()
-    placement = placement or Placement()
+    run = claim_run_dir(prepared, check_reports_root(reports_root), resume, lock, placement or Placement())
+    record = begin_record(prepared, run, resumed=resume is not None, placement=placement)
+    ending = Ending()
+    try:
+        record.write(reserve=True)
+        execute(prepared, run, record, kernel, log)
+    except (Exception, KeyboardInterrupt) as exc:
+        ending = ended_by(exc)
+        if isinstance(exc, KeyboardInterrupt):
+            raise _recorded_interruption(exc, f"{prepared.study.id}: interrupted  {run.dir}") from None
+    finally:
+        with signals.deferred():  # a second Ctrl-C must not leave the record half-done
+            finalise(run, prepared.study, record, ending)
+            run.lock.release()
+            _undo_what_the_kernel_left()
+    log.info("%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error")
+    return RunOutcome(prepared.study.id, run.dir, ending.status, ending.error)
+
+
+def claim_run_dir(
+    prepared: Prepared, root: Path, resume: Path | None, lock: RunLock | None, placement: Placement
+) -> ClaimedRun:
+    """The run directory, locked: the one resumed, a fleet job's named one (never overwritten: an existing run is
+    resumed, not remade) or a new one."""
+    secrets = _secret_values(prepared.params)
     if resume is not None:
-        run_dir = resume
+        run_dir, lock = resume, lock or RunLock(resume).acquire()
     elif placement.run_name:
-        run_dir = root / study.id / placement.run_name
-        run_dir.mkdir(parents=True)  # never overwrites: an existing run is resumed, not remade
+        run_dir = root / prepared.study.id / placement.run_name
+        run_dir.mkdir(parents=True)
     else:
-        run_dir = new_run_dir(root, study.id, prepared.name, secret_values)
-    if lock is None:
-        lock = RunLock(run_dir).acquire()  # a new directory: nobody else can hold it yet
-    results_dir = run_dir / "results"
-    embedded_pw = _stdlib_secrets.token_urlsafe(18)  # so the scan knows embedded servers' password too
-    secret_values.append(embedded_pw)
-    started, t0 = environment.utc_now(), time.monotonic()
-    previous = read_json(run_dir / "run.json") if resume is not None else None
-    previous = previous if isinstance(previous, dict) else None
-    record: dict[str, Any] = {
-        "schema": SCHEMA,
+        run_dir = new_run_dir(root, prepared.study.id, prepared.name, secrets)
+    embedded = _stdlib_secrets.token_urlsafe(18)
+    return ClaimedRun(run_dir, lock or RunLock(run_dir).acquire(), [*secrets, embedded], embedded)
+
+
+def begin_record(prepared: Prepared, run: ClaimedRun, *, resumed: bool, placement: Placement | None) -> ReportRecord:
+    """run.json's first fields (written by the caller, inside its finalising `try`)."""
+    study = prepared.study
+    fields = {
         "study": study.id,
         "title": study.title,
         "notebook": study.notebook,
-        "params_name": prepared.name if previous is None else previous.get("params_name", prepared.name),
-        "params_files": prepared.files if previous is None else previous.get("params_files", []),
+        "params_name": prepared.name,
+        "params_files": prepared.files,
         "parameters": prepared.values,
-        "started": started if previous is None else previous.get("started", started),
-        "host": socket.gethostname(),
-        "owner": owners.me(),
-        "owner_pid": os.getpid(),
-        "status": "running",
-        "resumed": (previous or {}).get("resumed", 0) + (1 if previous is not None else 0),
     }
-    target = placement.target or (previous or {}).get("target")
-    if target:
-        record["target"] = target
-    hosts = list((previous or {}).get("client_hosts") or [])
-    if placement.client_host:
-        hosts.append(placement.client_host)
-    if hosts:
-        record["client_hosts"] = hosts
-    status, error = "ok", None
-    handler = None
-    pm_log = logging.getLogger("papermill")
-    env_before = {k: os.environ.get(k) for k in (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")}
-    progress = Watch(results_dir, study.id)
-    try:
-        _write_record(run_dir, record, reserve=True)
-        others = _concurrent(root, run_dir)
-        if others:
-            record["concurrent_runs"] = others
-            log.warning(
-                "warning: %d other run(s) are running on this machine and share its CPU: %s",
-                len(others),
-                ", ".join(others),
-            )
-        parameters = notebook_parameters(study, prepared.values, results_dir, run_dir / "run.json")
-        handler = logging.FileHandler(run_dir / "run.log")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler.addFilter(no_object_reprs)
-        pm_log.addHandler(handler)
-        pm_log.setLevel(logging.INFO)
-        pm_log.propagate = False  # cell by cell into run.log; the terminal gets the progress bar
-        os.environ[EMBEDDED_PASSWORD_ENV] = embedded_pw
-        if p.MEASURES:
-            os.environ[calibration.ENV] = str(_shared_calibration(run_dir))
-        os.environ["SECOVERHEAD_HEADLESS"] = "1"
-        log.info("running %s (%s) into %s", study.id, record["params_name"], run_dir)
-        progress.start()
+    return ReportRecord.begin(run.dir, fields, resumed=resumed, placement=placement)
+
+
+def execute(prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: str, log: logging.Logger) -> None:
+    """The notebook under its kernel: cell by cell into run.log, progress on the terminal."""
+    import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
+
+    study = prepared.study
+    _note_concurrent(record, log)
+    parameters = notebook_parameters(study, prepared.values, run.results, record.path)
+    with _cells_into(run.dir / "run.log"), _kernel_environment(run, prepared.params), _watching(run, study.id):
+        log.info("running %s (%s) into %s", study.id, record.name, run.dir)
         with kernel_manager(kernel) as km:
             papermill.execute_notebook(
                 str(study.notebook_path),
-                str(run_dir / "report.ipynb"),
+                str(run.dir / "report.ipynb"),
                 parameters=parameters,
                 kernel_name=kernel,
                 km=km,
-                cwd=str(run_dir),
+                cwd=str(run.dir),
                 progress_bar=False,
                 log_output=True,
             )
-    except PapermillExecutionError as exc:
-        status, error = "failed", f"{exc.ename}: {str(exc.evalue).splitlines()[0][:300] if exc.evalue else ''}"
-    except KeyboardInterrupt as exc:
-        sig = signals.as_terminated(exc)
-        status, error = "interrupted", f"interrupted by {sig.name}" + (" (Ctrl-C)" if sig.name == "SIGINT" else "")
-        sig.outcome = f"{study.id}: interrupted  {run_dir}"
-        raise sig from None
-    except KernelDied as exc:
-        status, error = "failed", str(exc)
-    except Exception as exc:  # outputs unwritable, disk full, ...
-        status, error = "failed", _one_line(exc)
+
+
+def ended_by(exc: BaseException) -> Ending:
+    """How an exception out of the notebook's run ends it, in run.json's words."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        why = str(exc.evalue).splitlines()[0][:300] if exc.evalue else ""
+        return Ending("failed", f"{exc.ename}: {why}")
+    if isinstance(exc, KeyboardInterrupt):
+        name = signals.as_terminated(exc).name
+        return Ending("interrupted", f"interrupted by {name}" + (" (Ctrl-C)" if name == "SIGINT" else ""))
+    if isinstance(exc, KernelDied):
+        return Ending("failed", str(exc))
+    return Ending("failed", _one_line(exc))  # outputs unwritable, disk full, ...
+
+
+def _recorded_interruption(exc: KeyboardInterrupt, outcome: str) -> signals.Terminated:
+    sig = signals.as_terminated(exc)
+    sig.outcome = outcome
+    return sig
+
+
+def _note_concurrent(record: ReportRecord, log: logging.Logger) -> None:
+    """Other runs on this machine share its CPU: recorded, and said."""
+    others = _concurrent(record.run_dir.parent.parent, record.run_dir)
+    if others:
+        record.fields["concurrent_runs"] = others
+        log.warning(
+            "warning: %d other run(s) are running on this machine and share its CPU: %s", len(others), ", ".join(others)
+        )
+
+
+@contextlib.contextmanager
+def _cells_into(path: Path) -> Iterator[None]:
+    """papermill's cell-by-cell log into run.log (not the terminal, which gets the progress bar)."""
+    pm_log = logging.getLogger("papermill")
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(no_object_reprs)
+    pm_log.addHandler(handler)
+    pm_log.setLevel(logging.INFO)
+    pm_log.propagate = False
+    try:
+        yield
     finally:
-        with signals.deferred():  # a second Ctrl-C must not leave the record half-done
-            progress.stop()
-            for k, v in env_before.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            if handler is not None:
-                pm_log.removeHandler(handler)
-                pm_log.propagate = True
-                with contextlib.suppress(OSError):
-                    handler.close()
-            status, error = _finalise(run_dir, study, record, status, error, secret_values, t0, render_html)
-            lock.release()
-            _undo_what_the_kernel_left()
-    log.info("%s: %s (%s)", study.id, status, error or "no error")
-    return RunOutcome(study.id, run_dir, status, error)
+        pm_log.removeHandler(handler)
+        pm_log.propagate = True
+        with contextlib.suppress(OSError):
+            handler.close()
+
+
+@contextlib.contextmanager
+def _kernel_environment(run: ClaimedRun, p: Any) -> Iterator[None]:
+    """What the kernel inherits for this run (embedded servers' password, the shared calibration, headless),
+    restored after."""
+    names = (EMBEDDED_PASSWORD_ENV, calibration.ENV, "SECOVERHEAD_HEADLESS")
+    before = {k: os.environ.get(k) for k in names}
+    try:
+        os.environ[EMBEDDED_PASSWORD_ENV] = run.embedded_password
+        if p.MEASURES:
+            os.environ[calibration.ENV] = str(_shared_calibration(run.dir))
+        os.environ["SECOVERHEAD_HEADLESS"] = "1"
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _watching(run: ClaimedRun, study_id: str) -> Iterator[None]:
+    progress = Watch(run.results, study_id)
+    progress.start()
+    try:
+        yield
+    finally:
+        progress.stop()
 
 
 def _undo_what_the_kernel_left() -> None:
@@ -382,78 +426,50 @@ def _one_line(exc: BaseException) -> str:
     return (text[-1] if text else type(exc).__name__)[:300]
 
 
-def _write_record(run_dir: Path, record: dict[str, Any], *, reserve: bool = False) -> None:
-    """run.json, atomically. The first write is padded with trailing white space (valid JSON) so the file holds
-    blocks the final record can be written into in place when the disk is full or the folder stops taking new
-    files; a record that cannot be written either way raises OSError."""
-    data = json.dumps(sanitize(record), indent=1, sort_keys=True).encode()
-    path = run_dir / "run.json"
+def finalise(run: ClaimedRun, study: StudySpec, record: ReportRecord, ending: Ending) -> None:
+    """Render, scan, record, point latest: each step on its own, so one failing (a full disk, a directory made
+    read-only) leaves the others done and is said in run.json when it can be written at all."""
+    _render(run.dir, f"{study.title} ({record.name})", ending)
+    if (run.dir / "report.html").exists() and os.environ.get(SCREENS_ENV, "on") != "off":
+        record.fields["first_screen"] = review.first_screen(run.dir)
+    _scan_and_sign(run, ending)
+    record.close(ending)
     try:
-        atomic_write_bytes(path, data + b" " * max(0, RUN_JSON_RESERVE - len(data)) if reserve else data)
-    except OSError:
-        if reserve or not path.is_file():
-            raise
-        write_in_place(path, data)
-
-
-def _finalise(run_dir, study, record, status, error, secret_values, t0, render_html) -> tuple[str, str | None]:
-    """Render, scan, record, point latest: each step on its own, so one failing (a full disk, a directory
-    made read-only) leaves the others done and is said in run.json when it can be written at all."""
-
-    def add(msg: str) -> None:
-        nonlocal error, status
-        error = (error + "; " if error else "") + msg
-        if status == "ok":
-            status = "failed"
-
-    if (run_dir / "report.ipynb").exists():
-        try:
-            render_html(
-                run_dir / "report.ipynb",
-                run_dir / "report.html",
-                title=f"{study.title} ({record['params_name']})",
-                status=status,
-                why=error,
-            )
-        except Exception as exc:
-            add(f"HTML rendering failed: {_one_line(exc)[:200]}")
-    if (run_dir / "report.html").exists() and os.environ.get(SCREENS_ENV, "on") != "off":
-        record["first_screen"] = review.first_screen(run_dir)
-    found = None
-    try:
-        found = leaks.scan(run_dir, secret_values)
-        if found:
-            add(leaks.describe(found))
+        record.write()
     except OSError as exc:
-        add(f"secret scan failed: {exc.strerror}")
-    if found == [] and (run_dir / "report.ipynb").exists():  # only a report the scan found clean
-        review.sign(run_dir / "report.ipynb")
-    try:
-        outputs = sorted(
-            str(p.relative_to(run_dir))
-            for p in run_dir.rglob("*")
-            if p.is_file() and p.suffix in (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
-        )
-    except OSError:
-        outputs = []
-    record.update(
-        status=status,
-        error=error,
-        finished=environment.utc_now(),
-        duration_s=round(time.monotonic() - t0, 1),
-        environment=environment.collect(),
-        outputs=outputs,
-    )
-    try:
-        _write_record(run_dir, record)
-    except OSError as exc:
-        print(f"error: could not record the run in {run_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return "failed", error
+        print(f"error: could not record the run in {run.dir}: {exc.strerror or exc}", file=sys.stderr)
+        ending.status = "failed"
+        return
     try:  # whatever this run's status: latest names the run that counts, which a smoke run never displaces
-        point_latest(run_dir.parent)
+        point_latest(run.dir.parent)
     except OSError as exc:
-        print(f"note: {run_dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
-    return status, error
+        print(f"note: {run.dir.parent.name}/latest not updated: {exc.strerror or exc}", file=sys.stderr)
+
+
+def _render(run_dir: Path, title: str, ending: Ending) -> None:
+    if not (run_dir / "report.ipynb").exists():
+        return
+    from secoverhead.reporting.render import render_html  # deferred: nbconvert (seconds)
+
+    try:
+        render_html(
+            run_dir / "report.ipynb", run_dir / "report.html", title=title, status=ending.status, why=ending.error
+        )
+    except Exception as exc:
+        ending.add(f"HTML rendering failed: {_one_line(exc)[:200]}")
+
+
+def _scan_and_sign(run: ClaimedRun, ending: Ending) -> None:
+    """Every artefact scanned for the run's secrets; only a report the scan found clean is signed (trusted)."""
+    try:
+        found = leaks.scan(run.dir, run.secrets)
+    except OSError as exc:
+        ending.add(f"secret scan failed: {exc.strerror}")
+        return
+    if found:
+        ending.add(leaks.describe(found))
+    elif (run.dir / "report.ipynb").exists():
+        review.sign(run.dir / "report.ipynb")
 
 
 def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:

@@ -10,8 +10,8 @@ anything starts; a mistake is one line (ConfigError, exit 2).
       local:                                     # no params: each study starts its own servers on the client
         clients: [client-b]
     studies:
-      - {study: tls, profile: smoke, params: {mongo_enabled: false}}
-      - {study: tde, profile: quick, files: [my-tde.yaml]}
+      - {study: tls, scale: smoke, params: {mongo_enabled: false}}
+      - {study: tde, scale: quick, files: [my-tde.yaml]}
     retries: 2                                   # a failed job is retried with --resume
 """
 
@@ -48,7 +48,7 @@ class Target:
 @dataclass(frozen=True)
 class StudyEntry:
     study: str
-    profile: str = "smoke"
+    scale: str = "smoke"
     files: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -84,8 +84,8 @@ class Job:
             self.target.name,
             "--client-host",
             client_host,
-            "--profile",
-            self.entry.profile,
+            "--scale",
+            self.entry.scale,
         ]
         for f in self.entry.files:
             out += ["-f", f]
@@ -105,7 +105,7 @@ class Fleet:
         out = []
         for entry in self.studies:
             for t in self.targets.values():
-                out.append(Job(entry.study, t, entry, f"{self.stamp}-{t.name}-{entry.profile}"))
+                out.append(Job(entry.study, t, entry, f"{self.stamp}-{t.name}-{entry.scale}"))
         return out
 
     @property
@@ -195,13 +195,13 @@ def parse(data: Any, *, stamp: str | None = None) -> Fleet:
         )
     raw_studies = data.get("studies")
     if not isinstance(raw_studies, list) or not raw_studies:
-        raise ConfigError("studies: list at least one study ({study: NAME, profile: smoke})")
+        raise ConfigError("studies: list at least one study ({study: NAME, scale: smoke})")
     studies = []
     for i, s in enumerate(raw_studies):
         if isinstance(s, str):
             s = {"study": s}
-        if not isinstance(s, dict) or set(s) - {"study", "profile", "files", "params"}:
-            raise ConfigError(f"studies[{i}]: give study:, and optionally profile:, files:, params:")
+        if not isinstance(s, dict) or set(s) - {"study", "scale", "profile", "files", "params"}:
+            raise ConfigError(f"studies[{i}]: give study:, and optionally scale:, files:, params:")
         study = s.get("study")
         if study not in STUDIES:
             raise ConfigError(f"studies[{i}]: unknown study {str(study)[:40]!r}; studies: {', '.join(STUDIES)}")
@@ -210,7 +210,8 @@ def parse(data: Any, *, stamp: str | None = None) -> Fleet:
             raise ConfigError(f"studies[{i}]: files must be a list of parameter files")
         entry_params = _mapping(s.get("params"), f"studies[{i}]: params")
         _no_secrets(entry_params, f"studies[{i}]")
-        studies.append(StudyEntry(study, str(s.get("profile") or "smoke"), tuple(files), entry_params))
+        scale = s.get("scale") or s.get("profile") or "smoke"  # profile: the deprecated name, read for a release
+        studies.append(StudyEntry(study, str(scale), tuple(files), entry_params))
     retries = data.get("retries", 2)
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
         raise ConfigError("retries must be a whole number from 0 to 10")

@@ -29,6 +29,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.analysis import outliers
@@ -40,7 +41,7 @@ from secoverhead.measurement.progress import Progress
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.workloads.measurement import Measurement
 
-__all__ = ["Experiment", "Measurement"]
+__all__ = ["Experiment", "ExperimentPlan", "Measurement", "Profiling"]
 
 
 MeasureFn = Callable[[str, dict[str, Any]], Measurement]
@@ -49,218 +50,283 @@ MeasureFn = Callable[[str, dict[str, Any]], Measurement]
 DecideFn = Callable[[int, float], "set[tuple[str, tuple]] | None"]
 
 
-class Experiment:
-    """Plan, run, store. `measure(arm, factors)` performs one run and returns a Measurement."""
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """One experiment's plan, fixed before its first run: its signature is recorded, and a resumed experiment
+    must have the same one. min_rounds: measured rounds the clock never cuts when there are no looks (a part
+    without claims, an A/A run); with looks, the first look's rounds are the guarantee."""
 
-    def __init__(
-        self,
-        experiment_id: str,
-        *,
-        arms: Sequence[str],
-        factors: Mapping[str, Sequence[Any]] | None = None,
-        repetitions: int = 5,
-        warmup: int = 1,
-        seed: int = 0,
-        max_seconds: float | None = None,
-        store: ResultStore,
-        study: str = "",
-        parameters: Mapping[str, Any] | None = None,
-        servers: Mapping[str, Any] | None = None,
-        calibration: Mapping[str, Any] | None = None,
-        progress: bool = False,
-        max_retakes: int = 0,
-        design: str = "interleaved",
-        outlier: tuple[str, float] | None = None,
-        min_rounds: int = 0,
-    ) -> None:
-        """min_rounds: measured rounds the clock never cuts when there are no looks (a part without claims,
-        an A/A run); with looks, the first look's rounds are the guarantee."""
-        self.experiment_id = experiment_id
-        self.min_rounds = int(min_rounds)
-        self.design = design
-        self.arms, self.factors = list(arms), {k: list(v) for k, v in (factors or {}).items()}
-        self.repetitions, self.warmup, self.seed = int(repetitions), int(warmup), int(seed)
-        self.max_seconds, self.store, self.progress = max_seconds, store, progress
-        self.combos = combinations(self.factors)
-        per_round = 2 * (len(self.arms) - 1) if design == "duet" else len(self.arms)
-        self.planned_runs = per_round * len(self.combos) * (self.repetitions + self.warmup)
+    experiment_id: str
+    arms: tuple[str, ...]
+    factors: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    repetitions: int = 5
+    warmup: int = 1
+    seed: int = 0
+    design: str = "interleaved"
+    max_seconds: float | None = None
+    max_retakes: int = 0  # noisy single runs taken again: at most this many per experiment
+    min_rounds: int = 0
+    outlier: tuple[str, float] | None = None  # duets: (metric, least log deviation) marking an outlier duet
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arms", tuple(self.arms))
+        object.__setattr__(self, "factors", {k: list(v) for k, v in (self.factors or {}).items()})
         next(self.rounds())  # validates
-        self.max_retakes = max_retakes or 0  # noisy runs taken again: at most this many per experiment
-        self.outlier = outlier  # duets: (metric, least log deviation) that marks a duet as an outlier (see _stray)
-        self._lock = threading.Lock()
-        self._signature = {
-            "arms": self.arms,
+
+    @property
+    def combos(self) -> list[dict[str, Any]]:
+        return combinations(self.factors)
+
+    @property
+    def planned_runs(self) -> int:
+        per_round = 2 * (len(self.arms) - 1) if self.design == "duet" else len(self.arms)
+        return per_round * len(self.combos) * (self.repetitions + self.warmup)
+
+    def rounds(self) -> Iterator[list[Unit]]:
+        return plan_rounds(list(self.arms), self.factors, self.repetitions, self.warmup, self.seed, design=self.design)
+
+    def signature(self) -> dict[str, Any]:
+        return {
+            "arms": list(self.arms),
             "factors": {k: [str(v) for v in vs] for k, vs in self.factors.items()},
             "repetitions": self.repetitions,
             "warmup": self.warmup,
             "seed": self.seed,
-            "design": design,
+            "design": self.design,
         }
-        meta = store.metadata()
-        if meta.get("plan") and meta["plan"] != self._signature:
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """A profiling round after the warm-up: `attach(arm, factors)` wraps each of its runs; `measure` is what a
+    profiling run does when not the experiment's own; `factors` the combinations profiled (default: the first)."""
+
+    attach: Callable[[str, dict[str, Any]], contextlib.AbstractContextManager]
+    factors: Sequence[Mapping[str, Any]] | None = None
+    measure: MeasureFn | None = None
+
+
+@dataclass
+class _Session:
+    """What one call of Experiment.run has seen: runs done, the cells still needed, looks, retakes, outliers."""
+
+    start: float
+    done: set[tuple]
+    looks_done: list[dict[str, Any]]
+    strays: list[dict[str, Any]]
+    needed: set[tuple[str, tuple]] | None = None
+    retakes: int = 0
+    guaranteed: int = 0  # measured rounds the clock never cuts
+    profiled: bool = False
+    stop_reason: str = ""
+    duets: dict[str, tuple[Unit, list[RunRecord]]] = field(default_factory=dict)  # measured duets, by block
+
+    @property
+    def flagged(self) -> set[str]:
+        return {d["block"] for d in self.strays}  # blocks recorded as outliers (never judged again)
+
+
+class Experiment:
+    """Plan, run, store. `measure(arm, factors)` performs one run and returns a Measurement. `about`: what the
+    store's metadata records of where the experiment ran (study, parameters, servers, calibration)."""
+
+    def __init__(
+        self,
+        plan: ExperimentPlan,
+        store: ResultStore,
+        *,
+        about: Mapping[str, Any] | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.plan, self.store, self.progress = plan, store, progress
+        self._lock = threading.Lock()
+        self._record_plan(dict(about or {}))
+
+    @property
+    def arms(self) -> list[str]:
+        return list(self.plan.arms)
+
+    def _record_plan(self, about: dict[str, Any]) -> None:
+        """A new experiment's plan into its metadata (what was recorded before, e.g. its conditions, is kept);
+        a resumed one must have the same plan."""
+        plan, meta = self.plan, self.store.metadata()
+        if meta.get("plan") and meta["plan"] != plan.signature():
             raise ValueError(
-                f"experiment {experiment_id!r} already exists in {store.path} with another plan "
+                f"experiment {plan.experiment_id!r} already exists in {self.store.path} with another plan "
                 f"({meta['plan']}); use a new experiment id or remove that directory"
             )
-        if not meta.get("plan"):  # new (what was recorded before the plan, e.g. its conditions, is kept)
-            store.write_metadata(
-                meta
-                | {
-                    "experiment_id": experiment_id,
-                    "study": study,
-                    "plan": self._signature,
-                    "created": environment.utc_now(),
-                    "parameters": dict(parameters or {}),
-                    "servers": dict(servers or {}),
-                    "environment": environment.collect(),
-                    "calibration": dict(calibration or {}),
-                    "planned_runs": self.planned_runs,
-                    "outlier_watch": list(self.outlier) if self.outlier else None,  # one-off duets recorded
-                    "status": "planned",
-                }
-            )
-        elif servers:
-            store.update_metadata(servers={**meta.get("servers", {}), **servers})
-
-    # -- the plan --------------------------------------------------------------------------------
-    def rounds(self) -> Iterator[list[Unit]]:
-        return plan_rounds(self.arms, self.factors, self.repetitions, self.warmup, self.seed, design=self.design)
+        if meta.get("plan"):
+            if about.get("servers"):
+                self.store.update_metadata(servers={**meta.get("servers", {}), **about["servers"]})
+            return
+        self.store.write_metadata(
+            meta
+            | {
+                "experiment_id": plan.experiment_id,
+                "study": about.get("study", ""),
+                "plan": plan.signature(),
+                "created": environment.utc_now(),
+                "parameters": dict(about.get("parameters") or {}),
+                "servers": dict(about.get("servers") or {}),
+                "environment": environment.collect(),
+                "calibration": dict(about.get("calibration") or {}),
+                "planned_runs": plan.planned_runs,
+                "outlier_watch": list(plan.outlier) if plan.outlier else None,  # one-off duets recorded
+                "status": "planned",
+            }
+        )
 
     def remaining(self) -> list[PlannedRun]:
         done = self.store.completed_keys()
-        return [p for rnd in self.rounds() for unit in rnd for p in unit if p.key not in done]
+        return [p for rnd in self.plan.rounds() for unit in rnd for p in unit if p.key not in done]
 
-    # -- running ---------------------------------------------------------------------------------
+    # -- running: a schedule of named steps (measure, look, retake, finish) --------------------------
     def run(
         self,
         measure: MeasureFn,
         *,
         looks: Looks | None = None,
         decide: DecideFn | None = None,
-        profile: Callable[[str, dict[str, Any]], contextlib.AbstractContextManager] | None = None,
-        profile_factors: Sequence[Mapping[str, Any]] | None = None,
-        profile_measure: MeasureFn | None = None,
+        profiling: Profiling | None = None,
     ) -> ResultStore:
         """Run every remaining planned run (fewer when looks decide early). Errors are recorded and re-raised;
         completed runs stay stored and the long table is rebuilt on every exit."""
-        start = time.monotonic()
-        done = self.store.completed_keys()
-        profiling_runs = len(self.arms) * len(profile_factors or self.combos[:1]) if profile is not None else 0
-        self._progress = Progress(
-            self.experiment_id,
-            self.store.path / "progress.json",
-            ceiling=self.planned_runs + profiling_runs + self.max_retakes,
-            done=len(done),
-            max_seconds=self.max_seconds,
-            show=self.progress,
-        )
-        self.store.update_metadata(status="running", resumed_with_done=len(done))
-        status, stop_reason, needed = "complete", "", None
-        look_log: list[dict[str, Any]] = list(self.store.metadata().get("looks_done", []))
-        retakes, profiled = 0, profile is None
-        strays: list[dict[str, Any]] = list(self.store.metadata().get("outlier_duets", []))
-        ran: dict[str, tuple[Unit, list[RunRecord]]] = {}  # measured duets of this session, by block
-        flagged = {d["block"] for d in strays}  # blocks recorded as outliers (never judged again)
-
-        def retake(unit: Unit, records: list[RunRecord], stray: dict[str, Any], noisy: bool) -> None:
-            """Take a single run the machine's noise monitor flagged again once, within the retake and time
-            budgets. An outlier duet is recorded, never taken again: a retake chosen by the duet's value would
-            replace it in the statistics, and when stalls are a real cost of one arm that hides the cost (the
-            report judges with it and shows the claims without the recorded outliers beside, as a check)."""
-            nonlocal retakes
-            if stray:
-                flagged.add(stray["block"])
-                strays.append(stray)
-                self.store.update_metadata(outlier_duets=strays)
-            in_budget = self.max_seconds is None or time.monotonic() - start < self.max_seconds
-            if noisy and retakes < self.max_retakes and in_budget:
-                retakes += 1
-                self._run_unit(unit, measure, retake_of=records[-1].run_id)
-
-        # The first look is the plan's least: the clock bounds the rounds after it, so an experiment that
-        # starts late in a shared budget still reaches it (warm-up and profiling included) rather than ending
-        # with rounds that can decide nothing.
-        guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.min_rounds
+        s = self._begin(profiling)
+        s.guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.plan.min_rounds
+        status = "complete"
         try:
-            for rnd in self.rounds():
-                first = rnd[0][0]
-                measured_round = not first.warmup
-                if measured_round and not profiled:  # after warm-up, so it sees warm servers; before the budget
-                    self._profiling_round(profile_measure or measure, profile, profile_factors)
-                    profiled = True
-                for unit in rnd:
-                    if all(p.key in done for p in unit):
-                        continue
-                    if needed is not None and measured_round and unit[-1].cell not in needed:
-                        self._progress.drop(len(unit))
-                        continue
-                    over = self.max_seconds is not None and time.monotonic() - start > self.max_seconds
-                    if over and not (first.warmup or first.repetition < guaranteed):
-                        raise _Budget
-                    records = self._run_unit(unit, measure)
-                    done.update(p.key for p in unit)
-                    if len(unit) == 2 and not first.warmup:
-                        ran[unit[-1].block] = (unit, records)
-                    # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what
-                    # hit both (taking duets again when the host's steal rose to 8-20 % cost TDE a fifth of its
-                    # rounds); a one-off in one arm (outliers.py) is what a duet cannot cancel.
-                    noisy = len(unit) == 1 and any(r.metrics.get("noise_flagged") for r in records)
-                    retake(unit, records, self._stray(records), noisy)
-                n_done = first.repetition + 1
-                if looks is not None and decide is not None and measured_round and n_done in looks.rounds:
-                    # every duet against all the others of its cell so far (the first ones had too few)
-                    for block, (unit, records) in list(ran.items()):
-                        if block not in flagged:
-                            retake(unit, records, self._stray(records), False)
-                    index = looks.rounds.index(n_done)
-                    needed = decide(index, looks.alpha_at(index))
-                    look_log.append(
-                        {
-                            "rounds": n_done,
-                            "look": index,
-                            "alpha": looks.alpha_at(index),
-                            "undecided_cells": len(needed or ()),
-                        }
-                    )
-                    self.store.update_metadata(looks_done=look_log)
-                    if needed is not None and not needed:
-                        # a claim not testable here asks for no rounds either (preconditions.py)
-                        stop_reason = f"every claim decided after {n_done} rounds (look {index + 1}), or not testable"
-                        break
+            for rnd in self.plan.rounds():
+                self._profile_if_due(rnd, s, profiling, measure)
+                self._measure_round(rnd, s, measure)
+                if self._look(rnd, s, looks, decide):
+                    break
         except _Budget:
-            status, stop_reason = "stopped at time budget", f"time budget of {self.max_seconds:.0f} s reached"
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise
-        except SystemExit:
+            status = "stopped at time budget"
+            s.stop_reason = f"time budget of {self.plan.max_seconds:.0f} s reached"
+        except (KeyboardInterrupt, SystemExit):
             status = "interrupted"
             raise
         except BaseException:
             status = "failed"
             raise
         finally:
-            self._progress.close(status, stop_reason or ("all planned rounds ran" if status == "complete" else ""))
-            with contextlib.suppress(Exception):
-                self.store.export()
-            self.store.update_metadata(
-                status=status,
-                stop_reason=stop_reason,
-                finished=environment.utc_now(),
-                completed_runs=len(self.store.completed_keys()),
-                retakes=retakes,
-                outlier_duets=strays,
-                looks=looks.as_dict() if looks else None,
-                final_alpha=_final_alpha(
-                    looks, look_log, self._measured_rounds(), budget_stop=status == "stopped at time budget"
-                ),
-            )
+            self._finish(s, status, looks)
         return self.store
+
+    def _begin(self, profiling: Profiling | None) -> _Session:
+        meta = self.store.metadata()
+        done = self.store.completed_keys()
+        profiled_runs = len(self.plan.arms) * len(profiling.factors or self.plan.combos[:1]) if profiling else 0
+        self._progress = Progress(
+            self.plan.experiment_id,
+            self.store.path / "progress.json",
+            ceiling=self.plan.planned_runs + profiled_runs + self.plan.max_retakes,
+            done=len(done),
+            max_seconds=self.plan.max_seconds,
+            show=self.progress,
+        )
+        self.store.update_metadata(status="running", resumed_with_done=len(done))
+        looks_done, strays = list(meta.get("looks_done", [])), list(meta.get("outlier_duets", []))
+        return _Session(time.monotonic(), done, looks_done, strays, profiled=profiling is None)
+
+    def _profile_if_due(self, rnd: list[Unit], s: _Session, profiling: Profiling | None, measure: MeasureFn) -> None:
+        """The profiling round: after warm-up, so it sees warm servers; before the budget can stop anything."""
+        if s.profiled or rnd[0][0].warmup or profiling is None:
+            return
+        combos = [dict(c) for c in profiling.factors] if profiling.factors is not None else self.plan.combos[:1]
+        done = self.store.completed_keys()
+        for combo in combos:
+            for arm in self.plan.arms:
+                planned = PlannedRun(-1, 0, False, arm, combo, profiling=True)
+                if planned.key not in done:
+                    with profiling.attach(arm, dict(combo)):
+                        self._run_unit((planned,), profiling.measure or measure)
+        s.profiled = True
+
+    def _measure_round(self, rnd: list[Unit], s: _Session, measure: MeasureFn) -> None:
+        """Every unit of a round not yet done, except cells the last look no longer needs. The first look is the
+        plan's least: the clock bounds the rounds after it, so an experiment that starts late in a shared budget
+        still reaches it (warm-up and profiling included) rather than ending with rounds that decide nothing."""
+        first = rnd[0][0]
+        for unit in rnd:
+            if all(p.key in s.done for p in unit):
+                continue
+            if s.needed is not None and not first.warmup and unit[-1].cell not in s.needed:
+                self._progress.drop(len(unit))
+                continue
+            if self._over_budget(s) and not (first.warmup or first.repetition < s.guaranteed):
+                raise _Budget
+            records = self._run_unit(unit, measure)
+            s.done.update(p.key for p in unit)
+            if len(unit) == 2 and not first.warmup:
+                s.duets[unit[-1].block] = (unit, records)
+            # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what hit both
+            # (taking duets again when the host's steal rose to 8-20 % cost TDE a fifth of its rounds); a one-off
+            # in one arm (outliers.py) is what a duet cannot cancel.
+            noisy = len(unit) == 1 and any(r.metrics.get("noise_flagged") for r in records)
+            self._retake(unit, records, s, measure, noisy=noisy)
+
+    def _look(self, rnd: list[Unit], s: _Session, looks: Looks | None, decide: DecideFn | None) -> bool:
+        """At a planned look: every duet against all the others of its cell so far (the first ones had too few),
+        then ask which cells the undecided claims still need. True when none: the experiment stops."""
+        first = rnd[0][0]
+        n_done = first.repetition + 1
+        if looks is None or decide is None or first.warmup or n_done not in looks.rounds:
+            return False
+        for block, (unit, records) in list(s.duets.items()):
+            if block not in s.flagged:
+                self._retake(unit, records, s, None, noisy=False)
+        index = looks.rounds.index(n_done)
+        s.needed = decide(index, looks.alpha_at(index))
+        look = {"rounds": n_done, "look": index, "alpha": looks.alpha_at(index), "undecided_cells": len(s.needed or ())}
+        s.looks_done.append(look)
+        self.store.update_metadata(looks_done=s.looks_done)
+        if s.needed is not None and not s.needed:
+            # a claim not testable here asks for no rounds either (preconditions.py)
+            s.stop_reason = f"every claim decided after {n_done} rounds (look {index + 1}), or not testable"
+            return True
+        return False
+
+    def _retake(
+        self, unit: Unit, records: list[RunRecord], s: _Session, measure: MeasureFn | None, *, noisy: bool
+    ) -> None:
+        """Take a single run the machine's noise monitor flagged again once, within the retake and time budgets.
+        An outlier duet is recorded, never taken again: a retake chosen by the duet's value would replace it in
+        the statistics, and when stalls are a real cost of one arm that hides the cost (the report judges with it
+        and shows the claims without the recorded outliers beside, as a check)."""
+        stray = self._stray(records)
+        if stray:
+            s.strays.append(stray)
+            self.store.update_metadata(outlier_duets=s.strays)
+        if noisy and measure is not None and s.retakes < self.plan.max_retakes and not self._over_budget(s):
+            s.retakes += 1
+            self._run_unit(unit, measure, retake_of=records[-1].run_id)
+
+    def _over_budget(self, s: _Session) -> bool:
+        return self.plan.max_seconds is not None and time.monotonic() - s.start > self.plan.max_seconds
+
+    def _finish(self, s: _Session, status: str, looks: Looks | None) -> None:
+        """Progress closed, the long table rebuilt, and how the experiment ended recorded."""
+        self._progress.close(status, s.stop_reason or ("all planned rounds ran" if status == "complete" else ""))
+        with contextlib.suppress(Exception):
+            self.store.export()
+        budget_stop = status == "stopped at time budget"
+        self.store.update_metadata(
+            status=status,
+            stop_reason=s.stop_reason,
+            finished=environment.utc_now(),
+            completed_runs=len(self.store.completed_keys()),
+            retakes=s.retakes,
+            outlier_duets=s.strays,
+            looks=looks.as_dict() if looks else None,
+            final_alpha=_final_alpha(looks, s.looks_done, self._measured_rounds(), budget_stop=budget_stop),
+        )
 
     def _stray(self, records: list[RunRecord]) -> dict[str, Any]:
         """A measured duet far from its cell's other duets on the outlier metric (see outliers.py), or {}."""
-        if self.outlier is None or len(records) != 2 or records[0].warmup or records[0].profiling:
+        if self.plan.outlier is None or len(records) != 2 or records[0].warmup or records[0].profiling:
             return {}
-        metric, limit = self.outlier
+        metric, limit = self.plan.outlier
         base, cand = records
         x = outliers.log_ratio(base.metrics.get(metric), cand.metrics.get(metric))
         others = outliers.cell_ratios(self.store.records(), metric, cand, exclude_block=cand.block)
@@ -270,17 +336,6 @@ class Experiment:
 
     def _measured_rounds(self) -> int:
         return len({r.round for r in self.store.records() if r.status == "ok" and not r.warmup and not r.profiling})
-
-    def _profiling_round(self, measure: MeasureFn, profile, profile_factors) -> None:
-        combos = [dict(c) for c in profile_factors] if profile_factors is not None else self.combos[:1]
-        done = self.store.completed_keys()
-        for combo in combos:
-            for arm in self.arms:
-                planned = PlannedRun(-1, 0, False, arm, combo, profiling=True)
-                if planned.key in done:
-                    continue
-                with profile(arm, dict(combo)):
-                    self._run_unit((planned,), measure)
 
     def _run_unit(self, unit: Unit, measure: MeasureFn, retake_of: int | None = None) -> list[RunRecord]:
         """Run one planned run, or a duet's two at the same time (sharing one noise window)."""

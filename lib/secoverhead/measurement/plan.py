@@ -11,7 +11,7 @@ from typing import Any
 
 from secoverhead.measurement.results import run_key
 
-MAX_PLANNED_RUNS = 200_000  # beyond this no study here could finish; refused before anything starts
+MAX_PLANNED_RUNS = 100_000  # beyond this no study here could finish; refused before anything starts
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
         if found is None:
             raise ConfigError(
                 f"{root} holds no finished run of study {study!r}, whose costs this calculation needs: run "
-                f"`secoverhead run {study} --profile quick` first, name a run (-p runs '{{{study}: DIR}}'), "
+                f"`secoverhead run {study} --scale quick` first, name a run (-p runs '{{{study}: DIR}}'), "
                 "or leave its feature out"
             )
         run_dir, meta = found, read_json(found / "run.json")  # counting read it ok

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from secoverhead.core.errors import ConfigError
 from secoverhead.host import calibration
 from secoverhead.host.profiling import PERIOD_NS, profiler_for
-from secoverhead.measurement.experiment import Experiment
+from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Profiling
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
@@ -28,73 +28,53 @@ if TYPE_CHECKING:
 ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
 
 
-def run_experiment(
-    p: StudyParams,
-    study: str,
-    experiment_id: str,
-    *,
-    arms: Sequence[str],
-    measure: Callable[[str, dict], Measurement],
-    servers: Mapping[str, Any],
-    factors: Mapping[str, Sequence[Any]] | None = None,
-    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None,
-    profiler: Any = None,
-    profile_factors: Sequence[Mapping[str, Any]] | None = None,
-    profile_measure: Callable[[str, dict], Measurement] | None = None,
-    calibration: Mapping[str, Any] | None = None,
-    max_seconds: float | None = None,
-    design: str | None = None,
-    outlier: tuple[str, float] | None = None,
-) -> ResultStore:
-    """Run (or resume) one interleaved experiment under p's results directory and return its store.
-
-    judge(runs, alpha): the part's claims at a look; their `needs` steer later rounds (sequential design).
-    profiler: a profiling.Profiler, given when p.profile is on. max_seconds: this experiment's share of the
-    study's time budget (default: all of it)."""
-
-    store = ResultStore(p.results_dir(), experiment_id)
-    exp = Experiment(
+def experiment_plan(
+    p: StudyParams, experiment_id: str, arms: Sequence[str], factors: Mapping[str, Sequence[Any]] | None = None
+) -> ExperimentPlan:
+    """One experiment's plan from the study's parameters: its time budget is all of the study's, a noisy run may be
+    taken again (within the budget), and a part without claims still gets the rounds of a first look."""
+    return ExperimentPlan(
         experiment_id,
-        arms=list(arms),
-        factors=factors,
+        arms=tuple(arms),
+        factors=factors or {},
         repetitions=p.repetitions,
         warmup=p.warmup,
         seed=p.seed,
-        max_seconds=p.max_minutes * 60 if max_seconds is None else max_seconds,
-        store=store,
-        study=study,
-        parameters={f.name: getattr(p, f.name) for f in dataclasses.fields(p)},
-        servers=servers,
-        calibration=calibration,
-        progress=p.show_progress(),
-        max_retakes=max(1, p.planned_runs() // 20),  # a noisy run may be taken again, within the budget
-        design=design or p.design,
-        outlier=outlier,
-        min_rounds=p.look_schedule().rounds[0],  # a part without claims still gets the rounds of a first look
+        design=p.design,
+        max_seconds=p.max_minutes * 60,
+        max_retakes=max(1, p.planned_runs() // 20),
+        min_rounds=p.look_schedule().rounds[0],
     )
-    looks = p.look_schedule()
 
-    def decide(index: int, alpha: float):
-        verdicts = judge(store.runs(), alpha)
 
+def run_experiment(
+    p: StudyParams,
+    plan: ExperimentPlan,
+    *,
+    measure: Callable[[str, dict], Measurement],
+    about: Mapping[str, Any],
+    judge: Callable[[pd.DataFrame, float], list[ClaimVerdict]] | None = None,
+    profiling: Profiling | None = None,
+) -> ResultStore:
+    """Run (or resume) one experiment under p's results directory and return its store.
+
+    judge(runs, alpha): the part's claims at a look; their `needs` steer later rounds (sequential design).
+    about: what its metadata records of where it ran (study, servers, calibration; the parameters are p's)."""
+    store = ResultStore(p.results_dir(), plan.experiment_id)
+    parameters = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+    exp = Experiment(plan, store, about={"parameters": parameters, **about}, progress=p.show_progress())
+
+    def decide(index: int, alpha: float) -> set[tuple[str, tuple]]:
         needed = set()
-        for v in verdicts:
+        for v in judge(store.runs(), alpha) if judge is not None else []:
             if v.wants_rounds:
                 for need in v.needs:
                     need = dict(need)
                     needed.add(cell_of(need.pop("arm"), need))
         return needed
 
-    if profiler is not None:
-        profiler.bind(store.path / "profiles")
-    exp.run(
-        measure,
-        looks=looks if judge is not None else None,
-        decide=decide if judge is not None else None,
-        profile=profiler.attach if profiler is not None else None,
-        profile_factors=profile_factors,
-        profile_measure=profile_measure,
-    )
+    looks = p.look_schedule() if judge is not None else None
+    exp.run(measure, looks=looks, decide=decide if judge is not None else None, profiling=profiling)
     return store
 
 
@@ -143,30 +123,32 @@ def run_parts(
             if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
                 judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions)
             ResultStore(p.results_dir(), exp_id).update_metadata(conditions=environment)  # before any run
-            store = run_experiment(
-                p,
-                study,
-                exp_id,
-                arms=pp.arms,
-                measure=pp.measure,
-                servers=pp.facts,
-                factors=pp.factors,
-                judge=judge,
-                profiler=profiler_for(p, pp.servers, ops_metric=pp.ops_metric, period_ns=pp.profile_period_ns)
-                if pp.servers
-                else None,
-                profile_factors=pp.profile_factors,
-                profile_measure=pp.profile_measure,
-                calibration=cal,
-                max_seconds=budget.share(weights[i], sum(weights[i:])),
+            plan = dataclasses.replace(
+                experiment_plan(p, exp_id, pp.arms, pp.factors),
                 design=p.part_design(name),
+                max_seconds=budget.share(weights[i], sum(weights[i:])),
                 outlier=pp.outlier,
+            )
+            about = {"study": study, "servers": pp.facts, "calibration": cal}
+            store = run_experiment(
+                p, plan, measure=pp.measure, about=about, judge=judge, profiling=_profiling(p, pp, exp_id)
             )
             extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
             kept = {k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
             store.update_metadata(notes=pp.notes, extra_keys=sorted(kept), **kept)
             parts[name] = Part(name, store, pp.arms, pp.facts, pp.notes, extras)
     return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS))
+
+
+def _profiling(p: StudyParams, pp: PartPlan, exp_id: str) -> Profiling | None:
+    """The part's profiling round, when p.profile is on and the part names the servers its arms run on."""
+    profiler = (
+        profiler_for(p, pp.servers, ops_metric=pp.ops_metric, period_ns=pp.profile_period_ns) if pp.servers else None
+    )
+    if profiler is None:
+        return None
+    profiler.bind(ResultStore(p.results_dir(), exp_id).path / "profiles")
+    return Profiling(profiler.attach, factors=pp.profile_factors, measure=pp.profile_measure)
 
 
 def replay(p: StudyParams, study: str, names: Sequence[str]) -> StudyResult:
