@@ -11,7 +11,7 @@ import pytest
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis import preconditions as pre
-from secoverhead.analysis.claimcheck import screen, verdict_of
+from secoverhead.analysis.claimcheck import Grounds, screen, verdict_of
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 from secoverhead.reporting import summary
 from secoverhead.studies.audit import claims as audit_claims
@@ -241,13 +241,17 @@ def test_a_costs_little_verdict_says_what_it_saw_of_rare_stalls_and_tests_their_
     from secoverhead.studies.protocol.judging import binomial_tail, episodes
 
     assert binomial_tail(5, 5) == 1 / 32 and binomial_tail(0, 7) == 1.0 and binomial_tail(0, 0) == 1.0
-    small = verdict_of("audit", "server_audit-small", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}, {"arm": "X"}])
+    small = verdict_of(
+        "audit", "server_audit-small", Verdict.REPRODUCED, "e", grounds=Grounds(needs=[{"arm": "A"}, {"arm": "X"}])
+    )
     strays = [{"block": f"{i}:X", "low_arm": "X"} for i in range(4)] + [{"block": "9:X", "low_arm": "A"}]
     text = episodes(small, strays, recorded=True)
     assert "5 one-off duet(s)" in text and "4 of them fell in the candidate" in text and "p=0.19" in text
     assert "neither counted nor bounded" in episodes(small, [], recorded=False)
     assert "no one-off duet was recorded" in episodes(small, [], recorded=True)
-    loss = verdict_of("audit", "general_log-loss", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}, {"arm": "X"}])
+    loss = verdict_of(
+        "audit", "general_log-loss", Verdict.REPRODUCED, "e", grounds=Grounds(needs=[{"arm": "A"}, {"arm": "X"}])
+    )
     costly = episodes(loss, strays, recorded=True)  # a claim that a feature costs much: the split, no bound
     assert "4 of them fell in the candidate" in costly and "typical run" not in costly
     assert episodes(loss, [], recorded=True) == ""
@@ -259,7 +263,7 @@ def test_a_costs_little_verdict_says_what_it_saw_of_rare_stalls_and_tests_their_
         "binlog only-small",
     }
     untestable = screen(
-        [verdict_of("audit", "server_audit-small", Verdict.REPRODUCED, "e", needs=[{"arm": "A"}])],
+        [verdict_of("audit", "server_audit-small", Verdict.REPRODUCED, "e", grounds=Grounds(needs=[{"arm": "A"}]))],
         {"server_cpu_room_cores": 0.6},
     )[0]
     assert episodes(untestable, strays, recorded=True) == ""  # judges nothing, so says nothing of stalls

@@ -179,13 +179,15 @@ def test_rounds_an_undecided_interval_would_need(reading, lo, hi, n, expected):
 
 
 def test_an_undecided_claim_says_how_many_rounds_would_decide_it():
-    from secoverhead.analysis.claimcheck import verdict_of
+    from secoverhead.analysis.claimcheck import Grounds, verdict_of
 
-    v = verdict_of("audit", "general_log-loss", U, "e", intervals=(([(10.0, 30.0)], None),), rounds=8)
+    v = verdict_of("audit", "general_log-loss", U, "e", grounds=Grounds(intervals=(([(10.0, 30.0)], None),), rounds=8))
     assert v.rounds_needed == 32 and "about 32 would decide it" in v.evidence
-    v = verdict_of("audit", "general_log-loss", U, "e", intervals=(([(5.0, 25.0)], None),), rounds=8)
+    v = verdict_of("audit", "general_log-loss", U, "e", grounds=Grounds(intervals=(([(5.0, 25.0)], None),), rounds=8))
     assert v.rounds_needed is None and "on the claim's line" in v.evidence
     assert (
-        verdict_of("audit", "general_log-loss", R, "e", intervals=(([(20.0, 30.0)], None),), rounds=8).rounds_needed
+        verdict_of(
+            "audit", "general_log-loss", R, "e", grounds=Grounds(intervals=(([(20.0, 30.0)], None),), rounds=8)
+        ).rounds_needed
         is None
     )

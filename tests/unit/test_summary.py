@@ -18,8 +18,7 @@ def _verdict(**kw):
         kw.pop("verdict", Verdict.REPRODUCED),
         "median 1 -> 2 ms; n=4 rounds",
         part="MongoDB",
-        intervals=(([(1.5, 2.1)], None),),
-        rounds=4,
+        grounds=claimcheck.Grounds(intervals=(([(1.5, 2.1)], None),), rounds=4),
     )
     return v.as_dict()
 
@@ -66,9 +65,13 @@ def test_each_interval_is_named_by_its_cell_and_many_cells_by_their_named_ends()
 
 def test_a_verdict_keeps_its_cells_names_only_when_they_match_its_intervals():
     sets = (([(0.9, 1.0), (0.95, 1.05)], None),)
-    v = claimcheck.verdict_of("tls", "setup", Verdict.INCONCLUSIVE, "e", intervals=sets, cells=(["a", "b"],))
+    v = claimcheck.verdict_of(
+        "tls", "setup", Verdict.INCONCLUSIVE, "e", grounds=claimcheck.Grounds(intervals=sets, cells=(["a", "b"],))
+    )
     assert v.as_dict()["judged"][0]["cells"] == ["a", "b"]
-    v = claimcheck.verdict_of("tls", "setup", Verdict.INCONCLUSIVE, "e", intervals=sets, cells=(["a"],))
+    v = claimcheck.verdict_of(
+        "tls", "setup", Verdict.INCONCLUSIVE, "e", grounds=claimcheck.Grounds(intervals=sets, cells=(["a"],))
+    )
     assert v.as_dict()["judged"][0]["cells"] == []
     assert summary.figure([v.as_dict()]) is not None
 

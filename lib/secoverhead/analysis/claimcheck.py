@@ -6,12 +6,30 @@ with it into verdicts.json."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.reads import Cell, Kind, Ratio, finite, level_of, widened
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+
+
+@dataclass(frozen=True)
+class Grounds:
+    """What a verdict rests on. `intervals` (one (intervals, refuting) pair per reading) and `rounds` (how many
+    they rest on) let an undecided verdict say how many rounds would decide it; `cells` names each reading's
+    intervals in order (the workload, the approach), so a summary can say which interval is which; `needs` the
+    cells an undecided claim wants more rounds of; `measure` what was measured, in words."""
+
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    needs: list[dict[str, Any]] = field(default_factory=list)
+    intervals: tuple[tuple[list, list | None], ...] = ()
+    rounds: int = 0
+    cells: tuple[Sequence[str], ...] = ()
+    scales: tuple[str, ...] = ()
+    measure: str = ""
 
 
 def verdict_of(
@@ -22,46 +40,36 @@ def verdict_of(
     *,
     part: str = "",
     level: Any = None,
-    measure: str = "",
     engine_note: str = "",
-    ratio: float | None = None,
-    ci_low: float | None = None,
-    ci_high: float | None = None,
-    needs: list[dict[str, Any]] | None = None,
-    intervals: tuple[tuple[list, list | None], ...] = (),
-    rounds: int = 0,
-    cells: tuple[Sequence[str], ...] = (),
-    scales: tuple[str, ...] = (),
+    grounds: Grounds = Grounds(),
 ) -> ClaimVerdict:
-    """A ClaimVerdict for the registered claim, its text filled in for this part and level. `intervals` (what
-    decided it, one (intervals, refuting) pair per reading) and `rounds` (how many they rest on) let an
-    undecided verdict say how many rounds would decide it; `cells` names each reading's intervals in order
-    (the workload, the approach), so a summary can say which interval is which."""
+    """A ClaimVerdict for the registered claim, its text filled in for this part and level."""
     c = registry.get(study, claim_id)
+    g = grounds
     rounds_needed = None
-    if verdict == Verdict.INCONCLUSIVE and intervals and rounds:
-        rounds_needed = c.rounds_to_decide(*intervals, n=rounds)
+    if verdict == Verdict.INCONCLUSIVE and g.intervals and g.rounds:
+        rounds_needed = c.rounds_to_decide(*g.intervals, n=g.rounds)
         evidence += (
-            f"; undecided after {rounds} rounds: about {rounds_needed} would decide it, were the estimate to stay"
+            f"; undecided after {g.rounds} rounds: about {rounds_needed} would decide it, were the estimate to stay"
             if rounds_needed
-            else f"; undecided after {rounds} rounds: the estimate sits on the claim's line, where more rounds "
+            else f"; undecided after {g.rounds} rounds: the estimate sits on the claim's line, where more rounds "
             "may never decide it"
         )
     return ClaimVerdict(
         c.claim.format(part=part, level=level),
         verdict,
         evidence,
-        measure or c.metric_text,
+        g.measure or c.metric_text,
         engine_note,
         id=f"{part}:{c.id}" if part else c.id,
-        ratio=ratio,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        needs=needs or [],
+        ratio=g.ratio,
+        ci_low=g.ci_low,
+        ci_high=g.ci_high,
+        needs=list(g.needs),
         source=c.source_on(part),
         registered=c.record(),
         rounds_needed=rounds_needed,
-        judged=judged(c, intervals, cells, scales),
+        judged=judged(c, g.intervals, g.cells, g.scales),
     )
 
 
@@ -199,14 +207,16 @@ class Rule:
             self._evidence(claim, read, runs, alpha, levels),
             part=part,
             level=self._level(runs, levels),
-            measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
             engine_note=self.engine_note,
-            **(_on_its_scale(first[0], self.reads[0].scale) if single else {}),
-            needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
-            intervals=sets if decidable else (),
-            rounds=min(c.n for each, _ in read for c in each),
-            cells=tuple([c.name for c in each] for each, _ in read),
-            scales=tuple(r.scale for r in self.reads),
+            grounds=Grounds(
+                **(_on_its_scale(first[0], self.reads[0].scale) if single else {}),
+                needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
+                intervals=sets if decidable else (),
+                rounds=min(c.n for each, _ in read for c in each),
+                cells=tuple([c.name for c in each] for each, _ in read),
+                scales=tuple(r.scale for r in self.reads),
+                measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
+            ),
         )
 
     def _level(self, runs: Any, levels: Mapping[str, Any] | None) -> Any:

@@ -10,6 +10,7 @@ one call holds together at the stated confidence. A claim asks for exactly the c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,20 @@ def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: 
     return np.log(ratio[np.isfinite(ratio) & (ratio > 0)])  # a noise floor: a total loss has no log (claims keep it)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a comparison is made and read, bundled (as benchmath bundles its thresholds) so that adding one adds
+    no argument. family: how many comparisons share the error budget (default: the ones made in one call).
+    scale: "ratio" (candidate / baseline) or "difference" (candidate - baseline, for percentage points)."""
+
+    higher_is_better: bool = False
+    confidence: float = CONFIDENCE
+    family: int | None = None
+    noise: float = NOISE
+    paired: bool | None = None
+    scale: str = "ratio"
+
+
 def compare_arms(
     runs: pd.DataFrame,
     metric: str,
@@ -105,21 +120,31 @@ def compare_arms(
     baseline: str,
     candidates: Sequence[str] | None = None,
     by: Sequence[str] = (),
-    higher_is_better: bool = False,
-    confidence: float = CONFIDENCE,
-    family: int | None = None,
-    noise: float = NOISE,
-    paired: bool | None = None,
-    scale: str = "ratio",
+    **settings: Any,
 ) -> dict[Key, Comparison]:
-    """Every candidate against baseline on metric, per cell of `by`. family: how many comparisons share the
-    error budget (default: the ones made here). scale: "ratio" (candidate / baseline, the default) or
-    "difference" (candidate - baseline, for quantities such as percentage points)."""
+    """Every candidate against baseline on metric, per cell of `by`; `settings` are Settings' fields. One
+    family: intervals Bonferroni-widened, p-values Holm-adjusted."""
+    s = Settings(**settings)
     if runs is None or not len(runs) or metric not in runs:
         return {}
+    planned = _planned(runs, baseline, candidates, by)
+    m = s.family or len(planned) or 1
+    level = 1.0 - (1.0 - s.confidence) / m
+    out = {key: _comparison(metric, base, cand, cell, level, m, s) for key, cell, base, cand in planned}
+    if len(out) > 1:
+        for c, p in zip(out.values(), holm([c.p_value for c in out.values()]), strict=True):
+            c.p_value = float(p)
+            c.test += ", Holm-adjusted"
+    return out
+
+
+def _planned(
+    runs: pd.DataFrame, baseline: str, candidates: Sequence[str] | None, by: Sequence[str]
+) -> list[tuple[Key, dict, pd.DataFrame, pd.DataFrame]]:
+    """(key, cell, baseline's runs, candidate's runs) for every candidate in every cell holding both."""
     arms = list(candidates) if candidates is not None else [a for a in dict.fromkeys(runs["arm"]) if a != baseline]
     groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
-    planned: list[tuple[Key, dict, pd.DataFrame, pd.DataFrame, str]] = []
+    planned = []
     for cell_key, g in groups:
         cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
         cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
@@ -127,59 +152,52 @@ def compare_arms(
         for arm in arms:
             cand = g[g["arm"] == arm]
             if len(base) and len(cand):
-                key = (arm, *cell.values()) if by else arm
-                planned.append((key, cell, base, cand, arm))
-    m = family or len(planned) or 1
-    level = 1.0 - (1.0 - confidence) / m
-    out: dict[Key, Comparison] = {}
-    for key, cell, base, cand, arm in planned:
-        est, warnings = estimate(base, cand, metric, confidence=level, paired=paired, scale=scale)
-        bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
-        # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
-        # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
-        # paired ratio of 0.984, the baseline's taken over duets with four other arms).
-        mb, mc = bv, cv
-        if est.design in (PAIRED, DUET):
-            b, c, common = _common_blocks(base, cand, metric)
-            mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
-        if est.n < 2:
-            warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
-        out[key] = Comparison(
-            metric=metric,
-            baseline=baseline,
-            candidate=arm,
-            cell=cell,
-            baseline_median=float(np.nanmedian(mb)) if len(mb) else float("nan"),
-            candidate_median=float(np.nanmedian(mc)) if len(mc) else float("nan"),
-            ratio=est.ratio,
-            ci_low=est.ci_low,
-            ci_high=est.ci_high,
-            confidence=level,
-            p_value=est.p_value,
-            change=(
-                change(est.ratio, est.ci_low, est.ci_high, noise=noise, higher_is_better=higher_is_better)
-                if scale == "ratio"
-                else change(
-                    1 + est.ratio, 1 + est.ci_low, 1 + est.ci_high, noise=noise, higher_is_better=higher_is_better
-                )
-            ),
-            n_baseline=int(np.isfinite(bv).sum()),
-            n_candidate=int(np.isfinite(cv).sum()),
-            n_pairs=est.n if est.design in (PAIRED, DUET) else 0,
-            design=est.design,
-            test=est.test,
-            ci_method=est.ci_method,
-            higher_is_better=higher_is_better,
-            noise=noise,
-            family=m,
-            scale=scale,
-            warnings=warnings,
-        )
-    if len(out) > 1:
-        for c, p in zip(out.values(), holm([c.p_value for c in out.values()]), strict=True):
-            c.p_value = float(p)
-            c.test += ", Holm-adjusted"
-    return out
+                planned.append(((arm, *cell.values()) if by else arm, cell, base, cand))
+    return planned
+
+
+def _comparison(
+    metric: str, base: pd.DataFrame, cand: pd.DataFrame, cell: dict, level: float, family: int, s: Settings
+) -> Comparison:
+    """One candidate against the baseline in one cell, at the family's confidence `level`."""
+    est, warnings = estimate(base, cand, metric, confidence=level, paired=s.paired, scale=s.scale)
+    bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
+    # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
+    # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
+    # paired ratio of 0.984, the baseline's taken over duets with four other arms).
+    mb, mc = bv, cv
+    if est.design in (PAIRED, DUET):
+        b, c, common = _common_blocks(base, cand, metric)
+        mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
+    if est.n < 2:
+        warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
+    shift = 0 if s.scale == "ratio" else 1  # a difference is read for change as the ratio 1 + d
+    return Comparison(
+        metric=metric,
+        baseline=str(base["arm"].iloc[0]),
+        candidate=str(cand["arm"].iloc[0]),
+        cell=cell,
+        baseline_median=float(np.nanmedian(mb)) if len(mb) else float("nan"),
+        candidate_median=float(np.nanmedian(mc)) if len(mc) else float("nan"),
+        ratio=est.ratio,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        confidence=level,
+        p_value=est.p_value,
+        change=change(shift + est.ratio, shift + est.ci_low, shift + est.ci_high, noise=s.noise,
+                      higher_is_better=s.higher_is_better),
+        n_baseline=int(np.isfinite(bv).sum()),
+        n_candidate=int(np.isfinite(cv).sum()),
+        n_pairs=est.n if est.design in (PAIRED, DUET) else 0,
+        design=est.design,
+        test=est.test,
+        ci_method=est.ci_method,
+        higher_is_better=s.higher_is_better,
+        noise=s.noise,
+        family=family,
+        scale=s.scale,
+        warnings=warnings,
+    )  # fmt: skip
 
 
 def table(comparisons: dict[Key, Comparison], *, unit: str = "") -> pd.DataFrame:
@@ -206,103 +224,93 @@ def table(comparisons: dict[Key, Comparison], *, unit: str = "") -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def _interaction_logs(
-    runs: pd.DataFrame,
-    metric: str,
-    *,
-    baseline: str,
-    candidate: str,
-    factor: str,
-    level: Any,
-    reference: Any,
-    by: Sequence[str],
-) -> list[tuple[dict, pd.Series, pd.Series]]:
-    """Per cell of `by`: the candidate/baseline ratio at `level` and at `reference`, each indexed by round (the
-    rounds holding both levels)."""
-    if runs is None or not len(runs) or metric not in runs or "round" not in runs:
-        return []
-    groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
-    out = []
-    for cell_key, g in groups:
-        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
-        cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
-        ratios = {lv: _ratios_by_round(g[g[factor] == lv], metric, baseline, candidate) for lv in (level, reference)}
-        common = ratios[level].index.intersection(ratios[reference].index)
-        if len(common):
-            out.append((cell, ratios[level][common], ratios[reference][common]))
-    return out
+@dataclass(frozen=True)
+class Contrast:
+    """The candidate's effect (candidate / baseline) at one level of a factor against its effect at another."""
 
+    baseline: str
+    candidate: str
+    factor: str
+    level: Any
+    reference: Any
 
-def _interaction_comparison(
-    cell: dict,
-    at_level,
-    at_ref,
-    *,
-    metric: str,
-    baseline: str,
-    candidate: str,
-    level: Any,
-    reference: Any,
-    confidence: float,
-    family: int,
-    test: str = "paired t test on per-round log ratios of ratios",
-) -> Comparison:
-    est = paired_ratio(at_ref, at_level, confidence=confidence)
-    return Comparison(
-        metric=metric,
-        baseline=f"{candidate}/{baseline} at {reference}",
-        candidate=f"{candidate}/{baseline} at {level}",
-        cell=cell,
-        baseline_median=float(np.median(at_ref)),
-        candidate_median=float(np.median(at_level)),
-        ratio=est.ratio,
-        ci_low=est.ci_low,
-        ci_high=est.ci_high,
-        confidence=est.confidence,
-        p_value=est.p_value,
-        change=change(est.ratio, est.ci_low, est.ci_high),
-        n_baseline=len(at_ref),
-        n_candidate=len(at_level),
-        n_pairs=est.n,
-        design=PAIRED,
-        test=test,
-        ci_method=est.ci_method,
-        family=family,
-    )
+    def logs(self, runs: pd.DataFrame, metric: str, by: Sequence[str]) -> list[tuple[dict, pd.Series, pd.Series]]:
+        """Per cell of `by`: the candidate/baseline ratio at `level` and at `reference`, each indexed by round
+        (the rounds holding both levels)."""
+        if runs is None or not len(runs) or metric not in runs or "round" not in runs:
+            return []
+        groups = runs.groupby(list(by), sort=False) if by else [((), runs)]
+        out = []
+        for cell_key, g in groups:
+            cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+            cell = dict(zip(by, (v.item() if hasattr(v, "item") else v for v in cell_key), strict=True))
+            ratios = {
+                lv: _ratios_by_round(g[g[self.factor] == lv], metric, self.baseline, self.candidate)
+                for lv in (self.level, self.reference)
+            }
+            common = ratios[self.level].index.intersection(ratios[self.reference].index)
+            if len(common):
+                out.append((cell, ratios[self.level][common], ratios[self.reference][common]))
+        return out
+
+    def comparison(
+        self,
+        cell: dict,
+        at_level: np.ndarray,
+        at_ref: np.ndarray,
+        *,
+        metric: str,
+        confidence: float,
+        family: int,
+        test: str = "paired t test on per-round log ratios of ratios",
+    ) -> Comparison:
+        est = paired_ratio(at_ref, at_level, confidence=confidence)
+        return Comparison(
+            metric=metric,
+            baseline=f"{self.candidate}/{self.baseline} at {self.reference}",
+            candidate=f"{self.candidate}/{self.baseline} at {self.level}",
+            cell=cell,
+            baseline_median=float(np.median(at_ref)),
+            candidate_median=float(np.median(at_level)),
+            ratio=est.ratio,
+            ci_low=est.ci_low,
+            ci_high=est.ci_high,
+            confidence=est.confidence,
+            p_value=est.p_value,
+            change=change(est.ratio, est.ci_low, est.ci_high),
+            n_baseline=len(at_ref),
+            n_candidate=len(at_level),
+            n_pairs=est.n,
+            design=PAIRED,
+            test=test,
+            ci_method=est.ci_method,
+            family=family,
+        )
 
 
 def interaction(
     runs: pd.DataFrame,
     metric: str,
     *,
-    baseline: str,
-    candidate: str,
-    factor: str,
-    level: Any,
-    reference: Any,
     by: Sequence[str] = (),
     confidence: float = CONFIDENCE,
     family: int | None = None,
+    **contrast: Any,
 ) -> dict[Key, Comparison]:
-    """Does the candidate's effect differ between two levels of a factor? Per round, log(candidate/baseline)
-    at `level` minus the same at `reference` (a ratio of ratios), paired by round, per cell of `by`.
-    ratio < 1: the candidate loses more at `level` than at `reference` (for a higher-is-better metric)."""
-    planned = _interaction_logs(
-        runs, metric, baseline=baseline, candidate=candidate, factor=factor, level=level, reference=reference, by=by
-    )
+    """Does the candidate's effect differ between two levels of a factor (`contrast`: Contrast's fields)? Per
+    round, log(candidate/baseline) at `level` minus the same at `reference` (a ratio of ratios), paired by round,
+    per cell of `by`. ratio < 1: the candidate loses more at `level` than at `reference` (higher is better)."""
+    c = Contrast(**contrast)
+    planned = c.logs(runs, metric, by)
     m = family or len(planned) or 1
+    name = f"{c.level} vs {c.reference}"
     out: dict[Key, Comparison] = {}
     for cell, at_level, at_ref in planned:
-        key = (f"{level} vs {reference}", *cell.values()) if by else f"{level} vs {reference}"
-        out[key] = _interaction_comparison(
-            {**cell, factor: f"{level} vs {reference}"},
+        out[(name, *cell.values()) if by else name] = c.comparison(
+            {**cell, c.factor: name},
             at_level.to_numpy(),
             at_ref.to_numpy(),
             metric=metric,
-            baseline=baseline,
-            candidate=candidate,
-            level=level,
-            reference=reference,
             confidence=1.0 - (1.0 - confidence) / m,
             family=m,
         )
@@ -326,31 +334,19 @@ def pooled_interaction(
     a claim about the levels, not about each cell, gets the precision of all of them."""
     series = []
     for level, reference in pairs:
-        for _, at_level, at_ref in _interaction_logs(
-            runs,
-            metric,
-            baseline=baseline,
-            candidate=candidate,
-            factor=factor,
-            level=level,
-            reference=reference,
-            by=over,
-        ):
+        contrast = Contrast(baseline, candidate, factor, level, reference)
+        for _, at_level, at_ref in contrast.logs(runs, metric, over):
             series.append(np.log(at_level) - np.log(at_ref))
     if not series:
         return None
     d = pd.concat(series, axis=1).dropna().mean(axis=1)
     levels = " / ".join(dict.fromkeys(str(lv) for lv, _ in pairs))
     refs = " / ".join(dict.fromkeys(str(r) for _, r in pairs))
-    return _interaction_comparison(
+    return Contrast(baseline, candidate, factor, levels, refs).comparison(
         {factor: f"{levels} vs {refs}", **({o: "pooled" for o in over})},
         np.exp(d.to_numpy()),
         np.ones(len(d)),
         metric=metric,
-        baseline=baseline,
-        candidate=candidate,
-        level=levels,
-        reference=refs,
         confidence=confidence,
         family=1,
         test=f"paired t test on per-round log ratios of ratios, averaged over {', '.join(over) or 'pairs'}",

@@ -32,7 +32,7 @@ from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
 from secoverhead.core.files import read_json, sanitize
-from secoverhead.core.params import build, layer, params_name, preflight, secret_parameters, specs
+from secoverhead.core.params import MAX_PLANNED_RUNS, build, layer, params_name, preflight, secret_parameters, specs
 from secoverhead.core.paths import user_path
 from secoverhead.core.runlock import RunLock
 from secoverhead.core.runs import running
@@ -40,7 +40,6 @@ from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, leaks
 from secoverhead.host.process import sweep_stale
-from secoverhead.measurement.plan import MAX_PLANNED_RUNS
 from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
 from secoverhead.suite.notebooks import NOTEBOOKS

@@ -33,6 +33,7 @@ from secoverhead.core.secrets import holds_secret, secret_reference
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"  # names that become directory names: no '/', no leading '.'
 MAX_STR = 1000  # no parameter needs a longer string; bounds what a typo or a fuzzer can do
 MAX_ITEMS_DEFAULT = 64
+MAX_PLANNED_RUNS = 100_000  # beyond this no study here could finish; refused before anything starts
 BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
@@ -82,20 +83,20 @@ def param(
     min: float | None = None,
     max: float | None = None,
     choices: Sequence[Any] | None = None,
-    min_items: int = 0,
-    max_items: int = MAX_ITEMS_DEFAULT,
+    items: tuple[int, int] = (0, MAX_ITEMS_DEFAULT),
     pattern: str | None = None,
     internal: bool = False,
 ) -> Any:
-    """A dataclass field carrying its schema. Mutable defaults are copied per instance."""
+    """A dataclass field carrying its schema (`items`: how many a list or mapping holds, at least and at most).
+    Mutable defaults are copied per instance."""
     meta = {
         "secoverhead": {
             "help": help,
             "min": min,
             "max": max,
             "choices": tuple(choices) if choices is not None else None,
-            "min_items": min_items,
-            "max_items": max_items,
+            "min_items": items[0],
+            "max_items": items[1],
             "pattern": pattern,
             "internal": internal,
         }

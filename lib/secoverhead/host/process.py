@@ -134,8 +134,6 @@ class ServerProcess:
         cwd: Path,
         env: dict[str, str] | None = None,
         groups: Sequence[cgroups.Group] = (),
-        affinity: Sequence[int] | None = None,
-        stop_signal: int = signal.SIGTERM,
         pipes: bool = False,
     ) -> None:
         """pipes: stdin and stdout are pipes to talk to it over (`popen.stdin`, `popen.stdout`), stderr goes to
@@ -144,14 +142,11 @@ class ServerProcess:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
-        self.stop_signal = stop_signal
 
         def preexec() -> None:
             _set_pdeathsig()
             for g in groups:  # accounting and limits apply from the first instruction
                 g.join()
-            if affinity:
-                os.sched_setaffinity(0, affinity)
 
         with open(log_path, "ab") as log:
             try:
@@ -208,7 +203,7 @@ class ServerProcess:
         """Stop gracefully, then kill. Idempotent. Returns the exit code."""
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
-                self.popen.send_signal(self.stop_signal)
+                self.popen.send_signal(signal.SIGTERM)
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -9,9 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from secoverhead.core.params import MAX_PLANNED_RUNS
 from secoverhead.measurement.results import run_key
-
-MAX_PLANNED_RUNS = 100_000  # beyond this no study here could finish; refused before anything starts
 
 
 @dataclass(frozen=True)

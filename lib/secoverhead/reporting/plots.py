@@ -164,13 +164,13 @@ def lines(
     hue: str,
     title: str,
     ylabel: str,
-    xlabel: str | None = None,
-    lo: str | None = None,
-    hi: str | None = None,
+    band: bool = False,
     logx: bool = False,
 ):
-    """A metric over a factor (threads, concurrency), one line per arm, with CI bands when given; a factor
-    measured at one level only is bars (a line through one point says nothing)."""
+    """A metric over a factor (threads, concurrency), one line per arm, with its interval as a band when `band`
+    (the columns `<y>_ci_low` and `<y>_ci_high`); a factor measured at one level only is bars (a line through one
+    point says nothing)."""
+    lo, hi = (f"{y}_ci_low", f"{y}_ci_high") if band else (None, None)
     if table[x].nunique() < 2 and lo and hi:
         return bar_with_ci(table, x=hue, y=y, lo=lo, hi=hi, title=f"{title} ({x} {table[x].iloc[0]})", ylabel=ylabel)
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -179,7 +179,7 @@ def lines(
         ax.plot(g[x], g[y], marker="o", label=str(name), color=colour_of(name))
         if lo and hi:
             ax.fill_between(g[x], g[lo], g[hi], alpha=0.15, color=colour_of(name))
-    ax.set(title=title, ylabel=ylabel, xlabel=xlabel or x)
+    ax.set(title=title, ylabel=ylabel, xlabel=x)
     if logx:
         ax.set_xscale("log", base=2)
         levels = sorted(table[x].unique())

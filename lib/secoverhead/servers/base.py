@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from secoverhead.core.lifecycle import Started
 from secoverhead.host.cgroups import CpuAccount, Group
@@ -21,24 +22,21 @@ if TYPE_CHECKING:
     from secoverhead.network.link import Link
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class Server(Started):
-    """Base class. Subclasses implement _start() and describe()."""
+    """Base class: a declaration of its settings (a dataclass: a setting is a field, checked in __post_init__).
+    Subclasses implement _start() and describe()."""
 
-    kind = "server"
-    embedded = True
+    kind: ClassVar[str] = "server"
+    embedded: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        *,
-        run_dir_base: str | Path | None = None,
-        startup_timeout: float = 60.0,
-        keep_run_dir: bool = False,
-        link: Link | None = None,
-    ) -> None:
-        self.run_dir_base = run_dir_base
-        self.link = link  # a link with a set round trip: the server runs in its namespace, on its far address
-        self.startup_timeout = float(startup_timeout)
-        self.keep_run_dir = keep_run_dir
+    run_dir_base: str | Path | None = None
+    startup_timeout: float = 60.0
+    keep_run_dir: bool = False
+    link: Link | None = None  # a link with a set round trip: the server runs in its namespace, on its far address
+
+    def __post_init__(self) -> None:
+        self.startup_timeout = float(self.startup_timeout)
         self.run_dir: Path | None = None
         self.processes: list[ServerProcess] = []
         self._cleanups: list = []

@@ -8,8 +8,9 @@ import contextlib
 import socket
 import ssl
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
@@ -54,40 +55,37 @@ def _password(env: str | None, file: str | Path | None) -> Secret:
     return secret_from(env=env, file=file)
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ExternalMySQL(Server):
     """A MySQL-protocol server the user names. tls: whether the load (and the checking connection) uses TLS;
     plain_too: the run also needs plain TCP (a TLS-off arm); tables: the tables the run will create, fill or
     drop in the database, refused at entry when one exists that the project did not create."""
 
-    kind = "external-mysql"
-    embedded = False
+    kind: ClassVar[str] = "external-mysql"
+    embedded: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        host: str,
-        port: int = 3306,
-        user: str,
-        password_env: str | None = None,
-        password_file: str | Path | None = None,
-        database: str | None = None,
-        ca_file: str | Path | None = None,
-        client_cert: str | Path | None = None,
-        client_key: str | Path | None = None,
-        tls: bool = False,
-        connect_timeout: float = 5.0,
-        instance_class: str | None = None,
-        plain_too: bool = False,
-        tables: Sequence[str] = (),
-    ) -> None:
-        super().__init__()
-        self.host, self.port, self.user, self.database = host, int(port), user, database
-        self.plain_too, self.tables = plain_too, tuple(tables)
-        self.ca_file = _check_ca(ca_file)
-        self.client_cert = _check_file(client_cert, "client certificate file")
-        self.client_key = _check_file(client_key, "client key file")
-        self._password_source = (password_env, password_file)
-        self.tls, self.connect_timeout, self.instance_class = tls, connect_timeout, instance_class
+    host: str
+    port: int = 3306
+    user: str
+    password_env: str | None = None  # where the password is read (a variable's or a file's name, never the value)
+    password_file: str | Path | None = None
+    database: str | None = None
+    ca_file: str | Path | None = None
+    client_cert: str | Path | None = None
+    client_key: str | Path | None = None
+    tls: bool = False
+    connect_timeout: float = 5.0
+    instance_class: str | None = None
+    plain_too: bool = False
+    tables: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.port, self.tables = int(self.port), tuple(self.tables)
+        self.ca_file = _check_ca(self.ca_file)
+        self.client_cert = _check_file(self.client_cert, "client certificate file")
+        self.client_key = _check_file(self.client_key, "client key file")
+        self._password_source = (self.password_env, self.password_file)
         self.endpoint: MySQLEndpoint | None = None
 
     def _start(self) -> None:
@@ -193,6 +191,7 @@ class ExternalMySQL(Server):
         }
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ExternalMongo(Server):
     """A MongoDB the user names by a URI without credentials (e.g. mongodb://db.example:27017/?tls=false).
 
@@ -200,34 +199,31 @@ class ExternalMongo(Server):
     (net.tls.mode allowTLS/preferTLS) or a second URI run.
     """
 
-    kind = "external-mongo"
-    embedded = False
+    kind: ClassVar[str] = "external-mongo"
+    embedded: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        uri: str,
-        username: str | None = None,
-        password_env: str | None = None,
-        password_file: str | Path | None = None,
-        mechanisms: tuple[str, ...] = ("SCRAM-SHA-256",),
-        auth_source: str = "admin",
-        ca_file: str | Path | None = None,
-        connect_timeout: float = 5.0,
-        instance_class: str | None = None,
-    ) -> None:
-        super().__init__()
-        parts = urlsplit(uri)
+    uri: str
+    username: str | None = None
+    password_env: str | None = None  # where the password is read (a variable's or a file's name, never the value)
+    password_file: str | Path | None = None
+    mechanisms: tuple[str, ...] = ("SCRAM-SHA-256",)
+    auth_source: str = "admin"
+    ca_file: str | Path | None = None
+    connect_timeout: float = 5.0
+    instance_class: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parts = urlsplit(self.uri)
         if parts.scheme not in ("mongodb", "mongodb+srv"):
             raise ConfigError(f"MongoDB URI must start with mongodb:// or mongodb+srv://, got {parts.scheme!r}")
         if "@" in parts.netloc:
             raise ConfigError(
                 "put no credentials in the MongoDB URI: give username= and password_env= or password_file= instead"
             )
-        self.uri, self.username, self.mechanisms, self.auth_source = uri, username, tuple(mechanisms), auth_source
-        self.ca_file = _check_ca(ca_file)
-        self._password_source = (password_env, password_file)
-        self.connect_timeout, self.instance_class = connect_timeout, instance_class
+        self.mechanisms = tuple(self.mechanisms)
+        self.ca_file = _check_ca(self.ca_file)
+        self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
 

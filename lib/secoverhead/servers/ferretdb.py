@@ -8,8 +8,9 @@ costs are Go's crypto/tls, its own SCRAM and SQLite: results are labelled as Fer
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.paths import ferretdb_binary
@@ -24,6 +25,7 @@ MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
 USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class FerretDBServer(Server):
     """A throwaway FerretDB.
 
@@ -32,36 +34,32 @@ class FerretDBServer(Server):
     auth: SCRAM enforced (FerretDB's --test-enable-new-auth), with one user per mechanism
     """
 
-    kind = "ferretdb"
+    kind: ClassVar[str] = "ferretdb"
 
-    def __init__(
-        self,
-        *,
-        tls: bool = False,
-        cert_type: str = "rsa",
-        certificates: CertificateSet | None = None,
-        auth: bool = False,
-        cpu_limit: float | None = None,
-        port: int | None = None,
-        tls_port: int | None = None,
-        binary: str | Path | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
+    tls: bool = False
+    cert_type: str = "rsa"
+    certificates: CertificateSet | None = None
+    auth: bool = False
+    cpu_limit: float | None = None
+    port: int | None = None  # the ports asked for (None: free ones)
+    tls_port: int | None = None
+    binary: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        tls, auth, cert_type = self.tls, self.auth, self.cert_type
         if not isinstance(tls, bool) or not isinstance(auth, bool):
             raise ConfigError(f"tls and auth must be true or false, got tls={tls!r} auth={auth!r}")
         if cert_type not in KEY_TYPES:
             raise ConfigError(f"cert_type={cert_type!r} is not one of {', '.join(KEY_TYPES)}")
-        if certificates is not None:
-            certificates.check()
-        self.binary = Path(binary) if binary else ferretdb_binary()
+        if self.certificates is not None:
+            self.certificates.check()
+        self.binary = Path(self.binary) if self.binary else ferretdb_binary()
         if not self.binary.is_file():
             raise ConfigError(
                 f"FerretDB binary not found at {self.binary}: run `make setup` to build it, or set SECOVERHEAD_FERRETDB"
             )
-        self.tls, self.cert_type, self.certificates, self.auth = tls, cert_type, certificates, auth
-        self.cpu_limit = check_cpu_limit(cpu_limit)
-        self.requested_ports = (port, tls_port)
+        self.cpu_limit = check_cpu_limit(self.cpu_limit)
         self.limiter = None
         self.endpoint: MongoEndpoint | None = None
 
@@ -70,7 +68,7 @@ class FerretDBServer(Server):
         for sub in ("data", "state"):
             (d / sub).mkdir()
         spare = iter(free_ports(3))  # listener, debug and TLS ports, distinct
-        port = pick_port(self.requested_ports[0]) if self.requested_ports[0] else next(spare)
+        port = pick_port(self.port) if self.port else next(spare)
         argv = [
             str(self.binary),
             "--handler=sqlite",
@@ -85,7 +83,7 @@ class FerretDBServer(Server):
         if self.tls:
             if self.certificates is None:
                 self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.listen_host,))
-            tls_port = pick_port(self.requested_ports[1]) if self.requested_ports[1] else next(spare)
+            tls_port = pick_port(self.tls_port) if self.tls_port else next(spare)
             # No --listen-tls-ca-file: that would make client certificates mandatory.
             argv += [
                 f"--listen-tls={self.listen_host}:{tls_port}",

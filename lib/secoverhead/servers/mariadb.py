@@ -10,8 +10,9 @@ import re
 import secrets as _stdlib_secrets
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import Secret, generate_password
@@ -44,6 +45,7 @@ def lru_scan_depth(pool_bytes: int) -> int:
     return max(100, min(1536, pool_bytes // (16 << 10) // 25))
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class MariaDBServer(Server):
     """A throwaway MariaDB instance.
 
@@ -56,28 +58,40 @@ class MariaDBServer(Server):
     extra_options: more my.cnf options for [mariadbd] (value None = bare flag)
     """
 
-    kind = "mariadb"
+    kind: ClassVar[str] = "mariadb"
 
-    def __init__(
-        self,
-        *,
-        tls: str = "off",
-        cert_type: str = "rsa",
-        certificates: CertificateSet | None = None,
-        tls_versions: str | None = None,
-        encryption: bool = False,
-        audit: str = "none",
-        binlog: bool = False,
-        buffer_pool: str = "64M",
-        cpu_limit: float | None = None,
-        cpu_limit_method: str = "auto",
-        iops: tuple[int | None, int | None] | None = None,
-        max_connections: int = 600,
-        extra_options: dict[str, Any] | None = None,
-        port: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
+    tls: str = "off"
+    cert_type: str = "rsa"
+    certificates: CertificateSet | None = None
+    tls_versions: str | None = None
+    encryption: bool = False
+    audit: str = "none"
+    binlog: bool = False
+    buffer_pool: str = "64M"
+    cpu_limit: float | None = None
+    cpu_limit_method: str = "auto"
+    iops: tuple[int | None, int | None] | None = None
+    max_connections: int = 600
+    extra_options: dict[str, Any] | None = None
+    port: int | None = None  # the port asked for (None: a free one)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check()
+        self.encryption, self.binlog = bool(self.encryption), bool(self.binlog)
+        self.buffer_pool, self.max_connections = str(self.buffer_pool), int(self.max_connections)
+        self.extra_options = dict(self.extra_options or {})
+        self.cpu_limit = check_cpu_limit(self.cpu_limit, self.cpu_limit_method)
+        self.iops = tuple(int(x) if x else None for x in self.iops) if self.iops else None
+        self.limiter = None
+        self.io_limiter = None
+        self.endpoint: MySQLEndpoint | None = None
+        self.audit_logs: list[Path] = []
+        self.socket_path: Path | None = None
+
+    def _check(self) -> None:
+        tls, cert_type, audit, buffer_pool = self.tls, self.cert_type, self.audit, self.buffer_pool
+        tls_versions, iops, certificates = self.tls_versions, self.iops, self.certificates
         if tls not in TLS_MODES:
             raise ConfigError(f"tls={tls!r} is not one of {', '.join(TLS_MODES)}")
         if cert_type not in KEY_TYPES:
@@ -88,26 +102,13 @@ class MariaDBServer(Server):
             raise ConfigError(f"buffer_pool={buffer_pool!r} is not a size like 64M or 1G")
         if tls_versions is not None and not re.fullmatch(r"TLSv1\.[0-3](,TLSv1\.[0-3])*", tls_versions):
             raise ConfigError(f"tls_versions={tls_versions!r} is not like 'TLSv1.2,TLSv1.3'")
-        for name, value in (extra_options or {}).items():
+        for name, value in (self.extra_options or {}).items():
             if not _OPTION_NAME.match(name) or (value is not None and "\n" in str(value)):
                 raise ConfigError(f"extra option {name!r}={value!r} is not a valid my.cnf option")
         if certificates is not None:
             certificates.check()
-        self.tls, self.cert_type, self.certificates = tls, cert_type, certificates
-        self.tls_versions = tls_versions
-        self.encryption, self.audit, self.binlog = bool(encryption), audit, bool(binlog)
-        self.buffer_pool, self.max_connections = str(buffer_pool), int(max_connections)
-        self.extra_options = dict(extra_options or {})
-        self.requested_port = port
-        self.cpu_limit, self.cpu_limit_method = check_cpu_limit(cpu_limit, cpu_limit_method), cpu_limit_method
         if iops is not None and (len(iops) != 2 or any(x is not None and x < 1 for x in iops) or not any(iops)):
             raise ConfigError(f"iops={iops!r} must be (read, write), each >= 1 or None (unlimited), not both None")
-        self.iops = tuple(int(x) if x else None for x in iops) if iops else None
-        self.limiter = None
-        self.io_limiter = None
-        self.endpoint: MySQLEndpoint | None = None
-        self.audit_logs: list[Path] = []
-        self.socket_path: Path | None = None
 
     # -- configuration ---------------------------------------------------------------------------
     def _options(self, port: int) -> dict[str, Any]:
@@ -232,7 +233,7 @@ class MariaDBServer(Server):
         if self.encryption:
             self._make_keys()
         self.socket_path = self._socket_path(d)
-        port = pick_port(self.requested_port)
+        port = pick_port(self.port)
         cnf = self._write_cnf(port)
         run_command(
             [

@@ -14,8 +14,9 @@ import shutil
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.host.process import ServerProcess, pick_port
@@ -72,29 +73,40 @@ def _nginx() -> str:
     return found
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class NginxServer(Server):
     """A throwaway nginx. https: open an HTTPS listener beside the HTTP one."""
 
-    kind = "nginx"
+    kind: ClassVar[str] = "nginx"
 
-    def __init__(
-        self,
-        *,
-        https: bool = True,
-        cert_type: str = "rsa",
-        certificates: CertificateSet | None = None,
-        tls_versions: tuple[str, ...] | list[str] = TLS_VERSIONS,
-        session_cache: bool = True,
-        session_tickets: bool = True,
-        keepalive_requests: int = 1_000_000,
-        keepalive_timeout: float = 65,
-        worker_core: int | None = 0,
-        access_log: bool = True,
-        http_port: int | None = None,
-        https_port: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
+    https: bool = True
+    cert_type: str = "rsa"
+    certificates: CertificateSet | None = None
+    tls_versions: tuple[str, ...] | list[str] = TLS_VERSIONS
+    session_cache: bool = True
+    session_tickets: bool = True
+    keepalive_requests: int = 1_000_000
+    keepalive_timeout: float = 65
+    worker_core: int | None = 0
+    access_log: bool = True
+    http_port: int | None = None  # the ports asked for (None: free ones)
+    https_port: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check()
+        self.https, self.tls_versions = bool(self.https), tuple(self.tls_versions)
+        self.keepalive_requests, self.keepalive_timeout = int(self.keepalive_requests), float(self.keepalive_timeout)
+        self.endpoint: HttpEndpoint | None = None
+        self.access_log_path: Path | None = None
+
+    def _check(self) -> None:
+        cert_type, tls_versions, worker_core = self.cert_type, self.tls_versions, self.worker_core
+        keepalive_requests, keepalive_timeout, certificates = (
+            self.keepalive_requests,
+            self.keepalive_timeout,
+            self.certificates,
+        )
         if cert_type not in KEY_TYPES:
             raise ConfigError(f"cert_type={cert_type!r} is not one of {', '.join(KEY_TYPES)}")
         tls_versions = tuple(tls_versions)
@@ -107,13 +119,6 @@ class NginxServer(Server):
             raise ConfigError(f"worker_core={worker_core} is not a core of this machine (0..{ncpu - 1})")
         if certificates is not None:
             certificates.check()
-        self.https, self.cert_type, self.certificates = bool(https), cert_type, certificates
-        self.tls_versions, self.session_cache, self.session_tickets = tls_versions, session_cache, session_tickets
-        self.keepalive_requests, self.keepalive_timeout = int(keepalive_requests), float(keepalive_timeout)
-        self.worker_core, self.access_log = worker_core, access_log
-        self.requested_ports = (http_port, https_port)
-        self.endpoint: HttpEndpoint | None = None
-        self.access_log_path: Path | None = None
 
     def _config(self, http_port: int, https_port: int | None) -> str:
         d = self.run_dir
@@ -167,12 +172,12 @@ http {{
     def _start(self) -> None:
         d = self.run_dir
         (d / "tmp").mkdir()
-        http_port = pick_port(self.requested_ports[0])
+        http_port = pick_port(self.http_port)
         https_port = None
         if self.https:
             if self.certificates is None:
                 self.certificates = make_certificates(d / "certs", self.cert_type)
-            https_port = pick_port(self.requested_ports[1])
+            https_port = pick_port(self.https_port)
         conf = d / "nginx.conf"
         conf.write_text(self._config(http_port, https_port))
         test = subprocess.run([_nginx(), "-t", "-q", "-c", str(conf), "-p", str(d)], capture_output=True, text=True)

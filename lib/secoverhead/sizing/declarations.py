@@ -58,7 +58,7 @@ class Params(NotebookParams):
         ["tls", "encryption_at_rest", "audit", "https"],
         "features switched on: tls, scram, encryption_at_rest, audit, https",
         choices=tuple(FEATURES),
-        max_items=len(FEATURES),
+        items=(0, len(FEATURES)),
     )
     engine: str = param(
         "mysql", "the database: mysql (measured on MariaDB) or mongodb (on FerretDB)", choices=("mysql", "mongodb")

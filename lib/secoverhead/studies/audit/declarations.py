@@ -86,8 +86,7 @@ class Params(StudyParams, ExternalMySQLParams):
         [a.name for a in ARMS],
         "embedded arms to run (the baseline is always needed)",
         choices=tuple(a.name for a in ARMS),
-        min_items=1,
-        max_items=len(ARMS),
+        items=(1, len(ARMS)),
     )
     tables: int = param(2, "sysbench tables (the original: 10)", min=1, max=128)
     table_size: int = param(5000, "rows per table (the original: 2,000,000)", min=100, max=100_000_000)
@@ -106,7 +105,7 @@ class Params(StudyParams, ExternalMySQLParams):
     )
     # external only: {"arm name": {"enable": [SQL, ...], "disable": [SQL, ...]}}, run by mysql_admin_user
     external_arms: dict[str, Any] = param(
-        {}, "external: arms as SQL, {name: {enable: [...], disable: [...]}}", max_items=10
+        {}, "external: arms as SQL, {name: {enable: [...], disable: [...]}}", items=(0, 10)
     )
     mysql_admin_user: str = param("", "external: who runs those statements", pattern=r"[^\s]{0,80}")
     mysql_admin_password_env: str = param(

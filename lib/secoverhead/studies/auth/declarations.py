@@ -112,7 +112,7 @@ class Params(BothEngines, StudyParams):
         "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
     )
     concurrency: list[int] = param(
-        [1, 4], "client worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+        [1, 4], "client worker processes (the full scale: 1, 2, 4, 8)", min=1, max=64, items=(1, 8)
     )
     ops_per_worker: int = param(
         8, "MongoDB short connections per worker per run (pooled: 20x as many queries)", min=1, max=100_000
@@ -131,13 +131,12 @@ class Params(BothEngines, StudyParams):
         ["SCRAM-SHA-256"],
         "for an external MongoDB: mechanisms to try",
         choices=("SCRAM-SHA-1", "SCRAM-SHA-256"),
-        min_items=1,
-        max_items=2,
+        items=(1, 2),
     )
     mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
     nonce_enabled: bool = param(True, "measure the nonce mechanism on its own")
     nonce_workers: list[int] = param(
-        [1, 4], "nonce worker processes (the full profile: 1, 2, 4, 8)", min=1, max=64, min_items=1, max_items=8
+        [1, 4], "nonce worker processes (the full scale: 1, 2, 4, 8)", min=1, max=64, items=(1, 8)
     )
     nonces_per_run: int = param(300_000, "nonces generated per run, over all workers", min=1, max=100_000_000)
     load_hosts: list[str] = param(
@@ -146,7 +145,7 @@ class Params(BothEngines, StudyParams):
         "one host cannot load a big server (a SCRAM client spends several times the server's CPU). Needs "
         "`secoverhead fleet --scheduler` (it sets SECOVERHEAD_SCHEDULER) and mysql_host or mongo_uri",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}",
-        max_items=64,
+        items=(0, 64),
     )
 
     def __post_init__(self) -> None:

@@ -100,7 +100,7 @@ class Params(StudyParams):
         "https", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
     )
     arms: list[str] = param(
-        [a.name for a in ARMS], "arms to run", choices=tuple(a.name for a in ARMS), min_items=1, max_items=len(ARMS)
+        [a.name for a in ARMS], "arms to run", choices=tuple(a.name for a in ARMS), items=(1, len(ARMS))
     )
     run_seconds: int = param(1, "seconds per load run (ab -t, wrk -d, s_time -time)", min=1, max=3600)
     concurrency: int = param(4, "ab -c / wrk connections / s_time processes (the original: ab -c 100)", min=1, max=1000)

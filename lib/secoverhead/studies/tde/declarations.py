@@ -70,23 +70,18 @@ class Params(StudyParams, ExternalMySQLParams):
     min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
     warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
     experiment_id: str = param("tde", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-    profiles: list[str] = param(
-        ["4c16g"], "emulated instance profiles", choices=tuple(PROFILES), min_items=1, max_items=3
-    )
+    profiles: list[str] = param(["4c16g"], "emulated instance profiles", choices=tuple(PROFILES), items=(1, 3))
     interleaved_profiles: list[str] = param(
         [],
         "profiles whose arms take turns even under design duet: a duet of two servers at their quotas must leave "
         "the host room for both clients, or the instance is not the one declared",
         choices=tuple(PROFILES),
-        min_items=0,
-        max_items=3,
+        items=(0, 3),
     )
     workloads: list[str] = param(
-        ["oltp_write_only", "oltp_read_only"], "sysbench workloads", choices=WORKLOADS, min_items=1, max_items=8
+        ["oltp_write_only", "oltp_read_only"], "sysbench workloads", choices=WORKLOADS, items=(1, 8)
     )
-    threads: list[int] = param(
-        [1, 8], "sysbench threads (the original: 1 ... 256)", min=1, max=512, min_items=1, max_items=8
-    )
+    threads: list[int] = param([1, 8], "sysbench threads (the original: 1 ... 256)", min=1, max=512, items=(1, 8))
     tables: int = param(2, "sysbench tables", min=1, max=128)
     table_size: int = param(10000, "rows per table", min=100, max=100_000_000)
     run_seconds: int = param(2, "seconds per sysbench run (the original: 60)", min=1, max=3600)
