@@ -77,7 +77,7 @@ def floors(study: str, rounds: int, extra: dict | None = None, every_design: boo
             result = module.run(p)
             weights = {name: planned.PART_WEIGHTS.get(name, 1.0) for name in result.parts}  # the quick run's parts
             looks = {name: quick_looks(planned, part, weights) for name, part in result.parts.items()}
-            table = aa_table(result.parts, metrics, looks, by=("workload", "threads"))
+            table = aa_table(result.parts, metrics, looks, by=cls.AA_CELLS)
             table.insert(0, "study", study)
             table["minutes"] = round((time.monotonic() - t0) / 60, 1)
             frames.append(table.assign(**{k: str(v) for k, v in (extra or {}).items()}))

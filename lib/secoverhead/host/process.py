@@ -134,6 +134,7 @@ class ServerProcess:
         cwd: Path,
         env: dict[str, str] | None = None,
         groups: Sequence[cgroups.Group] = (),
+        affinity: Sequence[int] | None = None,
         pipes: bool = False,
     ) -> None:
         """pipes: stdin and stdout are pipes to talk to it over (`popen.stdin`, `popen.stdout`), stderr goes to
@@ -147,6 +148,8 @@ class ServerProcess:
             _set_pdeathsig()
             for g in groups:  # accounting and limits apply from the first instruction
                 g.join()
+            if affinity:
+                os.sched_setaffinity(0, affinity)
 
         with open(log_path, "ab") as log:
             try:

@@ -223,14 +223,8 @@ class LabView:
 def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: float = 90.0) -> LabView:
     """Open an executed report in a JupyterLab started here on loopback (its token from the environment, never
     on a command line), scroll to its first flame graph and say what shows; a screenshot of it where asked."""
-    import os
     import secrets
-    import subprocess
-    import sys
     import time
-    import urllib.request
-
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     from secoverhead.host.process import free_port
     from secoverhead.reporting.render import is_signed
@@ -238,48 +232,34 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
     notebook = Path(notebook).resolve()
     signed = is_signed(notebook)
     port, token = free_port(), secrets.token_hex(16)
-    env = os.environ | {"JUPYTER_TOKEN": token}
-    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--ServerApp.root_dir={notebook.parent}", "--ServerApp.open_browser=False"]  # fmt: skip
-    if os.geteuid() == 0:
-        argv.append("--allow-root")
-    lab = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).read()
-                break
-            except OSError:
-                time.sleep(0.5)
+    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout_s
+    with _jupyterlab(notebook.parent, port, token):
+        _wait_for(f"{base}/api/status?token={token}", deadline)
         with page(allow=(base,)) as pg:
             pg.goto(f"{base}/lab/tree/{notebook.name}?token={token}", wait_until="domcontentloaded")
             pg.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
-            # rendered: the graph's own document kept (an untrusted notebook's sanitiser strips it to alt text);
-            # outputs render after the cells, seconds later on a loaded machine, so waited for, not slept on
-            graphs = pg.locator(".jp-OutputArea object.flamegraph[data^='data:image/svg+xml']")
-            if signed:
-                with contextlib.suppress(PlaywrightTimeout):
-                    graphs.first.wait_for(state="attached", timeout=max(deadline - time.monotonic(), 5) * 1000)
-            else:
-                pg.wait_for_timeout(2000)
-            n = graphs.count()
-            visible = False
-            news = pg.get_by_role("button", name="No")  # JupyterLab's question about its news, in the way
-            if news.count():  # a dialog that moves as it renders: one try, never the check's failure
-                with contextlib.suppress(PlaywrightTimeout):
-                    news.first.click(timeout=5000)
-            if n:  # JupyterLab scrolls its own panel: the graph centred there, then its box read back
-                graphs.first.evaluate("el => el.scrollIntoView({block: 'center'})")
-                pg.wait_for_timeout(1500)
-                box = graphs.first.bounding_box()
-                visible = bool(box and box["height"] > 50 and box["y"] >= 0 and box["y"] + 50 <= SCREEN["height"])
+            n, visible = _flame_graphs(pg, signed, deadline)
             errors = pg.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
             if screenshot is not None:
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 pg.screenshot(path=str(screenshot))
             return LabView(n, visible, [f"{errors} error output(s)"] if errors else [], signed)
+
+
+@contextlib.contextmanager
+def _jupyterlab(root: Path, port: int, token: str) -> Iterator[None]:
+    """A JupyterLab on loopback serving root, its token in its environment; stopped on any exit."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]  # fmt: skip
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
+    lab = subprocess.Popen(argv, env=os.environ | {"JUPYTER_TOKEN": token}, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        yield
     finally:
         lab.terminate()
         try:
@@ -287,3 +267,42 @@ def in_jupyterlab(notebook: Path, screenshot: Path | None = None, timeout_s: flo
         except subprocess.TimeoutExpired:
             lab.kill()
             lab.wait()
+
+
+def _wait_for(url: str, deadline: float) -> None:
+    import time
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            time.sleep(0.5)
+
+
+def _flame_graphs(pg: Any, signed: bool, deadline: float) -> tuple[int, bool]:
+    """How many flame graphs rendered (their own document kept: an untrusted notebook's sanitiser strips it to alt
+    text), and whether the first, scrolled into view, shows. Outputs render after the cells, seconds later on a
+    loaded machine, so they are waited for, not slept on."""
+    import time
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    graphs = pg.locator(".jp-OutputArea object.flamegraph[data^='data:image/svg+xml']")
+    if signed:
+        with contextlib.suppress(PlaywrightTimeout):
+            graphs.first.wait_for(state="attached", timeout=max(deadline - time.monotonic(), 5) * 1000)
+    else:
+        pg.wait_for_timeout(2000)
+    n = graphs.count()
+    news = pg.get_by_role("button", name="No")  # JupyterLab's question about its news, in the way
+    if news.count():  # a dialog that moves as it renders: one try, never the check's failure
+        with contextlib.suppress(PlaywrightTimeout):
+            news.first.click(timeout=5000)
+    if not n:
+        return 0, False
+    graphs.first.evaluate("el => el.scrollIntoView({block: 'center'})")  # JupyterLab scrolls its own panel
+    pg.wait_for_timeout(1500)
+    box = graphs.first.bounding_box()
+    return n, bool(box and box["height"] > 50 and box["y"] >= 0 and box["y"] + 50 <= SCREEN["height"])

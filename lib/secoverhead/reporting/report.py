@@ -103,66 +103,73 @@ def design(result: StudyResult) -> None:
     """The sequential design as it ran, the noise the machine showed during the runs, and (A/A runs) the
     noise floor of the design."""
     if result.params.aa:
-        metrics = [*result.primary_metrics, "system_ns_per_nonce"]
+        metrics = [*result.primary_metrics, *result.params.AA_METRICS]
         show(
-            tables.aa_table(result.parts, metrics, result.params.look_schedule(), by=("workload", "threads")),
+            tables.aa_table(result.parts, metrics, result.params.look_schedule(), by=result.params.AA_CELLS),
             caption="A/A: the baseline against an identical copy of itself. The noise floor is the 95th percentile "
             "of |ratio - 1| an experiment of this plan would report with no real difference; the false-positive "
             "rate is that of the sequential looks; the minimum detectable effect has 80 % power.",
         )
-    plan = result.params.feasibility()
-    if plan:
-        show(
-            pd.DataFrame(
-                {
-                    "claim": f.claim,
-                    "precision needed": f"+-{f.precision:.1%}",
-                    f"expected at {result.params.repetitions} rounds": f"+-{f.half_width_at_end:.1%}",
-                    "rounds it needs": f.rounds_needed,
-                    "decidable in plan": f.feasible,
-                }
-                for f in plan
-            ),
-            caption="Checked before the run, from A/A noise priors: can the planned rounds decide each claim? "
-            "(plan_check: size-up raises repetitions to what they need; the time budget still bounds the run.)",
-        )
+    _feasibility(result)
     show(
         tables.design_table(result.parts),
         caption="Rounds ran until every claim was decided or the budget ended; "
         "intervals spend the alpha of the look the data ended at.",
     )
-    rows = []
-    for part in result:
-        runs = part.runs()
-        summary = tables.noise_summary(runs)
-        if summary:
-            rows.append({"experiment": part.name, **{k.replace("noise_", ""): v for k, v in summary.items()}})
-        flagged = tables.noise_table(runs)
-        if len(flagged):
-            say(
-                f"**{part.label}**: {len(flagged)} run(s) flagged as "
-                "noisy (kept; a single run is taken again where the budget allows, a duet is not: its ratio "
-                "cancels what hit both of its runs):"
-            )
-            show_folded(flagged, f"{part.label}: the flagged runs")
-        strays = tables.outlier_table(part.metadata())
-        if len(strays):
-            fell = strays["arm that went the bad way"].value_counts()
-            say(
-                f"**{part.label}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
-                "as a two-second stall). They stay in the statistics that decide; the conclusions show beside each "
-                "verdict what it would be without them (a sensitivity check, not the verdict). The arm that went "
-                "the bad way (its TPS fell, its CPU per operation rose): "
-                + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
-                + " (mostly one arm would be that arm's cost, not noise: each claim's detail tests the split)."
-            )
-            show_folded(strays, f"{part.label}: the duets that strayed")
+    rows = [row for part in result for row in _noise_of(part)]
     if rows:
         show(
             pd.DataFrame(rows),
             caption="Median noise per run: host steal (share of CPU time), CPU pressure "
             "(PSI, share of time a task waited), cores busy outside the experiment.",
         )
+
+
+def _feasibility(result: StudyResult) -> None:
+    plan = result.params.feasibility()
+    if not plan:
+        return
+    show(
+        pd.DataFrame(
+            {
+                "claim": f.claim,
+                "precision needed": f"+-{f.precision:.1%}",
+                f"expected at {result.params.repetitions} rounds": f"+-{f.half_width_at_end:.1%}",
+                "rounds it needs": f.rounds_needed,
+                "decidable in plan": f.feasible,
+            }
+            for f in plan
+        ),
+        caption="Checked before the run, from A/A noise priors: can the planned rounds decide each claim? "
+        "(plan_check: size-up raises repetitions to what they need; the time budget still bounds the run.)",
+    )
+
+
+def _noise_of(part: Any) -> list[dict[str, Any]]:
+    """A part's runs flagged as noisy and duets that strayed, said and shown folded; its median noise as a row."""
+    runs = part.runs()
+    flagged = tables.noise_table(runs)
+    if len(flagged):
+        say(
+            f"**{part.label}**: {len(flagged)} run(s) flagged as "
+            "noisy (kept; a single run is taken again where the budget allows, a duet is not: its ratio "
+            "cancels what hit both of its runs):"
+        )
+        show_folded(flagged, f"{part.label}: the flagged runs")
+    strays = tables.outlier_table(part.metadata())
+    if len(strays):
+        fell = strays["arm that went the bad way"].value_counts()
+        say(
+            f"**{part.label}**: {len(strays)} duet(s) strayed far from their cell's other duets (a one-off such "
+            "as a two-second stall). They stay in the statistics that decide; the conclusions show beside each "
+            "verdict what it would be without them (a sensitivity check, not the verdict). The arm that went "
+            "the bad way (its TPS fell, its CPU per operation rose): "
+            + ", ".join(f"{arm} {n}x" for arm, n in fell.items())
+            + " (mostly one arm would be that arm's cost, not noise: each claim's detail tests the split)."
+        )
+        show_folded(strays, f"{part.label}: the duets that strayed")
+    summary = tables.noise_summary(runs)
+    return [{"experiment": part.name, **{k.replace("noise_", ""): v for k, v in summary.items()}}] if summary else []
 
 
 def machine_speed(result: StudyResult) -> None:

@@ -228,48 +228,62 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         gridspec_kw={"height_ratios": heights},
     )
     for ax, (_, verdict, r), title in zip(axes[:, 0], strips, titles, strict=True):
-        scale, unit = reading_scale(r)
-        cuts = [float(c) for c in r.get("cuts", [])]
-        each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
-        values = cuts + [x for i in each for x in i]
-        log = scale == "ratio" and all(x > 0 for x in values)
-        lo_x, hi_x = min(values), max(values)
-        if log:
-            pad = (hi_x / lo_x) ** 0.15 if hi_x > lo_x else 1.5
-            left, right = lo_x / pad, hi_x * pad
-            ax.set_xscale("log")
-        else:
-            pad = (hi_x - lo_x) * 0.15 or 1.0
-            left, right = lo_x - pad, hi_x + pad
-        edges = [left, *[c for c in cuts if left < c < right], right]
-        labels = r.get("labels", [])
-        first = sum(c <= left for c in cuts)
-        for i in range(len(edges) - 1):
-            label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
-            ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
-        names = [str(n) for n in r.get("cells") or []] if len(r.get("cells") or []) == len(each) <= 3 else []
-        ys = [(k + 1) / (len(each) + 1) for k in range(len(each))]
-        for y, (lo, hi) in zip(ys, each, strict=True):
-            ax.plot([lo, hi], [y, y], color=COLOURS.get(verdict, "#333"), lw=3, solid_capstyle="butt")
-        ax.set_xlim(left, right)
-        ax.set_ylim(0, 1)
-        # which interval is which, where few enough to read: named in the margin, where names cannot collide
-        ax.set_yticks(ys if names else [], names, fontsize=6)
-        ax.tick_params(axis="y", length=0)
-        ax.set_title("\n".join(title), fontsize=8, loc="left")
-
-        def frac(x: float, lg: bool = log, a: float = left, b: float = right) -> float:
-            return math.log(x / a) / math.log(b / a) if lg else (x - a) / (b - a)
-
-        ticks: list[float] = []
-        for t in [c for c in cuts if left < c < right] + [v for i in each[:3] for v in i]:  # lines first
-            if all(abs(frac(t) - frac(k)) > 0.08 for k in ticks):  # labels that would overlap are left out
-                ticks.append(t)
-        ticks.sort()
-        ax.minorticks_off()
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([shown(t, scale, unit, exact=t in cuts) for t in ticks], fontsize=7)
-        for label, t in zip(ax.get_xticklabels(), ticks, strict=True):
-            label.set_fontweight("bold" if t in cuts else "normal")  # the reading's lines in bold
+        _strip(ax, verdict, r, title)
     fig.tight_layout()
     return fig
+
+
+def _strip(ax: Any, verdict: str, r: Mapping[str, Any], title: list[str]) -> None:
+    """One reading: its regions, its intervals, the lines and interval ends as ticks on the reading's scale."""
+    scale, unit = reading_scale(r)
+    cuts = [float(c) for c in r.get("cuts", [])]
+    each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
+    values = cuts + [x for i in each for x in i]
+    log = scale == "ratio" and all(x > 0 for x in values)
+    left, right = _span(min(values), max(values), log)
+    if log:
+        ax.set_xscale("log")
+    edges = [left, *[c for c in cuts if left < c < right], right]
+    labels = r.get("labels", [])
+    first = sum(c <= left for c in cuts)
+    for i in range(len(edges) - 1):
+        label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
+        ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
+    names = [str(n) for n in r.get("cells") or []] if len(r.get("cells") or []) == len(each) <= 3 else []
+    ys = [(k + 1) / (len(each) + 1) for k in range(len(each))]
+    for y, (lo, hi) in zip(ys, each, strict=True):
+        ax.plot([lo, hi], [y, y], color=COLOURS.get(verdict, "#333"), lw=3, solid_capstyle="butt")
+    ax.set_xlim(left, right)
+    ax.set_ylim(0, 1)
+    # which interval is which, where few enough to read: named in the margin, where names cannot collide
+    ax.set_yticks(ys if names else [], names, fontsize=6)
+    ax.tick_params(axis="y", length=0)
+    ax.set_title("\n".join(title), fontsize=8, loc="left")
+    ticks = _ticks(cuts, each, left, right, log)
+    ax.minorticks_off()
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([shown(t, scale, unit, exact=t in cuts) for t in ticks], fontsize=7)
+    for label, t in zip(ax.get_xticklabels(), ticks, strict=True):
+        label.set_fontweight("bold" if t in cuts else "normal")  # the reading's lines in bold
+
+
+def _span(lo: float, hi: float, log: bool) -> tuple[float, float]:
+    """The axis's ends: the values with 15 % room either side (of the axis's own kind)."""
+    if log:
+        pad = (hi / lo) ** 0.15 if hi > lo else 1.5
+        return lo / pad, hi * pad
+    pad = (hi - lo) * 0.15 or 1.0
+    return lo - pad, hi + pad
+
+
+def _ticks(cuts: list[float], each: list[tuple[float, float]], left: float, right: float, log: bool) -> list[float]:
+    """The reading's lines first, then the first intervals' ends; a tick whose label would overlap is left out."""
+
+    def frac(x: float) -> float:
+        return math.log(x / left) / math.log(right / left) if log else (x - left) / (right - left)
+
+    ticks: list[float] = []
+    for t in [c for c in cuts if left < c < right] + [v for i in each[:3] for v in i]:
+        if all(abs(frac(t) - frac(k)) > 0.08 for k in ticks):
+            ticks.append(t)
+    return sorted(ticks)

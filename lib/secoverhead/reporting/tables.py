@@ -303,10 +303,10 @@ def noise_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: Sequence[str] = ()) -> pd.DataFrame:
-    """A/A runs (an arm against an identical copy): per metric and cell, the per-round spread, the systematic
-    offset between the copies, and what an experiment planned with `looks` (one schedule, or one per part
-    name) would show: its noise floor (95th percentile of |ratio - 1|), false-positive rate and minimum
-    detectable effect."""
+    """A/A runs (an arm against an identical copy): per metric and cell of `by` (when the runs have them), the
+    per-round spread, the systematic offset between the copies, and what an experiment planned with `looks` (one
+    schedule, or one per part name) would show: its noise floor (95th percentile of |ratio - 1|), false-positive
+    rate and minimum detectable effect."""
 
     rows = []
     for name, part in parts.items():

@@ -60,74 +60,53 @@ def make_certificates(
     args = _key_args(key_type)
     d = Path(directory).resolve()
     d.mkdir(parents=True, exist_ok=True)
-    ca_key, ca_cert = d / "ca-key.pem", d / "ca.pem"
-    run_command(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            *args,
-            "-nodes",
-            "-keyout",
-            ca_key,
-            "-out",
-            ca_cert,
-            "-days",
-            str(days),
-            "-subj",
-            "/CN=secoverhead test CA",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ],
-        what="creating the test CA",
-    )
-    ext = d / "server-ext.cnf"
+    ca = _make_ca(d, args, days)
     san = ",".join(f"IP:{h}" for h in ("127.0.0.1", "::1", *hosts))  # hosts: e.g. the far end of a link
-    ext.write_text(f"subjectAltName={san},DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    client_ext = d / "client-ext.cnf"
-    client_ext.write_text("extendedKeyUsage=clientAuth\n")
-    paths = {}
-    for role, cn, extfile in (("server", "localhost", ext), ("client", "secoverhead client", client_ext)):
-        key, csr, cert = d / f"{role}-key.pem", d / f"{role}.csr", d / f"{role}-cert.pem"
-        run_command(
-            ["openssl", "req", *args, "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={cn}"],
-            what=f"creating the {role} key",
-        )
-        run_command(
-            [
-                "openssl",
-                "x509",
-                "-req",
-                "-in",
-                csr,
-                "-CA",
-                ca_cert,
-                "-CAkey",
-                ca_key,
-                "-CAcreateserial",
-                "-days",
-                str(days),
-                "-out",
-                cert,
-                "-extfile",
-                extfile,
-            ],
-            what=f"signing the {role} certificate",
-        )
-        csr.unlink()
-        key.chmod(0o600)
-        paths[role] = (cert, key)
-    ca_key.chmod(0o600)
+    server = _signed(d, "server", "localhost", f"subjectAltName={san},DNS:localhost\nextendedKeyUsage=serverAuth\n",
+                     args, ca, days)  # fmt: skip
+    client = _signed(d, "client", "secoverhead client", "extendedKeyUsage=clientAuth\n", args, ca, days)
     return CertificateSet(
-        ca_cert=ca_cert,
-        server_cert=paths["server"][0],
-        server_key=paths["server"][1],
-        client_cert=paths["client"][0],
-        client_key=paths["client"][1],
+        ca_cert=ca[1],
+        server_cert=server[0],
+        server_key=server[1],
+        client_cert=client[0],
+        client_key=client[1],
         key_type=key_type,
     )
+
+
+def _make_ca(d: Path, args: list[str], days: int) -> tuple[Path, Path]:
+    """(key, certificate) of a throwaway CA."""
+    ca_key, ca_cert = d / "ca-key.pem", d / "ca.pem"
+    run_command(
+        ["openssl", "req", "-x509", *args, "-nodes", "-keyout", ca_key, "-out", ca_cert, "-days", str(days),
+         "-subj", "/CN=secoverhead test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+        what="creating the test CA",
+    )  # fmt: skip
+    ca_key.chmod(0o600)
+    return ca_key, ca_cert
+
+
+def _signed(
+    d: Path, role: str, cn: str, extensions: str, args: list[str], ca: tuple[Path, Path], days: int
+) -> tuple[Path, Path]:
+    """(certificate, key) for a role, signed by the CA, with its extensions (a file beside them)."""
+    extfile = d / f"{role}-ext.cnf"
+    extfile.write_text(extensions)
+    key, csr, cert = d / f"{role}-key.pem", d / f"{role}.csr", d / f"{role}-cert.pem"
+    run_command(
+        ["openssl", "req", *args, "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={cn}"],
+        what=f"creating the {role} key",
+    )
+    run_command(
+        ["openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial", "-days", str(days),
+         "-out", cert, "-extfile", extfile],
+        what=f"signing the {role} certificate",
+    )  # fmt: skip
+    csr.unlink()
+    key.chmod(0o600)
+    return cert, key
 
 
 @dataclass(frozen=True)

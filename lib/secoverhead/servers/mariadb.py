@@ -130,51 +130,61 @@ class MariaDBServer(Server):
         }
         if os.geteuid() == 0:
             opts["user"] = "root"
-        if self.tls != "off":
-            c = self.certificates
-            opts.update(ssl_ca=c.ca_cert, ssl_cert=c.server_cert, ssl_key=c.server_key)
-            if self.tls_versions:
-                opts["tls_version"] = self.tls_versions
-            if self.tls == "required":
-                opts["require_secure_transport"] = "ON"
-        if self.encryption:
-            opts.update(
-                {
-                    "plugin_load_add": "file_key_management",
-                    "file_key_management_filename": d / "keys" / "keys.enc",
-                    "file_key_management_filekey": f"FILE:{d / 'keys' / 'keys.key'}",
-                    "file_key_management_encryption_algorithm": "AES_CTR",
-                    "innodb_encrypt_tables": "ON",
-                    "innodb_encrypt_log": "ON",
-                    "innodb_encrypt_temporary_tables": "ON",
-                    "encrypt_tmp_files": "ON",
-                    "encrypt_tmp_disk_tables": "ON",
-                    "aria_encrypt_tables": "ON",
-                    "innodb_encryption_threads": 2,
-                }
-            )
-        if self.binlog or self.audit == "init_connect_binlog":
-            opts.update({"log_bin": d / "binlog" / "mariadb-bin", "server_id": 1})
-            if self.encryption:
-                opts["encrypt_binlog"] = "ON"
-        if self.audit == "general_log":
-            opts.update(general_log="ON", general_log_file=d / "audit" / "general.log", log_output="FILE")
-        elif self.audit == "server_audit":
-            opts.update(
-                {
-                    # A second plugin_load_add line is fine: the option is cumulative.
-                    "plugin_load_add@audit": "server_audit",
-                    "server_audit_logging": "ON",
-                    "server_audit_events": "CONNECT,QUERY,TABLE",
-                    "server_audit_output_type": "file",
-                    "server_audit_file_path": d / "audit" / "server_audit.log",
-                    # Rotate late so a run's bytes can be counted from one file.
-                    "server_audit_file_rotate_size": "4294967295",
-                    "server_audit_file_rotations": 1,
-                }
-            )
+        opts |= self._tls_options() | self._encryption_options() | self._audit_options()
         opts.update(self.extra_options)
         return opts
+
+    def _tls_options(self) -> dict[str, Any]:
+        if self.tls == "off":
+            return {}
+        c = self.certificates
+        opts: dict[str, Any] = {"ssl_ca": c.ca_cert, "ssl_cert": c.server_cert, "ssl_key": c.server_key}
+        if self.tls_versions:
+            opts["tls_version"] = self.tls_versions
+        if self.tls == "required":
+            opts["require_secure_transport"] = "ON"
+        return opts
+
+    def _encryption_options(self) -> dict[str, Any]:
+        """Data at rest: tables, redo log, temporary files and (with a binary log) the binary log."""
+        d, opts = self.run_dir, {}
+        if self.encryption:
+            opts = {
+                "plugin_load_add": "file_key_management",
+                "file_key_management_filename": d / "keys" / "keys.enc",
+                "file_key_management_filekey": f"FILE:{d / 'keys' / 'keys.key'}",
+                "file_key_management_encryption_algorithm": "AES_CTR",
+                "innodb_encrypt_tables": "ON",
+                "innodb_encrypt_log": "ON",
+                "innodb_encrypt_temporary_tables": "ON",
+                "encrypt_tmp_files": "ON",
+                "encrypt_tmp_disk_tables": "ON",
+                "aria_encrypt_tables": "ON",
+                "innodb_encryption_threads": 2,
+            }
+        if self.binlog or self.audit == "init_connect_binlog":
+            opts |= {"log_bin": d / "binlog" / "mariadb-bin", "server_id": 1}
+            if self.encryption:
+                opts["encrypt_binlog"] = "ON"
+        return opts
+
+    def _audit_options(self) -> dict[str, Any]:
+        d = self.run_dir
+        if self.audit == "general_log":
+            return {"general_log": "ON", "general_log_file": d / "audit" / "general.log", "log_output": "FILE"}
+        if self.audit == "server_audit":
+            return {
+                # A second plugin_load_add line is fine: the option is cumulative.
+                "plugin_load_add@audit": "server_audit",
+                "server_audit_logging": "ON",
+                "server_audit_events": "CONNECT,QUERY,TABLE",
+                "server_audit_output_type": "file",
+                "server_audit_file_path": d / "audit" / "server_audit.log",
+                # Rotate late so a run's bytes can be counted from one file.
+                "server_audit_file_rotate_size": "4294967295",
+                "server_audit_file_rotations": 1,
+            }
+        return {}
 
     def _write_cnf(self, port: int) -> Path:
         lines = ["[mariadbd]"]
@@ -246,13 +256,7 @@ class MariaDBServer(Server):
             timeout=120,
             log=d / "error.log",
         )
-        self.limiter = cpu_limit(self.cpu_limit, prefer=self.cpu_limit_method, label=self.kind)
-        if self.limiter is not None:
-            self._cleanups.append(self.limiter.remove)
-        if self.iops:
-            self.io_limiter = iops_limit(*self.iops, d / "data", label=self.kind)
-            if self.io_limiter is not None:
-                self._cleanups.append(self.io_limiter.remove)
+        self._limit(d)
         proc = ServerProcess(
             "mariadbd",
             [_binary("mariadbd"), f"--defaults-file={cnf}"],
@@ -267,25 +271,38 @@ class MariaDBServer(Server):
         proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "error.log")
         password = generate_password()
         self._bootstrap(password)
-        self.endpoint = MySQLEndpoint(
+        self.endpoint = self._endpoint(port, password)
+        self.audit_logs = {
+            "general_log": [d / "audit" / "general.log"],
+            "server_audit": [d / "audit" / "server_audit.log"],
+            "init_connect_binlog": [d / "binlog"],
+        }.get(self.audit, [])
+
+    def _limit(self, d: Path) -> None:
+        """The CPU limit and the data disk's IOPS limit, removed when the server stops."""
+        self.limiter = cpu_limit(self.cpu_limit, prefer=self.cpu_limit_method, label=self.kind)
+        if self.limiter is not None:
+            self._cleanups.append(self.limiter.remove)
+        if self.iops:
+            self.io_limiter = iops_limit(*self.iops, d / "data", label=self.kind)
+            if self.io_limiter is not None:
+                self._cleanups.append(self.io_limiter.remove)
+
+    def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
+        c = self.certificates
+        return MySQLEndpoint(
             host="127.0.0.1",
             port=port,
             user=BENCH_USER,
             password=password,
             database=BENCH_DATABASE,
             socket=self.socket_path,
-            ca_file=self.certificates.ca_cert if self.certificates else None,
-            client_cert=self.certificates.client_cert if self.certificates else None,
-            client_key=self.certificates.client_key if self.certificates else None,
+            ca_file=c.ca_cert if c else None,
+            client_cert=c.client_cert if c else None,
+            client_key=c.client_key if c else None,
             tls_available=self.tls != "off",
             tls_required=self.tls == "required",
         )
-        if self.audit == "general_log":
-            self.audit_logs = [d / "audit" / "general.log"]
-        elif self.audit == "server_audit":
-            self.audit_logs = [d / "audit" / "server_audit.log"]
-        elif self.audit == "init_connect_binlog":
-            self.audit_logs = [d / "binlog"]
 
     def admin(self):
         """A root connection over the private socket (for set-up and checks, not for load)."""

@@ -11,6 +11,7 @@ on), the two are put together and the study's own claims are checked on them too
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -52,73 +53,66 @@ def _factors(runs: pd.DataFrame, study: str) -> list[str]:
 
 
 def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Run B against run A, benchstat-style: per experiment, arm, cell and metric, one row; worse or better only
+    with the whole interval past the noise band *and* the test significant after Holm over every row (an interval
+    at 95 % alone would flag one row in twenty of an A/A comparison)."""
     study_a, a = load_report(run_a)
     study_b, b = load_report(run_b)
     if study_a != study_b:
         raise ConfigError(f"the two runs are of different studies ({study_a}, {study_b})")
     wanted = metrics or list(STUDIES[study_a].primary_metrics)
-    rows = []
-    for exp in sorted(set(a) & set(b)):
-        ra, rb = a[exp], b[exp]
-        by = _factors(ra, study_a)
-        single = ra["arm"].nunique() == 1 and rb["arm"].nunique() == 1
-        arms = (
-            [(ra["arm"].iloc[0], rb["arm"].iloc[0])]
-            if single
-            else [(x, x) for x in sorted(set(ra["arm"]) & set(rb["arm"]))]
+    rows = [
+        row
+        for exp in sorted(set(a) & set(b))
+        for arm_a, arm_b in _arm_pairs(a[exp], b[exp])
+        for row in _rows(
+            exp, _side_by_side(a[exp], b[exp], arm_a, arm_b), arm_a, arm_b, wanted, _factors(a[exp], study_a)
         )
-        for arm_a, arm_b in arms:
-            both = pd.concat(
-                [
-                    ra[ra["arm"] == arm_a].assign(arm="A"),
-                    rb[rb["arm"] == arm_b].assign(arm="B", round=rb["round"] + ROUND_OFFSET),
-                ],
-                ignore_index=True,
-            )
-            for metric in wanted:
-                if metric not in both:
-                    continue
-
-                u, better = unit(metric)
-                for c in compare_arms(
-                    both,
-                    metric,
-                    baseline="A",
-                    candidates=["B"],
-                    by=by,
-                    higher_is_better=bool(better),
-                    paired=False,
-                    family=1,
-                ).values():
-                    cell = " ".join(f"{k}={v}" for k, v in c.cell.items())
-                    rows.append(
-                        {
-                            "experiment": exp,
-                            "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
-                            "cell": cell,
-                            "metric": metric,
-                            "unit": u,
-                            "higher_is_better": bool(better),
-                            "a": c.baseline_median,
-                            "b": c.candidate_median,
-                            "ratio": c.ratio,
-                            "ci_low": c.ci_low,
-                            "ci_high": c.ci_high,
-                            "p": c.p_value,
-                            "change": str(c.change),
-                            "n_a": c.n_baseline,
-                            "n_b": c.n_candidate,
-                        }
-                    )
+    ]
     if not rows:
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
     out = pd.DataFrame(rows)
     out["p"] = holm(out["p"].to_numpy())
-    # one criterion: worse or better only with the whole interval past the band *and* the test significant
-    # after Holm over every row (an interval at 95 % alone would flag one row in twenty of an A/A comparison)
     moved = out["change"].isin(["worse", "better"]) & ~(out["p"] < ALPHA)
     out.loc[moved, "change"] = "inconclusive"
     return out
+
+
+def _arm_pairs(ra: pd.DataFrame, rb: pd.DataFrame) -> list[tuple[str, str]]:
+    """The arms compared: each arm both runs share, or the one arm of each when each ran one."""
+    if ra["arm"].nunique() == 1 and rb["arm"].nunique() == 1:
+        return [(ra["arm"].iloc[0], rb["arm"].iloc[0])]
+    return [(x, x) for x in sorted(set(ra["arm"]) & set(rb["arm"]))]
+
+
+def _side_by_side(ra: pd.DataFrame, rb: pd.DataFrame, arm_a: str, arm_b: str) -> pd.DataFrame:
+    """One arm's runs of A and of B as arms "A" and "B" (B's rounds moved past A's: never paired by round)."""
+    return pd.concat(
+        [
+            ra[ra["arm"] == arm_a].assign(arm="A"),
+            rb[rb["arm"] == arm_b].assign(arm="B", round=rb["round"] + ROUND_OFFSET),
+        ],
+        ignore_index=True,
+    )
+
+
+def _rows(
+    exp: str, both: pd.DataFrame, arm_a: str, arm_b: str, wanted: list[str], by: list[str]
+) -> list[dict[str, Any]]:
+    rows = []
+    for metric in (m for m in wanted if m in both):
+        u, better = unit(metric)
+        comps = compare_arms(both, metric, baseline="A", candidates=["B"], by=by,
+                             higher_is_better=bool(better), paired=False, family=1)  # fmt: skip
+        for c in comps.values():
+            rows.append({
+                "experiment": exp, "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
+                "cell": " ".join(f"{k}={v}" for k, v in c.cell.items()), "metric": metric, "unit": u,
+                "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median, "ratio": c.ratio,
+                "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "change": str(c.change),
+                "n_a": c.n_baseline, "n_b": c.n_candidate,
+            })  # fmt: skip
+    return rows
 
 
 def combined_claims(run_a: str | Path, run_b: str | Path) -> list:

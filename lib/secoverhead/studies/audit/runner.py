@@ -81,6 +81,8 @@ def run(p: Params) -> StudyResult:
 
 
 def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
+    """The audit part: its targets (the user's server with SQL-toggled arms, or one embedded server per arm), a
+    sysbench run per measurement, audit bytes and server writes per query beside TPS."""
     opts = SysbenchOptions(
         script="oltp_read_write",
         tables=p.tables,
@@ -90,74 +92,14 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         report_interval=p.report_interval,
     )
     notes = [f"{arm}: not run - {why}" for arm, why in NOT_RUN.items()]
-    targets: dict[str, Target] = {}
-    facts, verification = {}, {}
+    verification: dict[str, Any] = {}
     if p.mysql_host:
-        ext = stack.enter_context(p.user_mysql())
-        admin = stack.enter_context(p.admin()) if p.external_arms else None
-        journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
-        sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
-        sb.prepare(opts)
-        targets[BASELINE] = Target(sb, None, [], None)
-        for name, spec in p.external_arms.items():
-            targets[name] = Target(sb, None, [], (admin, journal, spec, name))
-        facts["mysql"] = ext.describe()
-        notes.append(
-            "external server: arms are toggled with the given SQL around each run, journaled before they run and "
-            "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
-        )
+        targets, facts = _external_targets(p, stack, opts, notes)
     else:
-        if p.server_cpu_limit:
-            notes.append(
-                f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
-                "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
-            )
-        for arm in p.arm_list():
-            db = stack.enter_context(
-                MariaDBServer(
-                    buffer_pool="128M",
-                    max_connections=max(600, 2 * p.threads + 50),
-                    audit=arm.audit,
-                    binlog=arm.binlog,
-                    cpu_limit=p.server_cpu_limit or None,
-                )
-            )
-            verification[arm.name] = verify_audit(db, arm)
-            sb = Sysbench(db.endpoint, via="socket")
-            if (acct := sb.own_client_group()) is not None:
-                stack.callback(acct.remove)
-            logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
-            targets[arm.name] = Target(sb, db, logs, None)
-        _load(targets, opts, p.server_cpu_limit)
-        facts |= {f"mysql {arm} (MariaDB)": t.db.describe() for arm, t in targets.items()}
-
-    def measure(arm: str, factors: dict) -> Measurement:
-        sb, db, logs, toggle = targets[arm]
-        admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
-        with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
-            before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
-            with WaitMeter(db.pids if db is not None else []) as waits:
-                m = sb.measure(opts, db.cpu if db is not None else None)
-            written = bytes_in(logs) - before
-            io1 = _proc_io(db.pids[0]) if db is not None else {}
-        txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
-        m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
-        if logs:
-            m.metrics |= {
-                "audit_bytes": written,
-                "audit_bytes_per_transaction": written / txn,
-                "audit_bytes_per_query": written / queries,
-            }
-        if io0 and io1:
-            m.metrics |= {
-                "server_write_syscalls_per_query": (io1["syscw"] - io0["syscw"]) / queries,
-                "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
-            }
-        return m
-
+        targets, facts = _embedded_targets(p, stack, opts, notes, verification)
     return PartPlan(
         arms=list(targets),
-        measure=measure,
+        measure=functools.partial(_measure, targets, opts),
         facts=facts,
         notes=notes,
         servers={a: t.db for a, t in targets.items() if t.db is not None},
@@ -169,6 +111,81 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
             "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs}
         },
     )
+
+
+def _external_targets(
+    p: Params, stack: contextlib.ExitStack, opts: SysbenchOptions, notes: list[str]
+) -> tuple[dict[str, Target], dict[str, Any]]:
+    """The user's server: the baseline as it is, each arm toggled with the user's SQL around its runs."""
+    ext = stack.enter_context(p.user_mysql())
+    admin = stack.enter_context(p.admin()) if p.external_arms else None
+    journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
+    sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
+    sb.prepare(opts)
+    targets = {BASELINE: Target(sb, None, [], None)}
+    for name, spec in p.external_arms.items():
+        targets[name] = Target(sb, None, [], (admin, journal, spec, name))
+    notes.append(
+        "external server: arms are toggled with the given SQL around each run, journaled before they run and "
+        "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
+    )
+    return targets, {"mysql": ext.describe()}
+
+
+def _embedded_targets(
+    p: Params, stack: contextlib.ExitStack, opts: SysbenchOptions, notes: list[str], verification: dict[str, Any]
+) -> tuple[dict[str, Target], dict[str, Any]]:
+    """One MariaDB per arm, its audit mode verified, loaded at once."""
+    if p.server_cpu_limit:
+        notes.append(
+            f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
+            "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
+        )
+    targets: dict[str, Target] = {}
+    for arm in p.arm_list():
+        db = stack.enter_context(
+            MariaDBServer(
+                buffer_pool="128M",
+                max_connections=max(600, 2 * p.threads + 50),
+                audit=arm.audit,
+                binlog=arm.binlog,
+                cpu_limit=p.server_cpu_limit or None,
+            )
+        )
+        verification[arm.name] = verify_audit(db, arm)
+        sb = Sysbench(db.endpoint, via="socket")
+        if (acct := sb.own_client_group()) is not None:
+            stack.callback(acct.remove)
+        logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
+        targets[arm.name] = Target(sb, db, logs, None)
+    _load(targets, opts, p.server_cpu_limit)
+    return targets, {f"mysql {arm} (MariaDB)": t.db.describe() for arm, t in targets.items()}
+
+
+def _measure(targets: dict[str, Target], opts: SysbenchOptions, arm: str, factors: dict) -> Measurement:
+    """One sysbench run on the arm's target: TPS, and what the audit wrote and the server's writes per query."""
+    sb, db, logs, toggle = targets[arm]
+    admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
+    with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
+        before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
+        with WaitMeter(db.pids if db is not None else []) as waits:
+            m = sb.measure(opts, db.cpu if db is not None else None)
+        written = bytes_in(logs) - before
+        io1 = _proc_io(db.pids[0]) if db is not None else {}
+    txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
+    m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
+    if logs:
+        m.metrics |= {
+            "audit_bytes": written,
+            "audit_bytes_per_transaction": written / txn,
+            "audit_bytes_per_query": written / queries,
+        }
+    if io0 and io1:
+        m.metrics |= {
+            "server_write_syscalls_per_query": (io1["syscw"] - io0["syscw"]) / queries,
+            "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
+        }
+    return m
 
 
 def _load(targets: dict[str, Target], opts: SysbenchOptions, cpu_limit: float | None) -> None:

@@ -104,6 +104,7 @@ class Params(BothEngines, StudyParams):
     # only the undecided claim's duets run. (Shares by noise, 1.5 / 2 / 1.5, left it 3 rounds: inconclusive.)
     # MariaDB's CPU per connection is the noisiest metric (duet A/A per-round sd 0.11-0.17): its part gets more.
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    AA_METRICS = ("system_ns_per_nonce",)  # the nonce part's: the syscall's cost per nonce
     PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 2.0, "MySQL": 1.5}
     # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
     # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved

@@ -66,6 +66,7 @@ PLANS = (
 @dataclass
 class Params(StudyParams, ExternalMySQLParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    AA_CELLS = ("workload", "threads")  # each workload and thread count its own noise floor
     repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
     min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
     warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
