@@ -357,12 +357,12 @@ def test_tde_buffer_pool_is_one_size_for_every_arm():
     buffer pool, at the original's ratio to their mean data size; the in-memory profile holds twice the data
     plus 16 MiB; nothing goes under InnoDB's 6 MiB floor."""
     mib = 1 << 20
-    p4 = tde_instances.PROFILES["4c16g"]
+    p4 = tde_instances.EMULATED["4c16g"]
     assert tde_instances.buffer_pool_target([204 * mib, 206 * mib], p4) == int(205 * mib / p4.data_to_buffer_pool)
     assert tde_instances.buffer_pool_target([205 * mib], p4) == tde_instances.buffer_pool_target(
         [204 * mib, 206 * mib], p4
     )
-    assert tde_instances.buffer_pool_target([100 * mib, 100 * mib], tde_instances.PROFILES["in-memory"]) == 216 * mib
+    assert tde_instances.buffer_pool_target([100 * mib, 100 * mib], tde_instances.EMULATED["in-memory"]) == 216 * mib
     assert tde_instances.buffer_pool_target([1 * mib, 1 * mib], p4) == 6 * mib
 
 

@@ -14,7 +14,7 @@ from secoverhead.app.pipeline import prepare
 from secoverhead.core import paths
 from secoverhead.studies import STUDIES
 from secoverhead.studies.tde.declarations import PURGE_THREADS
-from secoverhead.studies.tde.instances import PROFILES
+from secoverhead.studies.tde.instances import EMULATED
 
 DECLARED = paths.CLAIMS.parent / "environments.yaml"
 CHANGES = paths.CLAIMS.parent / "CHANGES.md"
@@ -54,7 +54,7 @@ def test_every_study_and_scale_is_declared():
 
 def test_the_code_keeps_the_declared_constants():
     tde = declared()["constants"]["tde"]
-    assert {k: {"cores": v.cores, "iops": v.iops} for k, v in PROFILES.items()} == tde["instances"]
+    assert {k: {"cores": v.cores, "iops": v.iops} for k, v in EMULATED.items()} == tde["instances"]
     assert tde["purge_threads"] == PURGE_THREADS
 
 

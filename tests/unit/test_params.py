@@ -229,7 +229,7 @@ def test_files_layer_in_order_and_p_wins(tmp_path):
         (["run", "tls", "-p", "experiment_id", "../up"], "experiment_id"),
         (["run", "tls", "-p", "mysql_port", "0"], "mysql_port"),
         (["run", "auth", "-p", "concurrency", "[]"], "concurrency"),
-        (["run", "tde", "-p", "profiles", "[8c64g]"], "profiles"),
+        (["run", "tde", "-p", "instances", "[8c64g]"], "instances"),
     ],
 )
 def test_cross_field_and_format_errors_are_exit_2(args, message, tmp_path, capsys):
@@ -336,3 +336,18 @@ def test_an_aa_copy_of_the_nonce_arm_still_names_a_real_source():
 
     arms = auth_declarations.Params(aa=True).arms("nonce")
     assert arms[1].name != arms[0].name and {a.mechanism for a in arms} <= set(SOURCES)
+
+
+def test_a_renamed_parameter_is_read_under_its_old_name_and_said_once(capsys, monkeypatch):
+    from secoverhead.core import params as params_mod
+    from secoverhead.studies import STUDIES
+
+    monkeypatch.setattr(params_mod, "_SAID_RENAMED", set())
+    cls = STUDIES["tde"].Params
+    for _ in range(2):
+        p = params_mod.build(cls, {"profiles": ["8c32g"], "interleaved_profiles": ["8c32g"]}, study="tde")
+        assert p.instances == ["8c32g"] and p.interleaved_instances == ["8c32g"]
+    err = capsys.readouterr().err
+    assert err.count("parameter profiles is now instances") == 1
+    p = params_mod.build(cls, {"profiles": ["8c32g"], "instances": ["4c16g"]}, study="tde")
+    assert p.instances == ["4c16g"]  # the new name wins

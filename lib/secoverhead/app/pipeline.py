@@ -32,7 +32,16 @@ from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
 from secoverhead.core.files import read_json, sanitize
-from secoverhead.core.params import MAX_PLANNED_RUNS, build, layer, params_name, preflight, secret_parameters, specs
+from secoverhead.core.params import (
+    MAX_PLANNED_RUNS,
+    build,
+    layer,
+    params_name,
+    preflight,
+    renamed,
+    secret_parameters,
+    specs,
+)
 from secoverhead.core.paths import user_path
 from secoverhead.core.runlock import RunLock
 from secoverhead.core.runs import running
@@ -114,7 +123,7 @@ def prepare(
             raise ConfigError(f"study {study.id!r} has no scale {scale!r} (have: {known})")
         chain.insert(0, str(path))
     cls = study.Params
-    merged = dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls))
+    merged = renamed(cls, dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls)))
     p = build(cls, merged, study=study.id)
     if check_servers:  # a fleet's driver checks parameters only: its client hosts hold the secrets
         _check_secrets_scannable(study, p, merged)

@@ -16,6 +16,7 @@ import os
 import re
 import reprlib
 import ssl
+import sys
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -339,7 +340,7 @@ def build(cls: type, values: Mapping[str, Any], *, study: str) -> Any:
     """Check every value against cls's schema and build it; cross-field rules run in its __post_init__."""
     schema = specs(cls)
     checked: dict[str, Any] = {}
-    for name, value in values.items():
+    for name, value in renamed(cls, values).items():
         spec = schema.get(name)
         if spec is None:
             if holds_secret(name):
@@ -360,6 +361,23 @@ def build(cls: type, values: Mapping[str, Any], *, study: str) -> Any:
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{study}: {str(exc).splitlines()[0]}") from None
+
+
+_SAID_RENAMED: set[str] = set()
+
+
+def renamed(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Values under a parameter's old name (cls.RENAMED: old -> new, kept for a release) moved to its new name,
+    said once per process; a recorded run's parameters and a user's files keep working."""
+    out = dict(values)
+    for old, new in getattr(cls, "RENAMED", {}).items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+            if old not in _SAID_RENAMED:
+                _SAID_RENAMED.add(old)
+                print(f"warning: parameter {old} is now {new}", file=sys.stderr)
+    return out
 
 
 def layer(

@@ -240,6 +240,19 @@ def in_units(cost_us: float, cal: dict[str, Any], key: str) -> float | None:
     return cost_us / ref_us
 
 
+# A full TLS handshake on the server, in the primitives `openssl speed` prices: one signature with the certificate's
+# key, and an X25519 key made and derived (ECDHE, two operations); TLS 1.3 resumption keeps the ECDHE only.
+SIGNATURE = {"rsa": "rsa2048_sign_us", "ecdsa": "ecdsa_p256_sign_us"}
+KEY_NAME = {"rsa": "RSA-2048", "ecdsa": "ECDSA P-256"}
+ECDHE = ("x25519_derive_us", 2)
+RESUMED_TLS13 = (ECDHE,)
+
+
+def full_handshake(key: str) -> tuple[tuple[str, float], ...]:
+    """The primitives of one full handshake with a certificate of `key` (rsa | ecdsa)."""
+    return ((SIGNATURE[key], 1), ECDHE)
+
+
 @dataclass(frozen=True)
 class CryptoBound:
     """The cryptography one operation of an arm needs, beyond its baseline's: e.g. a full TLS 1.2 handshake

@@ -12,6 +12,7 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.sizing.scaling import REFERENCES
+from secoverhead.studies import STUDIES
 from secoverhead.studies.protocol.params import NotebookParams, absolute_path
 
 STUDY = "cost"
@@ -25,8 +26,9 @@ FEATURES: dict[str, str] = {
     "https": "https",  # HTTPS in front: full handshakes, resumptions, keep-alive
 }
 
-AUDIT_APPROACHES = ("server_audit", "general_log", "init_connect + binlog", "binlog only")
-TDE_PROFILES = ("auto", "4c16g", "8c32g")
+AUDIT_APPROACHES = STUDIES["audit"].vocabulary.group("approaches")
+TDE_INSTANCES = ("auto", *STUDIES["tde"].vocabulary.group("original instances"))
+SCRAM_MECHANISMS = STUDIES["auth"].vocabulary.group("mechanisms")
 MAX_RATE = 1e9
 
 
@@ -66,12 +68,12 @@ class Params(NotebookParams):
     tls_version: str = param("1.3", "TLS version, database and HTTPS", choices=("1.3", "1.2"))
     tls_key: str = param("rsa", "certificate key: rsa (RSA-2048) or ecdsa (P-256)", choices=("rsa", "ecdsa"))
     resumption: str = param("ticket", "how HTTPS sessions resume", choices=("ticket", "session cache"))
-    scram_mechanism: str = param("SCRAM-SHA-256", "SCRAM mechanism (MongoDB)", choices=("SCRAM-SHA-256", "SCRAM-SHA-1"))
+    scram_mechanism: str = param("SCRAM-SHA-256", "SCRAM mechanism (MongoDB)", choices=SCRAM_MECHANISMS)
     audit_approach: str = param("server_audit", "how statements are audited", choices=AUDIT_APPROACHES)
-    tde_profile: str = param(
+    tde_instance: str = param(
         "auto",
-        "which emulated instance's TDE costs: auto (the one nearest your cores), 4c16g, 8c32g",
-        choices=TDE_PROFILES,
+        f"which emulated instance's TDE costs: auto (the one nearest your cores), {', '.join(TDE_INSTANCES[1:])}",
+        choices=TDE_INSTANCES,
     )
     rtt_ms: float = param(0.5, "network round trip between client and server, ms", min=0.0, max=10_000.0)
     # -- the hardware
@@ -90,6 +92,7 @@ class Params(NotebookParams):
 
     STUDY: ClassVar[str] = STUDY
     MEASURES: ClassVar[bool] = False  # it reads other runs' measurements: no speed reference of its own
+    RENAMED: ClassVar[dict[str, str]] = {"tde_profile": "tde_instance"}  # the old name, read for a release
 
     def __post_init__(self) -> None:
         if self.https_new_share + self.https_resumed_share > 1.0 + 1e-9:

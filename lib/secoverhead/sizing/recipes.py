@@ -3,25 +3,27 @@ which cell of which study's runs), what cryptography that extra holds, and how m
 
 Declared from the inputs and what the runs hold (arms, factor levels), before any number is read: the numbers
 never choose the recipe. Where the exact configuration was not measured, a neighbour is used and the line says
-so (an ECDSA handshake priced from an RSA one with the signature swapped; TLS 1.2 from TLS 1.3's CPU)."""
+so (an ECDSA handshake priced from an RSA one with the signature swapped; TLS 1.2 from TLS 1.3's CPU). Every arm,
+part and metric comes from the studies' vocabularies (the registry): a study renaming an arm renames it here.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from secoverhead.core.errors import ConfigError
+from secoverhead.host.calibration import KEY_NAME, RESUMED_TLS13, full_handshake
 from secoverhead.sizing.scaling import Primitives
 from secoverhead.sizing.sources import Experiment, Source
+from secoverhead.studies import STUDIES
 
 if TYPE_CHECKING:
     from secoverhead.sizing.declarations import Params
 
-SIGN = {"rsa": "rsa2048_sign_us", "ecdsa": "ecdsa_p256_sign_us"}
-KEY_NAME = {"rsa": "RSA-2048", "ecdsa": "ECDSA P-256"}
-ECDHE = ("x25519_derive_us", 2)  # an X25519 key made and derived
+TLS, AUTH, TDE, AUDIT, HTTPS = (STUDIES[s].vocabulary for s in ("tls", "auth", "tde", "audit", "https"))
 # Round trips a full handshake adds before the first byte of a request: TLS 1.3 one, TLS 1.2 two; resuming,
 # one either way (no 0-RTT here).
 FULL_RTT = {"1.3": 1, "1.2": 2}
@@ -31,6 +33,7 @@ RESUMED_RTT = 1
 SCRAM_RTT = 3
 PAGE = "aes_256_ctr_page_as_server_us"
 LOG_BYTE = "aes_256_ctr_ns_per_byte"
+NEW_CONNECTIONS = "new_connections_per_s x (1 - pooled_share)"
 
 
 @dataclass(frozen=True)
@@ -93,29 +96,28 @@ def _arm(src: Mapping[str, Source], study: str, part: str, *arms: str) -> str:
 
 
 def _db_tls(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
-    part = "MySQL" if p.engine == "mysql" else "MongoDB"
+    part = TLS[p.engine]
+    base = TLS["no tls"]
     out: list[Line] = []
     if new_conn > 0:
-        arm, measured_sign, notes = _tls_arm(p, src, part)
-        sign = SIGN[p.tls_key]
+        arm, measured_key, notes = _tls_arm(p, src, part)
         what = f"TLS {p.tls_version} ({KEY_NAME[p.tls_key]})"
         setup = Measure(
             "tls",
             part,
             arm,
-            "no TLS",
-            "connection_server_cpu_us_per_op",
-            primitives=((measured_sign, 1), ECDHE),
-            to_primitives=((sign, 1), ECDHE),
+            base,
+            TLS.metric("server cpu per connection"),
+            primitives=full_handshake(measured_key),
+            to_primitives=full_handshake(p.tls_key),
         )
-        client = Measure("tls", part, arm, "no TLS", "connection_client_cpu_us_per_op")
-        driver = "new_connections_per_s x (1 - pooled_share)"
+        client = Measure("tls", part, arm, base, TLS.metric("client cpu per connection"))
         out += [
             Line(
                 "tls_setup",
                 "tls",
                 f"{what} handshakes on new connections",
-                driver,
+                NEW_CONNECTIONS,
                 new_conn,
                 "connection",
                 (setup,),
@@ -126,7 +128,7 @@ def _db_tls(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]
                 "tls_client",
                 "tls",
                 f"{what} handshakes, on your clients",
-                driver,
+                NEW_CONNECTIONS,
                 new_conn,
                 "connection",
                 (client,),
@@ -135,7 +137,8 @@ def _db_tls(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]
             ),
         ]
     if p.reused_queries_per_s > 0:
-        reused = Measure("tls", part, _arm(src, "tls", part, "TLS"), "no TLS", "reused_server_cpu_us_per_op")
+        arm = _arm(src, "tls", part, TLS["tls 1.3 rsa"])
+        reused = Measure("tls", part, arm, base, TLS.metric("server cpu per reused query"))
         out.insert(
             1,
             Line(
@@ -152,12 +155,12 @@ def _db_tls(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]
 
 
 def _tls_arm(p: Params, src: Mapping[str, Source], part: str) -> tuple[str, str, tuple[str, ...]]:
-    """The arm a database handshake is priced from, the signature it measured, and what was substituted."""
+    """The arm a database handshake is priced from, the key its certificate had, and what was substituted."""
     exp = _need(src, "tls", part)
-    names = {("1.3", "rsa"): "TLS", ("1.3", "ecdsa"): "TLS ECDSA", ("1.2", "rsa"): "TLS 1.2"}
+    names = {(v, k): TLS[f"tls {v} {k}"] for v, k in (("1.3", "rsa"), ("1.3", "ecdsa"), ("1.2", "rsa"))}
     want = names.get((p.tls_version, p.tls_key))
     if want in exp.arms:
-        return want, SIGN[p.tls_key], ()
+        return want, p.tls_key, ()
     # a neighbour: the same version with the other key (signature swapped), else the other version's CPU
     same_version = [(a, k) for (v, k), a in names.items() if v == p.tls_version and a in exp.arms]
     same_key = [(a, k) for (v, k), a in names.items() if k == p.tls_key and a in exp.arms]
@@ -167,131 +170,140 @@ def _tls_arm(p: Params, src: Mapping[str, Source], part: str) -> tuple[str, str,
         if key != p.tls_key
         else "'s CPU (the same cryptography; the round trips are TLS " + p.tls_version + "'s)"
     )
-    return (
-        arm,
-        SIGN[key],
-        (
-            f"TLS {p.tls_version} with {KEY_NAME[p.tls_key]} was not measured on {part}: priced "
-            f"from the '{arm}' arm{how}",
-        ),
-    )
+    why = f"TLS {p.tls_version} with {KEY_NAME[p.tls_key]} was not measured on {part}: priced from the '{arm}' arm{how}"
+    return arm, key, (why,)
 
 
 def _scram(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
     if new_conn <= 0:
         return []
-    exp = _need(src, "auth", "MongoDB")
-    arm = _arm(src, "auth", "MongoDB", p.scram_mechanism)
+    part = AUTH["mongodb"]
+    exp = _need(src, "auth", part)
+    arm = _arm(src, "auth", part, AUTH[f"mechanism {p.scram_mechanism}"])
     cell = _cell(exp, concurrency=_nearest(exp.levels.get("concurrency", {"1"}), p.concurrency))
-    pbkdf2 = {"SCRAM-SHA-256": "pbkdf2_sha256_15000_ms", "SCRAM-SHA-1": "pbkdf2_sha1_10000_ms"}[p.scram_mechanism]
-    driver = "new_connections_per_s x (1 - pooled_share)"
+    base, client = AUTH["no authentication"], AUTH.metric("client cpu per connection")
+    derive = AUTH.primitives(arm, client)  # the client's key derivation (PBKDF2), as the study declares it
     return [
         Line(
             "scram",
             "scram",
             f"{p.scram_mechanism} on new connections",
-            driver,
+            NEW_CONNECTIONS,
             new_conn,
             "connection",
-            (Measure("auth", "MongoDB", arm, "auth off", "server_cpu_us_per_op", cell),),
+            (Measure("auth", part, arm, base, AUTH.metric("server cpu per connection"), cell),),
             SCRAM_RTT,
         ),
         Line(
             "scram_client",
             "scram",
             f"{p.scram_mechanism} key derivation (PBKDF2), on your clients",
-            driver,
+            NEW_CONNECTIONS,
             new_conn,
             "connection",
-            (Measure("auth", "MongoDB", arm, "auth off", "client_cpu_us_per_op", cell, ((pbkdf2, 1),)),),
+            (Measure("auth", part, arm, base, client, cell, derive),),
             side="client",
         ),
     ]
 
 
-def tde_profile(p: Params, src: Mapping[str, Source]) -> str:
-    if p.tde_profile != "auto":
-        return p.tde_profile
-    measured = [k for k in ("4c16g", "8c32g") if src["tde"].experiment(k)]
+def tde_instance(p: Params, src: Mapping[str, Source]) -> str:
+    """The emulated instance whose TDE costs price the line: the one asked for, or the measured one nearest the
+    user's cores."""
+    if p.tde_instance != "auto":
+        return p.tde_instance
+    original = TDE.group("original instances")
+    measured = [k for k in original if src["tde"].experiment(k)]
     if not measured:
-        raise ConfigError(f"{src['tde'].run_dir}: no emulated instance (4c16g, 8c32g) was measured")
+        raise ConfigError(f"{src['tde'].run_dir}: no emulated instance ({', '.join(original)}) was measured")
     return min(measured, key=lambda k: (abs(math.log(int(k[0]) / p.cores)), k))
 
 
 def _tde(p: Params, src: Mapping[str, Source]) -> list[Line]:
     if p.read_only_tps + p.read_write_tps + p.write_only_tps <= 0:
         return []
-    prof = tde_profile(p, src)
-    exp = _need(src, "tde", prof)
+    instance = tde_instance(p, src)
+    exp = _need(src, "tde", instance)
     threads = _nearest(exp.levels.get("threads", {"1"}), p.concurrency)
-    arm = _arm(src, "tde", prof, "encryption on")
+    arm = _arm(src, "tde", instance, TDE["encrypted"])
 
     def m(workload: str) -> Measure:
+        cell = _cell(exp, workload=workload, threads=threads)
         return Measure(
-            "tde",
-            prof,
-            arm,
-            "encryption off",
-            "server_cpu_us_per_op",
-            _cell(exp, workload=workload, threads=threads),
-            pages=True,
+            "tde", instance, arm, TDE["not encrypted"], TDE.metric("server cpu per transaction"), cell, pages=True
         )
 
     workloads = exp.levels.get("workload", set())
-    lines = []
-    need_ro = p.read_only_tps > 0 or (p.read_write_tps > 0 and "oltp_read_write" not in workloads)
-    need_wo = p.write_only_tps > 0 or (p.read_write_tps > 0 and "oltp_read_write" not in workloads)
-    for key, kind, rate, need in (
-        ("read_only", "read-only", p.read_only_tps, need_ro),
-        ("write_only", "write-only", p.write_only_tps, need_wo),
+    lines = [
+        Line(
+            f"tde_{key}",
+            "encryption_at_rest",
+            f"encryption at rest, {kind} transactions",
+            f"{key}_tps",
+            rate,
+            "transaction",
+            (m(f"oltp_{key}"),),
+        )
+        for key, kind, rate in _tde_needs(p, src, instance, workloads)
+        if rate > 0
+    ]
+    if p.read_write_tps > 0:
+        lines.append(_tde_read_write(p, m, workloads))
+    common = (
+        f"the {instance} instance at {threads} thread(s), the measured level nearest your concurrency {p.concurrency}"
+    )
+    return [replace(ln, notes=(*ln.notes, common)) for ln in lines]
+
+
+def _tde_needs(
+    p: Params, src: Mapping[str, Source], instance: str, workloads: set[str]
+) -> list[tuple[str, str, float]]:
+    """The read-only and write-only lines the inputs need (a read-write one not measured needs both), each
+    workload checked to have been measured."""
+    split_rw = p.read_write_tps > 0 and "oltp_read_write" not in workloads
+    needs = []
+    for key, kind, rate in (
+        ("read_only", "read-only", p.read_only_tps),
+        ("write_only", "write-only", p.write_only_tps),
     ):
-        if not need:
-            continue
-        if f"oltp_{key}" not in workloads:
-            raise ConfigError(f"{src['tde'].run_dir}: {prof} did not measure oltp_{key}; name a tde run that did")
-        if rate > 0:
-            lines.append(
-                Line(
-                    f"tde_{key}",
-                    "encryption_at_rest",
-                    f"encryption at rest, {kind} transactions",
-                    f"{key}_tps",
-                    rate,
-                    "transaction",
-                    (m(f"oltp_{key}"),),
+        if rate > 0 or split_rw:
+            if f"oltp_{key}" not in workloads:
+                raise ConfigError(
+                    f"{src['tde'].run_dir}: {instance} did not measure oltp_{key}; name a tde run that did"
                 )
-            )
-    notes: tuple[str, ...] = ()
-    rw: tuple[Measure, ...]
+            needs.append((key, kind, rate))
+    return needs
+
+
+def _tde_read_write(p: Params, m: Callable[[str], Measure], workloads: set[str]) -> Line:
+    """Read-write transactions: measured, or priced as a read-only one plus a write-only one (sysbench's
+    oltp_read_write runs both sets of queries in one transaction)."""
     if "oltp_read_write" in workloads:
-        rw = (m("oltp_read_write"),)
-    else:  # sysbench's read-write transaction is the read-only one's queries and the write-only one's, in one
+        rw, notes = (m("oltp_read_write"),), ()
+    else:
         rw = (m("oltp_read_only"), m("oltp_write_only"))
         notes = (
             "read-write not measured: priced as a read-only transaction plus a write-only one (sysbench's "
             "oltp_read_write runs both sets of queries in one transaction)",
         )
-    if p.read_write_tps > 0:
-        lines.append(
-            Line(
-                "tde_read_write",
-                "encryption_at_rest",
-                "encryption at rest, read-write transactions",
-                "read_write_tps",
-                p.read_write_tps,
-                "transaction",
-                rw,
-                notes=notes,
-            )
-        )
-    common = f"the {prof} profile at {threads} thread(s), the measured level nearest your concurrency {p.concurrency}"
-    return [Line(**{**ln.__dict__, "notes": (*ln.notes, common)}) for ln in lines]
+    return Line(
+        "tde_read_write",
+        "encryption_at_rest",
+        "encryption at rest, read-write transactions",
+        "read_write_tps",
+        p.read_write_tps,
+        "transaction",
+        rw,
+        notes=notes,
+    )
 
 
 def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
     if p.audited_statements_per_s <= 0:
         return []
-    arm = _arm(src, "audit", "audit", p.audit_approach)
+    (part,) = AUDIT.parts
+    arm = _arm(src, "audit", part, p.audit_approach)
+    measure = Measure("audit", part, arm, AUDIT["no audit"], AUDIT.metric("server cpu per query"))
     return [
         Line(
             "audit",
@@ -300,7 +312,7 @@ def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
             "audited_statements_per_s",
             p.audited_statements_per_s,
             "statement",
-            (Measure("audit", "audit", arm, "A: no audit", "server_cpu_us_per_query"),),
+            (measure,),
         )
     ]
 
@@ -308,9 +320,17 @@ def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
 def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
     v, key, rate = p.tls_version, p.tls_key, p.https_requests_per_s
     new, res = p.https_new_share, p.https_resumed_share
+    (part,) = HTTPS.parts
+    cpu = HTTPS.metric("server cpu per request")
+
+    def measured(role: str, baseline: str, primitives: Primitives = ()) -> Measure:
+        return Measure(
+            "https", part, _arm(src, "https", part, HTTPS[role]), HTTPS[baseline], cpu, primitives=primitives
+        )
+
     out = []
     if rate * new > 0:
-        full = _arm(src, "https", "https", f"TLS {v} full, {key.upper()}")
+        full = measured(f"full {v} {key}", "http", full_handshake(key))
         out.append(
             Line(
                 "https_full",
@@ -319,13 +339,12 @@ def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
                 "https_requests_per_s x https_new_share",
                 rate * new,
                 "request",
-                (Measure("https", "https", full, "HTTP", "server_cpu_us_per_op", primitives=((SIGN[key], 1), ECDHE)),),
+                (full,),
                 FULL_RTT[v],
             )
         )
     if rate * res > 0:
-        resumed = _arm(src, "https", "https", f"TLS {v} resumed, {p.resumption}")
-        prims = (ECDHE,) if v == "1.3" else ()  # TLS 1.3 resumes with a fresh ECDHE
+        resumed = measured(f"resumed {v} {p.resumption}", "http", RESUMED_TLS13 if v == "1.3" else ())
         out.append(
             Line(
                 "https_resumed",
@@ -334,13 +353,12 @@ def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
                 "https_requests_per_s x https_resumed_share",
                 rate * res,
                 "request",
-                (Measure("https", "https", resumed, "HTTP", "server_cpu_us_per_op", primitives=prims),),
+                (resumed,),
                 RESUMED_RTT,
             )
         )
     kept = rate * max(0.0, 1 - new - res)
     if kept > 0:
-        keep = _arm(src, "https", "https", "HTTPS keep-alive")
         notes = (
             ("TLS 1.3 keep-alive measured: the cost of encrypting a kept connection's requests",) if v == "1.2" else ()
         )
@@ -352,7 +370,7 @@ def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
                 "https_requests_per_s x (1 - new - resumed shares)",
                 kept,
                 "request",
-                (Measure("https", "https", keep, "HTTP keep-alive", "server_cpu_us_per_op"),),
+                (measured("https keep-alive", "http keep-alive"),),
                 notes=notes,
             )
         )

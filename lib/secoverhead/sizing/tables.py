@@ -61,7 +61,7 @@ _GROUPS = {
         "resumption",
         "scram_mechanism",
         "audit_approach",
-        "tde_profile",
+        "tde_instance",
         "rtt_ms",
     ),
     "hardware": ("cores", "target_utilisation", "calibration_file", "speed"),

@@ -15,13 +15,14 @@ from typing import Any
 import pandas as pd
 
 from secoverhead.core import paths
+from secoverhead.host.calibration import SIGNATURE, full_handshake
 from secoverhead.sizing.costs import Book
 from secoverhead.sizing.estimate import LineResult
 from secoverhead.sizing.interval import Interval
-from secoverhead.sizing.recipes import ECDHE, SIGN
+from secoverhead.sizing.recipes import HTTPS
 from secoverhead.sizing.scaling import reference_us, scale
 
-FULL_RSA = "TLS 1.2 full, RSA"  # the ECDHE-RSA full handshake the NGINX rule is about
+FULL_RSA = HTTPS["full 1.2 rsa"]  # the ECDHE-RSA full handshake the NGINX rule is about
 
 
 def published() -> pd.DataFrame:
@@ -62,17 +63,18 @@ def nginx_handshakes(book: Book, target: Mapping[str, Any], confidence: float) -
     arm (its whole server CPU per request, moved to the user's machine)."""
     if "https" not in book.sources:
         return None
-    exp = book.sources["https"].experiment("https")
+    (part,) = HTTPS.parts
+    exp = book.sources["https"].experiment(part)
     if exp is None or FULL_RSA not in exp.arms:
         return None
-    measured, n = book.level("https", "https", FULL_RSA, "server_cpu_us_per_op", confidence)
+    measured, n = book.level("https", part, FULL_RSA, HTTPS.metric("server cpu per request"), confidence)
     cal = book.sources["https"].calibration
     to = dict(cal) | dict(target)
-    prims = ((SIGN["rsa"], 1), ECDHE)
+    prims = full_handshake("rsa")
     us = [scale(x, cal, to, prims) for x in (measured.point, measured.hi, measured.lo)]
     per_core = Interval(*(1e6 / x if x > 0 else float("inf") for x in us))
     lo, hi, source = _range("full ECDHE-RSA handshakes one core sustains per openssl speed RSA-2048 sign per second")
-    signs = 1e6 / (reference_us(to, SIGN["rsa"]) or float("nan"))
+    signs = 1e6 / (reference_us(to, SIGNATURE["rsa"]) or float("nan"))
     return Thumb(
         "NGINX: full ECDHE-RSA handshakes per core are 45-60 % of `openssl speed` RSA-2048 signs per second",
         source,

@@ -5,7 +5,7 @@ claims (the original's claims on the runs), tables (tables and figures)."""
 
 from __future__ import annotations
 
-from secoverhead.studies.audit.declarations import Params
+from secoverhead.studies.audit.declarations import VOCABULARY, Params
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
 
@@ -17,4 +17,6 @@ def load() -> StudyCode:
     return StudyCode(SPEC, runner.run, claims.claims, tables)
 
 
-SPEC = StudySpec("audit", "05_audit_comparison.ipynb", "Audit approaches compared", "004", Params, load)
+SPEC = StudySpec(
+    "audit", "05_audit_comparison.ipynb", "Audit approaches compared", "004", Params, load, vocabulary=VOCABULARY
+)

@@ -11,6 +11,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
+from secoverhead.studies.protocol.spec import Vocabulary
 
 if TYPE_CHECKING:
     pass
@@ -49,6 +50,15 @@ ARMS = (
     Arm("init_connect + binlog", "init_connect_binlog"),
     Arm("general_log", "general_log"),
     Arm("server_audit", "server_audit"),
+)
+
+
+# The names other code asks for by role (the calculator prices an audit approach from them).
+VOCABULARY = Vocabulary(
+    parts={STUDY: tuple(a.name for a in ARMS)},
+    roles={"no audit": BASELINE},
+    metrics={"server cpu per query": "server_cpu_us_per_query"},
+    groups={"approaches": tuple(a.name for a in ARMS[1:])},
 )
 
 

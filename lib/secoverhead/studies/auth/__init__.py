@@ -5,7 +5,7 @@ claims (the original's claims on the runs), tables (tables and figures)."""
 
 from __future__ import annotations
 
-from secoverhead.studies.auth.declarations import Params
+from secoverhead.studies.auth.declarations import VOCABULARY, Params
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
 
@@ -24,4 +24,5 @@ SPEC = StudySpec(
     "001",
     Params,
     load,
+    vocabulary=VOCABULARY,
 )

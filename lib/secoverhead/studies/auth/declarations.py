@@ -10,9 +10,10 @@ from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.core.paths import SCHEDULER_ENV
-from secoverhead.host.calibration import CryptoBound
+from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
+from secoverhead.studies.protocol.spec import Vocabulary
 
 if TYPE_CHECKING:
     pass
@@ -51,14 +52,14 @@ CRYPTO = (
         "SCRAM-SHA-256 + TLS",
         "SCRAM-SHA-256",
         "server_cpu_us_per_op",
-        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        full_handshake("rsa"),
         "per connection, server",
     ),
     CryptoBound(
         "password + TLS",
         "password",
         "server_cpu_us_per_op",
-        (("rsa2048_sign_us", 1), ("x25519_derive_us", 2)),
+        full_handshake("rsa"),
         "per connection, server",
     ),
 )
@@ -95,6 +96,17 @@ ARMS: dict[str, tuple[Arm, ...]] = {
     ),
     "nonce": (Arm("syscall", "nonce", mechanism="syscall"), Arm("userspace", "nonce", mechanism="userspace")),
 }
+
+
+# The names other code asks for by role (the calculator prices SCRAM from the MongoDB part's mechanisms).
+VOCABULARY = Vocabulary(
+    parts={part: tuple(a.name for a in arms) for part, arms in ARMS.items()},
+    roles={"mongodb": "MongoDB", "no authentication": "auth off"}
+    | {f"mechanism {a.mechanism}": a.name for a in ARMS["MongoDB"] if a.mechanism and not a.tls and not a.pooled},
+    metrics={"server cpu per connection": "server_cpu_us_per_op", "client cpu per connection": "client_cpu_us_per_op"},
+    groups={"mechanisms": tuple(a.mechanism for a in ARMS["MongoDB"] if a.mechanism and not a.tls and not a.pooled)},
+    crypto=CRYPTO,
+)
 
 
 @dataclass

@@ -5,7 +5,7 @@ claims (the original's claims on the runs), tables (tables and figures)."""
 
 from __future__ import annotations
 
-from secoverhead.studies.https.declarations import Params
+from secoverhead.studies.https.declarations import VOCABULARY, Params
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
 
 
@@ -17,4 +17,6 @@ def load() -> StudyCode:
     return StudyCode(SPEC, runner.run, claims.claims, tables)
 
 
-SPEC = StudySpec("https", "04_https_handshake.ipynb", "HTTPS vs HTTP under load", "003", Params, load)
+SPEC = StudySpec(
+    "https", "04_https_handshake.ipynb", "HTTPS vs HTTP under load", "003", Params, load, vocabulary=VOCABULARY
+)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.params import param
-from secoverhead.host.calibration import CryptoBound
+from secoverhead.host.calibration import RESUMED_TLS13, SIGNATURE, CryptoBound, full_handshake
 from secoverhead.studies.protocol.params import StudyParams
+from secoverhead.studies.protocol.spec import Vocabulary
 
 if TYPE_CHECKING:
     pass
@@ -49,11 +50,11 @@ class Arm:
 ARMS = (
     Arm(BASELINE, "rsa", "ab", None),
     Arm("HTTP keep-alive", "rsa", "wrk", None, keepalive=True),
-    Arm(FULL, "rsa", "ab", "TLSv1.2", signature="rsa2048_sign_us"),
-    Arm("TLS 1.2 full, ECDSA", "ecdsa", "ab", "TLSv1.2", signature="ecdsa_p256_sign_us"),
-    Arm("TLS 1.3 full, RSA", "rsa", "ab", "TLSv1.3", signature="rsa2048_sign_us"),
-    Arm("TLS 1.3 full, ECDSA", "ecdsa", "ab", "TLSv1.3", signature="ecdsa_p256_sign_us"),
-    Arm("TLS 1.2 full, RSA (s_time)", "rsa", "s_time", "TLSv1.2", signature="rsa2048_sign_us"),
+    Arm(FULL, "rsa", "ab", "TLSv1.2", signature=SIGNATURE["rsa"]),
+    Arm("TLS 1.2 full, ECDSA", "ecdsa", "ab", "TLSv1.2", signature=SIGNATURE["ecdsa"]),
+    Arm("TLS 1.3 full, RSA", "rsa", "ab", "TLSv1.3", signature=SIGNATURE["rsa"]),
+    Arm("TLS 1.3 full, ECDSA", "ecdsa", "ab", "TLSv1.3", signature=SIGNATURE["ecdsa"]),
+    Arm("TLS 1.2 full, RSA (s_time)", "rsa", "s_time", "TLSv1.2", signature=SIGNATURE["rsa"]),
     Arm("TLS 1.2 resumed, session cache", "cache", "s_time", "TLSv1.2", resume=True),
     Arm("TLS 1.2 resumed, ticket", "tickets", "s_time", "TLSv1.2", resume=True),
     Arm("TLS 1.3 resumed, session cache", "cache", "s_time", "TLSv1.3", resume=True),
@@ -70,23 +71,37 @@ SERVERS = {
 }
 
 
-_FULL_RSA = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))  # a signature, an X25519 key made and derived
-
-
-_FULL_ECDSA = (("ecdsa_p256_sign_us", 1), ("x25519_derive_us", 2))
-
-
 CRYPTO = tuple(
     CryptoBound(arm, BASELINE, "server_cpu_us_per_op", prims, "per request")
     for arm, prims in (
-        (FULL, _FULL_RSA),
-        ("TLS 1.2 full, ECDSA", _FULL_ECDSA),
-        ("TLS 1.3 full, RSA", _FULL_RSA),
-        ("TLS 1.3 full, ECDSA", _FULL_ECDSA),
-        ("TLS 1.3 resumed, session cache", (("x25519_derive_us", 2),)),  # TLS 1.3 resumes with a fresh ECDHE
-        ("TLS 1.3 resumed, ticket", (("x25519_derive_us", 2),)),
+        (FULL, full_handshake("rsa")),
+        ("TLS 1.2 full, ECDSA", full_handshake("ecdsa")),
+        ("TLS 1.3 full, RSA", full_handshake("rsa")),
+        ("TLS 1.3 full, ECDSA", full_handshake("ecdsa")),
+        ("TLS 1.3 resumed, session cache", RESUMED_TLS13),
+        ("TLS 1.3 resumed, ticket", RESUMED_TLS13),
         ("TLS 1.2 resumed, session cache", ()),
     )
+)
+
+
+# The names other code asks for by role: "full 1.3 rsa", "resumed 1.2 ticket", ... (the calculator prices HTTPS
+# from them, the rule of thumb reads the full ECDHE-RSA handshake).
+VOCABULARY = Vocabulary(
+    parts={STUDY: tuple(a.name for a in ARMS)},
+    roles={"http": BASELINE, "http keep-alive": "HTTP keep-alive", "https keep-alive": "HTTPS keep-alive"}
+    | {
+        f"full {a.tls[-3:]} {'rsa' if a.signature == SIGNATURE['rsa'] else 'ecdsa'}": a.name
+        for a in ARMS
+        if a.signature and a.tool == "ab"
+    }
+    | {
+        f"resumed {a.tls[-3:]} {'ticket' if a.server == 'tickets' else 'session cache'}": a.name
+        for a in ARMS
+        if a.resume
+    },
+    metrics={"server cpu per request": "server_cpu_us_per_op"},
+    crypto=CRYPTO,
 )
 
 

@@ -116,28 +116,35 @@ def run_parts(
     parts: dict[str, Part] = {}
     for i, name in enumerate(names):
         with contextlib.ExitStack() as stack:
-            pp = plan(name, stack)
-            exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
-            environment = host() | pp.conditions  # this machine's, then what the study knows of its servers
-            judge = None
-            if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
-                judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions)
-            ResultStore(p.results_dir(), exp_id).update_metadata(conditions=environment)  # before any run
-            plan = dataclasses.replace(
-                experiment_plan(p, exp_id, pp.arms, pp.factors),
-                design=p.part_design(name),
-                max_seconds=budget.share(weights[i], sum(weights[i:])),
-                outlier=pp.outlier,
-            )
-            about = {"study": study, "servers": pp.facts, "calibration": cal}
-            store = run_experiment(
-                p, plan, measure=pp.measure, about=about, judge=judge, profiling=_profiling(p, pp, exp_id)
-            )
-            extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
-            kept = {k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
-            store.update_metadata(notes=pp.notes, extra_keys=sorted(kept), **kept)
-            parts[name] = Part(name, store, pp.arms, pp.facts, pp.notes, extras)
+            part_plan = plan(name, stack)
+            share = budget.share(weights[i], sum(weights[i:]))
+            parts[name] = _run_part(p, study, name, part_plan, cal, share)
     return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS))
+
+
+def _run_part(p: StudyParams, study: str, name: str, pp: PartPlan, cal: Mapping[str, Any], seconds: float) -> Part:
+    """One part, its servers up: its conditions recorded before any run, its claims screened by their
+    preconditions, its experiment run within its share of the budget, its extras kept."""
+    exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+    environment = host() | pp.conditions  # this machine's, then what the study knows of its servers
+    judge = None
+    if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
+        judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions)
+    ResultStore(p.results_dir(), exp_id).update_metadata(conditions=environment)  # before any run
+    exp_plan = dataclasses.replace(
+        experiment_plan(p, exp_id, pp.arms, pp.factors),
+        design=p.part_design(name),
+        max_seconds=seconds,
+        outlier=pp.outlier,
+    )
+    about = {"study": study, "servers": pp.facts, "calibration": cal}
+    store = run_experiment(
+        p, exp_plan, measure=pp.measure, about=about, judge=judge, profiling=_profiling(p, pp, exp_id)
+    )
+    extras = {"calibration": cal, **pp.extras, **(pp.finish(store) if pp.finish else {})}
+    kept = {k: v for k, v in extras.items() if k != "calibration" and _plain(v)}
+    store.update_metadata(notes=pp.notes, extra_keys=sorted(kept), **kept)
+    return Part(name, store, pp.arms, pp.facts, pp.notes, extras)
 
 
 def _profiling(p: StudyParams, pp: PartPlan, exp_id: str) -> Profiling | None:

@@ -6,7 +6,7 @@ claims (the original's claims on the runs), tables (tables and figures)."""
 from __future__ import annotations
 
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
-from secoverhead.studies.tde.declarations import Params
+from secoverhead.studies.tde.declarations import VOCABULARY, Params
 
 
 def load() -> StudyCode:
@@ -17,4 +17,6 @@ def load() -> StudyCode:
     return StudyCode(SPEC, runner.run, claims.claims, tables, cross_claims=claims.cross_claims)
 
 
-SPEC = StudySpec("tde", "03_tde_impact.ipynb", "Transparent data encryption impact", "002", Params, load)
+SPEC = StudySpec(
+    "tde", "03_tde_impact.ipynb", "Transparent data encryption impact", "002", Params, load, vocabulary=VOCABULARY
+)

@@ -13,7 +13,7 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host
 from secoverhead.studies.protocol.judging import study_verdicts
 from secoverhead.studies.tde.declarations import OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
-from secoverhead.studies.tde.instances import PROFILES, iops_limits
+from secoverhead.studies.tde.instances import EMULATED, iops_limits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -171,20 +171,20 @@ RULES = (  # words, metrics, readings and preconditions: data/claims/registry.ya
 
 
 def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[ClaimVerdict]:
-    """The original's conclusions on one profile's runs, each on TPS as the original measured it (the capacity
+    """The original's conclusions on one instance's runs, each on TPS as the original measured it (the capacity
     loss beside, see BOUND_NOTE)."""
     if not len(runs) or "threads" not in runs or runs["arm"].nunique() < 2:
         return []
     return judge(RULES, runs, alpha, part=name)
 
 
-def environment_conditions(p: Any, profile: str) -> dict[str, Any]:
+def environment_conditions(p: Any, instance: str) -> dict[str, Any]:
     """An emulated instance: its CPU quota, what the servers of a duet leave the clients of the host's cores (the
     quota asked is the quota got only while the sum fits), whether writes queue at the disk's limit."""
-    prof = PROFILES.get(profile)
+    prof = EMULATED.get(instance)
     if prof is None:  # a user's own server: its cores and disk are not visible from here
         return {"host_cores": None, "kernel_version": None}
-    at_once = 2 if p.part_design(profile) == "duet" else 1
+    at_once = 2 if p.part_design(instance) == "duet" else 1
     return {
         "server_cpu_room_cores": prof.cores,
         "cores_left_for_clients": round(host()["host_cores"] - at_once * prof.cores, 3),
@@ -192,11 +192,11 @@ def environment_conditions(p: Any, profile: str) -> dict[str, Any]:
     }
 
 
-def baseline_conditions(p: Any, profile: str, runs: pd.DataFrame) -> dict[str, Any]:
+def baseline_conditions(p: Any, instance: str, runs: pd.DataFrame) -> dict[str, Any]:
     """The plain server's regime: its CPU against its quota (the highest cell), and its read IOPS against the
     limit at the most threads (the highest workload): whether it is bound by the disk where the original's
     many-thread mechanism acts."""
-    reads = iops_limits(p.emulate_iops, PROFILES.get(profile))[0]
+    reads = iops_limits(p.emulate_iops, EMULATED.get(instance))[0]
     share = highest_cell(runs, "server_cpu_pct_of_limit", ["workload", "threads"])
     most = runs[runs["threads"] == runs["threads"].max()] if len(runs) and "threads" in runs else runs
     iops = highest_cell(most, "iops_read", ["workload"])

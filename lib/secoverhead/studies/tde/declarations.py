@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
-from secoverhead.studies.tde.instances import PROFILES
+from secoverhead.studies.protocol.spec import Vocabulary
+from secoverhead.studies.tde.instances import EMULATED, ORIGINAL
 
 STUDY = "tde"
 
@@ -21,6 +23,15 @@ OFF, ON = "encryption off", "encryption on"
 
 
 ARMS = (OFF, ON)
+
+
+# The names other code asks for by role (the calculator prices encryption at rest from them).
+VOCABULARY = Vocabulary(
+    parts=dict.fromkeys(EMULATED, ARMS),
+    roles={"not encrypted": OFF, "encrypted": ON},
+    metrics={"server cpu per transaction": "server_cpu_us_per_op", "transactions per second": "tps"},
+    groups={"original instances": tuple(ORIGINAL)},
+)
 
 
 WRITE_HEAVY = ("oltp_write_only", "oltp_update_index", "oltp_update_non_index", "oltp_insert")
@@ -66,17 +77,18 @@ PLANS = (
 @dataclass
 class Params(StudyParams, ExternalMySQLParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
+    RENAMED: ClassVar[dict[str, str]] = {"profiles": "instances", "interleaved_profiles": "interleaved_instances"}
     AA_CELLS = ("workload", "threads")  # each workload and thread count its own noise floor
     repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
     min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
     warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
     experiment_id: str = param("tde", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-    profiles: list[str] = param(["4c16g"], "emulated instance profiles", choices=tuple(PROFILES), items=(1, 3))
-    interleaved_profiles: list[str] = param(
+    instances: list[str] = param(["4c16g"], "emulated instances", choices=tuple(EMULATED), items=(1, 3))
+    interleaved_instances: list[str] = param(
         [],
-        "profiles whose arms take turns even under design duet: a duet of two servers at their quotas must leave "
+        "instances whose arms take turns even under design duet: a duet of two servers at their quotas must leave "
         "the host room for both clients, or the instance is not the one declared",
-        choices=tuple(PROFILES),
+        choices=tuple(EMULATED),
         items=(0, 3),
     )
     workloads: list[str] = param(
@@ -88,13 +100,13 @@ class Params(StudyParams, ExternalMySQLParams):
     run_seconds: int = param(2, "seconds per sysbench run (the original: 60)", min=1, max=3600)
     data_disk: str = param(
         "ram",
-        "where the servers' data lives: ram (a RAM-backed disk, throttled to the profile's IOPS: a local SSD's "
+        "where the servers' data lives: ram (a RAM-backed disk, throttled to the instance's IOPS: a local SSD's "
         "latency, not a shared virtual disk's erratic fsyncs) or local (this machine's disk)",
         choices=("ram", "local"),
     )
     emulate_iops: str = param(
         "reads",
-        "limit the profiles' IOPS (scaled like their cores) with cgroup blkio: reads, both (reads and writes; "
+        "limit the instances' IOPS (scaled like their cores) with cgroup blkio: reads, both (reads and writes; "
         "throttled writes stall the filesystem journal here), or off",
         choices=("reads", "both", "off"),
     )
@@ -123,7 +135,7 @@ class Params(StudyParams, ExternalMySQLParams):
         return [self.user_mysql()] if self.mysql_host else []
 
     def part_design(self, part: str) -> str:
-        return "interleaved" if part in self.interleaved_profiles else self.design
+        return "interleaved" if part in self.interleaved_instances else self.design
 
     def check_clients(self) -> None:
         from secoverhead.workloads.sysbench import Sysbench  # deferred, as in user_mysql
@@ -144,7 +156,7 @@ class Params(StudyParams, ExternalMySQLParams):
         return [OFF, aa_copy(OFF)] if self.aa else list(ARMS)
 
     def part_names(self) -> list[str]:
-        return ["external"] if self.mysql_host else list(self.profiles)
+        return ["external"] if self.mysql_host else list(self.instances)
 
     def planned_runs(self) -> int:
         arms = 1 if self.mysql_host else 2

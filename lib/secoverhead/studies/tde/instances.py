@@ -34,13 +34,13 @@ class Instance:
         )
 
 
-# The original's instances: declared once; the profiles below and the mechanism's prediction read them.
+# The original's instances: declared once; the emulated instances below and the mechanism's prediction read them.
 ORIGINAL = {"4c16g": Instance(4, 16, 12, 7000), "8c32g": Instance(8, 32, 24, 12000)}
 ORIGINAL_THREADS = (1, 128)
 
 
 @dataclass(frozen=True)
-class Profile:
+class Emulated:
     name: str
     cores: float  # emulated: CPU quota on this machine
     data_to_buffer_pool: float | None  # None: the data fits in the buffer pool (in-memory)
@@ -48,24 +48,24 @@ class Profile:
     original: str
 
 
-def emulated(name: str, inst: Instance) -> Profile:
+def emulated(name: str, inst: Instance) -> Emulated:
     """The original's instance on this machine: its cores and IOPS scaled by SCALE, its data-to-buffer-pool
     ratio kept."""
-    return Profile(name, inst.cores * SCALE, DATA_GB / inst.buffer_pool_gb, round(inst.iops * SCALE), inst.describe())
+    return Emulated(name, inst.cores * SCALE, DATA_GB / inst.buffer_pool_gb, round(inst.iops * SCALE), inst.describe())
 
 
-PROFILES = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {
-    "in-memory": Profile(
+EMULATED = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {
+    "in-memory": Emulated(
         "in-memory", 8 * SCALE, None, None, "not in the original: data fits in the buffer pool (CPU cost only)"
     ),
 }
 
 
-def iops_limits(emulate: str, profile: Profile | None) -> tuple[int | None, int | None]:
-    """(read, write) IOPS limits of a profile under the emulation chosen (emulate_iops: off, reads, both)."""
-    if profile is None or not profile.iops or emulate == "off":
+def iops_limits(emulate: str, instance: Emulated | None) -> tuple[int | None, int | None]:
+    """(read, write) IOPS limits of an instance under the emulation chosen (emulate_iops: off, reads, both)."""
+    if instance is None or not instance.iops or emulate == "off":
         return None, None
-    return profile.iops, profile.iops if emulate == "both" else None
+    return instance.iops, instance.iops if emulate == "both" else None
 
 
 def _data_bytes(db: Any, database: str = "sbtest") -> int:
@@ -81,22 +81,22 @@ def _data_bytes(db: Any, database: str = "sbtest") -> int:
         conn.close()
 
 
-def buffer_pool_target(data_bytes: list[int], profile: Profile) -> int:
-    """One buffer pool size for every arm of a profile, from the mean of their data sizes: the original's
-    data-to-buffer-pool ratio (or twice the data for the in-memory profile), at least InnoDB's 6 MiB floor.
+def buffer_pool_target(data_bytes: list[int], instance: Emulated) -> int:
+    """One buffer pool size for every arm of an emulated instance, from the mean of their data sizes: the original's
+    data-to-buffer-pool ratio (or twice the data for the in-memory instance), at least InnoDB's 6 MiB floor.
     One size, because the arms must differ only in encryption: sized from each server's own data (whose
     information_schema size differs by up to 1.5 % between identical loads), the 8c32g pools differed by 1-2 MiB
     in 6 of 11 quick runs, and the server with the smaller pool read 0.6-3.9 % more pages per transaction."""
     data = sum(data_bytes) / len(data_bytes)
-    target = 2 * data + (16 << 20) if profile.data_to_buffer_pool is None else data / profile.data_to_buffer_pool
+    target = 2 * data + (16 << 20) if instance.data_to_buffer_pool is None else data / instance.data_to_buffer_pool
     return max(int(target), 6 << 20)
 
 
-def _size_buffer_pools(dbs: dict[str, Any], profile: Profile) -> dict[str, dict[str, Any]]:
+def _size_buffer_pools(dbs: dict[str, Any], instance: Emulated) -> dict[str, dict[str, Any]]:
     """Resize every arm's buffer pool online to one size (buffer_pool_target), write out what the change
     dirtied, and report what took, per arm."""
     data = {arm: _data_bytes(db) for arm, db in dbs.items()}
-    target = buffer_pool_target(list(data.values()), profile)
+    target = buffer_pool_target(list(data.values()), instance)
     out = {}
     for arm, db in dbs.items():
         effective = db.set_buffer_pool(target)
@@ -111,7 +111,7 @@ def _size_buffer_pools(dbs: dict[str, Any], profile: Profile) -> dict[str, dict[
 
 
 EMULATION_NOTE = (
-    "instance types cannot be reproduced on 2 shared cores: each profile is a CPU quota, a read-IOPS limit (both "
+    "instance types cannot be reproduced on 2 shared cores: each instance is a CPU quota, a read-IOPS limit (both "
     f"the original's scaled by {SCALE:g}) and a buffer pool keeping its data-to-buffer-pool ratio. The data lives "
     "on a RAM-backed disk (data_disk: ram) throttled by cgroup blkio: closer to RDS local SSD latency than this "
     "VM's shared virtual disk, whose erratic fsyncs made write throughput vary several-fold between runs. Writes "

@@ -26,7 +26,7 @@ MECHANISM = (
 
 
 def ceilings(result: StudyResult) -> pd.DataFrame:
-    """Each emulated profile's limits and the ceilings measured under them: the highest TPS and IOPS any cell
+    """Each emulated instance's limits and the ceilings measured under them: the highest TPS and IOPS any cell
     reached (medians over its runs), and the CPU share of the limit there."""
 
     rows = []
@@ -44,7 +44,7 @@ def ceilings(result: StudyResult) -> pd.DataFrame:
             top = g["tps"].idxmax()
             rows.append(
                 {
-                    "profile": part.name,
+                    "instance": part.name,
                     "CPU limit (cores)": facts.get("cpu_limit_cores"),
                     "IOPS limit (read / write)": f"{facts.get('iops_limit_read') or 'none'} / "
                     f"{facts.get('iops_limit_write') or 'none'}",
@@ -174,7 +174,7 @@ MODEL_ASSUMPTIONS = (
 
 
 def predict(part: Part) -> pd.DataFrame:
-    """Predicted TPS loss and CPU rise with TDE on the original's instance of this profile, per workload, at one
+    """Predicted TPS loss and CPU rise with TDE on the original's instance this one emulates, per workload, at one
     thread and at many, beside the published conclusions."""
 
     if part.name not in ORIGINAL:

@@ -1,4 +1,4 @@
-"""TDE study: servers with encryption off and on, each profile applied, sysbench, the write-back."""
+"""TDE study: servers with encryption off and on, each instance applied, sysbench, the write-back."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from secoverhead.servers.mariadb import BENCH_DATABASE
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
 from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
-from secoverhead.studies.tde.instances import PROFILES, Profile, Target, _size_buffer_pools, iops_limits
+from secoverhead.studies.tde.instances import EMULATED, Emulated, Target, _size_buffer_pools, iops_limits
 from secoverhead.workloads import server_status
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -35,21 +35,21 @@ def _options(p: Params) -> dict[str, dict[int, Any]]:
     }
 
 
-def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict, list[str], Profile]:
+def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict, list[str], Emulated]:
     """The user's server as one arm (its encryption state), with the sysbench tables prepared if absent."""
 
     ext = stack.enter_context(p.user_mysql())
     sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
     created = sb.prepare(opts[p.workloads[0]][p.threads[0]])
     arm = f"encryption {p.mysql_encryption}"
-    profile = Profile("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
+    instance = Emulated("external", float("nan"), None, None, p.mysql_instance_class or "as named by the user")
     notes = [
         f"external server, one arm ({arm}); sysbench tables {'prepared in' if created else 'found in'} "
         f"{p.mysql_database}. To compare, run again against the server in the other state and use "
         "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
     ]
     target = Target(sb, None, lambda: ext.endpoint.connect(tls=p.mysql_tls))
-    return {arm: target}, {"mysql": ext.describe()}, notes, profile
+    return {arm: target}, {"mysql": ext.describe()}, notes, instance
 
 
 def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
@@ -69,12 +69,12 @@ def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
 
 
 def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict[str, Any]]:
-    """One server per arm, loaded with identical data and flushed; the profiles take turns on them. The data
+    """One server per arm, loaded with identical data and flushed; the instances take turns on them. The data
     load runs on both servers at once, with their limits lifted: the limits emulate an instance for the
     measurement, and loading under a 0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
 
-    first = PROFILES[p.profiles[0]]
-    iops = iops_limits(p.emulate_iops, next((PROFILES[n] for n in p.profiles if PROFILES[n].iops), first))
+    first = EMULATED[p.instances[0]]
+    iops = iops_limits(p.emulate_iops, next((EMULATED[n] for n in p.instances if EMULATED[n].iops), first))
     targets, disk = {}, {}
     for arm in p.arm_names():
         base, disk = _disk(p, stack)
@@ -111,17 +111,17 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Targ
     return targets, disk
 
 
-def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any]) -> tuple[dict, list[str], Profile]:
-    """Put the servers under a profile's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
-    profile = PROFILES[name]
+def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any]) -> tuple[dict, list[str], Emulated]:
+    """Put the servers under a instance's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
+    instance = EMULATED[name]
     facts, notes = {"data disk": disk}, [f"data on {disk['data_disk']}"]
     for t in targets.values():
         db = t.db
         if db.limiter is not None and db.limiter.group is not None:
-            db.limiter.set(profile.cores)
+            db.limiter.set(instance.cores)
         if db.io_limiter is not None:
-            db.io_limiter.set(*iops_limits(p.emulate_iops, profile))
-    pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, profile)
+            db.io_limiter.set(*iops_limits(p.emulate_iops, instance))
+    pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, instance)
     for arm, t in targets.items():
         sizing = pools[arm]
         facts[f"mysql {arm} (MariaDB, {name})"] = t.db.describe() | {"buffer_pool_sizing": sizing}
@@ -132,10 +132,10 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         )
     notes.append("one buffer pool size for every arm, from their mean data size: the arms differ only in encryption")
     limit = next(v for k, v in facts.items() if k.startswith("mysql"))
-    reads, writes = iops_limits(p.emulate_iops, profile)
+    reads, writes = iops_limits(p.emulate_iops, instance)
     io = reads and limit.get("iops_limit_method", "").startswith("cgroup")
     notes.append(
-        f"emulates {name} ({profile.original}) with a CPU limit of {limit.get('cpu_limit_cores', profile.cores):g} "
+        f"emulates {name} ({instance.original}) with a CPU limit of {limit.get('cpu_limit_cores', instance.cores):g} "
         f"cores ({limit.get('cpu_limit_method')})"
         + (
             f", {reads} read{' and write' if writes else ''} IOPS ({limit.get('iops_limit_method')})"
@@ -144,7 +144,7 @@ def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any
         )
         + " and the buffer pool above"
     )
-    return facts, notes, profile
+    return facts, notes, instance
 
 
 PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
@@ -206,7 +206,7 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
     }
 
 
-def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
+def _measure(p: Params, targets: dict[str, Any], instance: Emulated, opts):
     def measure(arm: str, factors: dict) -> Measurement:
         sb, db, connect = targets[arm]
         before = server_status.snapshot(connect)
@@ -217,11 +217,11 @@ def _measure(p: Params, targets: dict[str, Any], profile: Profile, opts):
             m.metrics["iops_read"] = (r - io0[0]) / m.metrics["duration_s"]
             m.metrics["iops_write"] = (w - io0[1]) / m.metrics["duration_s"]
         if db is not None and p.write_back and "server_cpu_total_s" in m.metrics:
-            _charge(m.metrics, _write_back(db, p.tables, iops_limits(p.emulate_iops, profile)))
+            _charge(m.metrics, _write_back(db, p.tables, iops_limits(p.emulate_iops, instance)))
         after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
         m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
-        if "server_cpu_cores" in m.metrics and math.isfinite(profile.cores):
-            m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / profile.cores * 100
+        if "server_cpu_cores" in m.metrics and math.isfinite(instance.cores):
+            m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / instance.cores * 100
         return m
 
     return measure
@@ -234,13 +234,13 @@ def run(p: Params) -> StudyResult:
 
         def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
             if name == "external":
-                targets, facts, notes, profile = _external(p, opts, stack)
+                targets, facts, notes, instance = _external(p, opts, stack)
             else:
                 targets = shared
-                facts, notes, profile = _apply(p, name, targets, disk)
+                facts, notes, instance = _apply(p, name, targets, disk)
             return PartPlan(
                 arms=list(targets),
-                measure=_measure(p, targets, profile, opts),
+                measure=_measure(p, targets, instance, opts),
                 facts=facts,
                 notes=notes,
                 factors={"workload": p.workloads, "threads": p.threads},
@@ -250,7 +250,7 @@ def run(p: Params) -> StudyResult:
                 baseline_conditions=functools.partial(baseline_conditions, p),
                 profile_factors=[{"workload": p.workloads[0], "threads": max(p.threads)}],
                 ops_metric="transactions",
-                extras={"profile": profile},
+                extras={"instance": instance},
                 outlier=("tps", STALL_LOG),
             )
 

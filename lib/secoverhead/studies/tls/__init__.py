@@ -6,7 +6,7 @@ claims (the original's claims on the runs), tables (tables and figures)."""
 from __future__ import annotations
 
 from secoverhead.studies.protocol.spec import StudyCode, StudySpec
-from secoverhead.studies.tls.declarations import Params
+from secoverhead.studies.tls.declarations import VOCABULARY, Params
 
 
 def load() -> StudyCode:
@@ -17,4 +17,12 @@ def load() -> StudyCode:
     return StudyCode(SPEC, runner.run, claims.claims, tables)
 
 
-SPEC = StudySpec("tls", "01_tls_overhead.ipynb", "TLS overhead on connections: MongoDB and MySQL", "000", Params, load)
+SPEC = StudySpec(
+    "tls",
+    "01_tls_overhead.ipynb",
+    "TLS overhead on connections: MongoDB and MySQL",
+    "000",
+    Params,
+    load,
+    vocabulary=VOCABULARY,
+)

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.params import param
-from secoverhead.host.calibration import CryptoBound
+from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.network import available
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
+from secoverhead.studies.protocol.spec import Vocabulary
 
 if TYPE_CHECKING:
     pass
@@ -44,13 +45,16 @@ class Arm:
     extra: bool = False  # only with extra_arms
 
 
+TLS13_RSA, TLS13_ECDSA, TLS12_RSA = "TLS", "TLS ECDSA", "TLS 1.2"
+
+
 ARMS: dict[str, tuple[Arm, ...]] = {
-    "MongoDB": (Arm(BASELINE, "rsa", False), Arm("TLS", "rsa", True), Arm("TLS ECDSA", "ecdsa", True, extra=True)),
+    "MongoDB": (Arm(BASELINE, "rsa", False), Arm(TLS13_RSA, "rsa", True), Arm(TLS13_ECDSA, "ecdsa", True, extra=True)),
     "MySQL": (
         Arm(BASELINE, "rsa", False),
-        Arm("TLS", "rsa", True),
-        Arm("TLS ECDSA", "ecdsa", True, extra=True),
-        Arm("TLS 1.2", "tls12", True, extra=True),
+        Arm(TLS13_RSA, "rsa", True),
+        Arm(TLS13_ECDSA, "ecdsa", True, extra=True),
+        Arm(TLS12_RSA, "tls12", True, extra=True),
     ),
 }
 
@@ -108,17 +112,31 @@ ROUND_TRIPS: dict[str, dict[str, int]] = {
 }
 
 
-# A full TLS 1.3 handshake on the server: one signature with the certificate's key, an X25519 key made and
-# derived (ECDHE). Priced with OpenSSL's speed; FerretDB uses Go's crypto, so on MongoDB it is an estimate.
-_RSA_HANDSHAKE = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))
-
-
-_ECDSA_HANDSHAKE = (("ecdsa_p256_sign_us", 1), ("x25519_derive_us", 2))
-
-
+# A full handshake on the server, priced with OpenSSL's speed; FerretDB uses Go's crypto, so on MongoDB it is an
+# estimate.
 CRYPTO = tuple(
-    CryptoBound(arm, BASELINE, "connection_server_cpu_us_per_op", prims, "per connection")
-    for arm, prims in (("TLS", _RSA_HANDSHAKE), ("TLS ECDSA", _ECDSA_HANDSHAKE), ("TLS 1.2", _RSA_HANDSHAKE))
+    CryptoBound(arm, BASELINE, "connection_server_cpu_us_per_op", full_handshake(key), "per connection")
+    for arm, key in ((TLS13_RSA, "rsa"), (TLS13_ECDSA, "ecdsa"), (TLS12_RSA, "rsa"))
+)
+
+
+# The names other code asks for by role (the calculator prices a database's TLS from them).
+VOCABULARY = Vocabulary(
+    parts={part: tuple(a.name for a in arms) for part, arms in ARMS.items()} | {RTT_PART: (BASELINE, TLS13_RSA)},
+    roles={
+        "mongodb": "MongoDB",
+        "mysql": "MySQL",
+        "no tls": BASELINE,
+        "tls 1.3 rsa": TLS13_RSA,
+        "tls 1.3 ecdsa": TLS13_ECDSA,
+        "tls 1.2 rsa": TLS12_RSA,
+    },
+    metrics={
+        "server cpu per connection": "connection_server_cpu_us_per_op",
+        "client cpu per connection": "connection_client_cpu_us_per_op",
+        "server cpu per reused query": "reused_server_cpu_us_per_op",
+    },
+    crypto=CRYPTO,
 )
 
 
