@@ -181,7 +181,7 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
 
 
 def figure_overlaps(notebook: Path) -> list[str]:
-    """Labels that overlapped in any figure of an executed report (recorded by plots.show as it drew them)."""
+    """Labels that overlapped in any figure of an executed report (recorded by display.show as it drew them)."""
     nb = json.loads(notebook.read_text())
     return [
         clash

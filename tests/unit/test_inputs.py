@@ -12,7 +12,7 @@ import pytest
 from secoverhead.app import cli
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import Unreadable, read_bounded, read_json
-from secoverhead.core.params import read_file, show
+from secoverhead.core.params import bounded_repr, read_file
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
@@ -67,8 +67,8 @@ def test_a_deep_or_long_p_value_is_one_line(capsys, tmp_path):
 
 def test_errors_show_a_bounded_value():
     value = [[["x" * 10_000] * 1000] * 1000] * 1000  # shared references: a billion cells under repr()
-    assert len(show(value)) < 200
-    assert len(show("y" * 1_000_000)) < 100
+    assert len(bounded_repr(value)) < 200
+    assert len(bounded_repr("y" * 1_000_000)) < 100
 
 
 def test_reading_from_a_reports_tree_is_bounded(tmp_path):

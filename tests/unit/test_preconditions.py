@@ -156,8 +156,12 @@ def test_versions_compare_element_by_element_and_kinds_never_mix():
     assert pre.holds("below", (5, 4), (5, 18)) and not pre.holds("below", (6, 1), (5, 18))
     assert pre.holds("at_least", True, 1) is None and pre.holds("at_least", "2", 1) is None
     assert pre.holds("at_least", float("nan"), 1) is None
-    assert pre.show((6, 1)) == "6.1" and pre.show(0.6, "cores") == "0.6 cores" and pre.show(0.42, "share") == "42 %"
-    assert pre.show(1587.4, "us") == "1,587 us"
+    assert (
+        pre.condition_text((6, 1)) == "6.1"
+        and pre.condition_text(0.6, "cores") == "0.6 cores"
+        and pre.condition_text(0.42, "share") == "42 %"
+    )
+    assert pre.condition_text(1587.4, "us") == "1,587 us"
 
 
 @pytest.mark.parametrize(

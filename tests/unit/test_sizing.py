@@ -30,39 +30,39 @@ RSA = (("rsa2048_sign_us", 1),)
 # -- scaling ------------------------------------------------------------------------------------------------
 def test_a_cost_that_is_one_signature_moves_with_the_signature_alone():
     you = M | {"rsa2048_sign_us": 200.0, "python_loop_ms": 75.0}
-    assert scaling.scale(100.0, M, you, RSA) == pytest.approx(200.0)
+    assert scaling.rescale(100.0, M, you, RSA) == pytest.approx(200.0)
 
 
 def test_the_rest_moves_with_the_fixed_loop():
     you = M | {"rsa2048_sign_us": 200.0, "python_loop_ms": 75.0}  # general factor 1.5
-    assert scaling.scale(150.0, M, you, RSA) == pytest.approx(200.0 + 50.0 * 1.5)
-    assert scaling.scale(50.0, M, you) == pytest.approx(75.0)  # no cryptography: all general
+    assert scaling.rescale(150.0, M, you, RSA) == pytest.approx(200.0 + 50.0 * 1.5)
+    assert scaling.rescale(50.0, M, you) == pytest.approx(75.0)  # no cryptography: all general
 
 
 def test_each_primitive_by_its_own_reference():
     you = M | {"rsa2048_sign_us": 300.0, "x25519_derive_us": 10.0}
     prims = (("rsa2048_sign_us", 1), ("x25519_derive_us", 2))
-    assert scaling.scale(100 + 60 + 40, M, you, prims) == pytest.approx(300 + 20 + 40)
+    assert scaling.rescale(100 + 60 + 40, M, you, prims) == pytest.approx(300 + 20 + 40)
 
 
 def test_a_neighbour_configuration_swaps_the_signature():
     ecdsa = (("ecdsa_p256_sign_us", 1),)
-    assert scaling.scale(150.0, M, M, RSA, ecdsa) == pytest.approx(20.0 + 50.0)
+    assert scaling.rescale(150.0, M, M, RSA, ecdsa) == pytest.approx(20.0 + 50.0)
 
 
 def test_scaling_is_monotone_so_interval_ends_stay_ends():
     you = M | {"rsa2048_sign_us": 40.0, "python_loop_ms": 90.0}
     xs = np.linspace(-100, 500, 301)
-    ys = [scaling.scale(x, M, you, RSA) for x in xs]
+    ys = [scaling.rescale(x, M, you, RSA) for x in xs]
     assert all(b >= a - 1e-12 for a, b in itertools.pairwise(ys))
-    assert scaling.scale(0.0, M, you, RSA) == 0.0
-    assert scaling.scale(50.0, M, you, RSA) == pytest.approx(20.0)  # below the signature's price: all crypto
-    assert scaling.scale(-10.0, M, you, RSA) == pytest.approx(-18.0)  # below zero: all rest
+    assert scaling.rescale(0.0, M, you, RSA) == 0.0
+    assert scaling.rescale(50.0, M, you, RSA) == pytest.approx(20.0)  # below the signature's price: all crypto
+    assert scaling.rescale(-10.0, M, you, RSA) == pytest.approx(-18.0)  # below zero: all rest
 
 
 def test_a_missing_reference_moves_the_whole_cost_with_the_general_factor():
     you = {"python_loop_ms": 100.0}  # no RSA figure on the user's side
-    assert scaling.scale(150.0, {"python_loop_ms": 50.0}, you, RSA) == pytest.approx(300.0)
+    assert scaling.rescale(150.0, {"python_loop_ms": 50.0}, you, RSA) == pytest.approx(300.0)
 
 
 def test_reference_units():

@@ -103,7 +103,7 @@ def test_tables_read_as_words_with_their_intervals():
     assert list(out.columns) == ["arm", "server CPU per op (µs) [95 % CI]", "duet", "note", "p"]
     assert out.iloc[0, 1] == "10 [9, 11]" and out.iloc[0, 2] == "3:on:threads 16, workload oltp_read_only"
     assert pd.isna(out.iloc[0, 3])
-    html = tables.show(df).to_html()
+    html = tables.styled(df).to_html()
     assert "3e-5" in html and "None" not in html
 
 
@@ -133,7 +133,7 @@ def test_a_share_shows_as_the_percentage_its_evidence_gives():
 def test_a_table_shows_every_value_and_header_as_text_never_markup():
     """Values come from parameters, arm names and copied-in runs: data, never markup."""
     evil = {"<b>name</b>": ["<iframe src=/etc/shadow>", "<img src=x onerror=alert(1)>"], "value": [1.5, 2.0]}
-    page = tables.show(pd.DataFrame(evil)).to_html()
+    page = tables.styled(pd.DataFrame(evil)).to_html()
     assert "<iframe" not in page and "<img" not in page and "<b>name" not in page
     assert "&lt;iframe src=/etc/shadow&gt;" in page and "&lt;b&gt;name&lt;/b&gt;" in page
 

@@ -16,7 +16,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import build
 from secoverhead.sizing import recipes
 from secoverhead.sizing.declarations import AUDIT_APPROACHES, SCRAM_MECHANISMS, TDE_INSTANCES, Params
-from secoverhead.sizing.sources import Experiment, Source
+from secoverhead.sizing.sources import Measured, Source
 from secoverhead.studies import STUDIES
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -31,7 +31,7 @@ def sources(vocabularies: dict[str, Vocabulary]) -> dict[str, Source]:
     """Runs that measured every part and arm each study declares."""
     return {
         sid: Source(sid, Path(f"/runs/{sid}"), {"study": sid}, {
-            part.lower(): Experiment(Path("/x"), set(arms), {k: set(v) for k, v in FACTORS.get(sid, {}).items()})
+            part.lower(): Measured(Path("/x"), set(arms), {k: set(v) for k, v in FACTORS.get(sid, {}).items()})
             for part, arms in v.parts.items()
         })
         for sid, v in vocabularies.items()

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from secoverhead.analysis.preconditions import Precondition
-from secoverhead.analysis.readings import Reading, verdict
+from secoverhead.analysis.readings import Reading, verdict_from
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 
@@ -60,7 +60,7 @@ class Claim:
         """One (intervals, refuting) pair per reading, in order: reproduced when every reading reproduces,
         refuted when any refutes."""
         holds = [r.holds(i, f) for r, (i, f) in zip(self.readings(), interval_sets, strict=True)]
-        return verdict(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
+        return verdict_from(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
 
     def rounds_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
         """Rough rounds every undecided cell needs to leave its straddle (the largest; see

@@ -105,7 +105,7 @@ class Precondition:
 
     def describe(self) -> str:
         unit = CONDITIONS[self.condition][1]
-        return f"{self.condition} {OPS[self.op][0]} {show(self.limit, unit)}"
+        return f"{self.condition} {OPS[self.op][0]} {condition_text(self.limit, unit)}"
 
     def check(self, conditions: Mapping[str, Any]) -> dict[str, Any]:
         """This precondition on these conditions: the value read and whether it holds (None: not known)."""
@@ -117,7 +117,7 @@ class Precondition:
             "source": self.source,
             "required": self.describe(),
             "value": list(value) if isinstance(value, tuple) else value,
-            "shown": show(value, CONDITIONS[self.condition][1]),
+            "shown": condition_text(value, CONDITIONS[self.condition][1]),
             "holds": holds(self.op, value, self.limit),
             "why": self.why,
             "where": self.where,
@@ -136,7 +136,7 @@ def holds(op: str, value: Any, limit: Any) -> bool | None:
         return None
 
 
-def show(value: Any, unit: str = "") -> str:
+def condition_text(value: Any, unit: str = "") -> str:
     """A condition's value as a reader sees it: '0.6 cores', 'true', '6.1', 'unknown'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "unknown"

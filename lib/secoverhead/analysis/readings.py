@@ -120,7 +120,7 @@ class Reading:
     ) -> Verdict:
         """The verdict from the intervals (each (lo, hi)); `refuting`: wider intervals of the same cells, in
         the same order, that alone may refute (default: the same intervals)."""
-        return verdict(*self.holds(intervals, refuting), what=f"{self.effect} on {intervals}, {refuting}")
+        return verdict_from(*self.holds(intervals, refuting), what=f"{self.effect} on {intervals}, {refuting}")
 
     def holds(
         self,
@@ -176,7 +176,7 @@ class Reading:
                 "scale": self.scale, "unit": self.unit}  # fmt: skip
 
 
-def verdict(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
+def verdict_from(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
     """The verdict from the two regions' tests. Both holding is impossible by construction: a loud failure
     rather than a silent choice."""
     if reproduces and refutes:

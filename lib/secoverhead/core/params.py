@@ -146,7 +146,7 @@ _SHOW = reprlib.Repr()
 _SHOW.maxstring, _SHOW.maxother, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxlevel = 60, 60, 6, 6, 3
 
 
-def show(value: Any) -> str:
+def bounded_repr(value: Any) -> str:
     """A value as it goes into a one-line error: bounded in length and depth, whatever the value (a YAML alias
     bomb expands to gigabytes under repr())."""
     text = _SHOW.repr(value).replace("\n", "\\n")
@@ -156,7 +156,7 @@ def show(value: Any) -> str:
 def _given(spec: Spec, value: Any) -> str:
     """What the user gave, for an error: never for a parameter that names where a secret lives (a password
     typed in its place must not be echoed)."""
-    return "a value that is not repeated here" if secret_reference(spec.name) else show(value)
+    return "a value that is not repeated here" if secret_reference(spec.name) else bounded_repr(value)
 
 
 def _scalar(spec: Spec, kind: str, value: Any, where: str) -> Any:
@@ -347,10 +347,10 @@ def build(cls: type, values: Mapping[str, Any], *, study: str) -> Any:
                 refs = [f"{name}{s}" for s in ("_env", "_file") if f"{name}{s}" in schema]
                 where = " or ".join(f"{r}=..." for r in refs) or "an environment variable or a file"
                 raise ConfigError(
-                    f"parameter {show(name)} would put a secret in a parameter: name where it lives ({where})"
+                    f"parameter {bounded_repr(name)} would put a secret in a parameter: name where it lives ({where})"
                 )
             raise ConfigError(
-                f"unknown parameter {show(name)} for study {study!r}; `secoverhead params {study}` lists them"
+                f"unknown parameter {bounded_repr(name)} for study {study!r}; `secoverhead params {study}` lists them"
             )
         if spec.internal:
             raise ConfigError(f"parameter {name!r} is set by the pipeline, not by you")

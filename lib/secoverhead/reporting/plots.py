@@ -1,10 +1,8 @@
-"""Plots a DBA looks at rather than reads. Each function returns a figure; `show(fig, caption)` displays it
+"""Plots a DBA looks at rather than reads. Each function returns a figure; `report.show(fig, caption)` displays it
 with its one-line caption and closes it (notebooks never reach for matplotlib themselves)."""
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Sequence
 
 import matplotlib
@@ -13,25 +11,6 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown, display
-
-from secoverhead.reporting.display import as_text
-
-
-def show(fig, caption: str = "", *, alt: str = "") -> None:
-    """Display a figure (as PNG, with alt text the HTML keeps) and its caption, then free it. The labels that
-    overlap as drawn are recorded in the output's metadata (`overlaps`), which the report checks read."""
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    clashes = overlaps(fig)
-    plt.close(fig)
-    text = alt or _title(fig) or caption.split(".")[0] or "figure"
-    png = base64.b64encode(buf.getvalue()).decode()
-    meta = {"alt": text, "overlaps": clashes}
-    display({"image/png": png, "text/plain": f"[figure: {text}]"}, raw=True, metadata={"image/png": meta})
-    if caption:
-        display(Markdown(as_text(f"*{caption}*")))
 
 
 def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
@@ -60,7 +39,7 @@ def overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
     return out
 
 
-def _title(fig) -> str:
+def title_of(fig) -> str:
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     return (fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else "") or (titles[0] if titles else "")
 

@@ -15,14 +15,14 @@ from IPython.display import HTML, display
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.reporting import plots, summary, tables
+from secoverhead.reporting import summary, tables
 from secoverhead.reporting.display import say, show, show_folded
 from secoverhead.reporting.profiles import section as profile_section
 
 
 def figures(items: Sequence[tuple[Any, str]]) -> None:
     for fig, caption in items:
-        plots.show(fig, caption)
+        show(fig, caption)
 
 
 def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
@@ -37,7 +37,7 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
     display(HTML(summary.claims_html(dicts)))
     fig = summary.figure(dicts)
     if fig is not None:
-        plots.show(
+        show(
             fig,
             "Each claim's intervals (the ones its verdict reads) against the regions its reading drew before the "
             "data: green reproduces, red refutes, grey decides nothing. An interval decides only when it lies "

@@ -22,7 +22,7 @@ from secoverhead.host.noise import reason
 from secoverhead.reporting import summary
 
 
-def show(df: pd.DataFrame, *, precision: int = 3):
+def styled(df: pd.DataFrame, *, precision: int = 3):
     """A table for reading (readable()): no index column, p-values as 3e-05, percentages to one decimal."""
     out = readable(df)
     # every value and header escaped: a parameter, an arm or a server's name is data, never markup (a value

@@ -56,7 +56,7 @@ def check(conn: Any, database: str, tables: Sequence[str]) -> None:
         )
 
 
-def claim(conn: Any, database: str, tables: Sequence[str]) -> None:
+def mark_ours(conn: Any, database: str, tables: Sequence[str]) -> None:
     """Record the tables as the project's, after checking that none of them is someone else's. Call it before
     creating them."""
     check(conn, database, tables)

@@ -11,7 +11,7 @@ from typing import Any
 from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.interval import Interval, total
 from secoverhead.sizing.recipes import Line
-from secoverhead.sizing.scaling import GENERAL, factor, scale, spread
+from secoverhead.sizing.scaling import GENERAL, rescale, speed_factor, spread
 
 
 @dataclass
@@ -40,13 +40,13 @@ def _scaled(priced: Priced, target: Mapping[str, Any]) -> tuple[Interval, list[s
     to_prims = m.to_primitives
 
     def one(us: float, cal: Mapping[str, Any]) -> float:
-        return scale(us, priced.calibration, cal, prims, to_prims)
+        return rescale(us, priced.calibration, cal, prims, to_prims)
 
     # the user's machine is one calibration: its references carry their repeatability, which widens the interval
     lo_cal, hi_cal = (spread(to, -1), spread(to, +1)) if target else (to, to)
     moved = []
     for key, _ in (*prims, *(to_prims or ()), (GENERAL, 1)):
-        f = factor(priced.calibration, to, key)
+        f = speed_factor(priced.calibration, to, key)
         label = f"{key} x{f:.2f}"
         if label not in moved:
             moved.append(label)

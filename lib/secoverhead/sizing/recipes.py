@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from secoverhead.core.errors import ConfigError
 from secoverhead.host.calibration import KEY_NAME, RESUMED_TLS13, full_handshake
 from secoverhead.sizing.scaling import Primitives
-from secoverhead.sizing.sources import Experiment, Source
+from secoverhead.sizing.sources import Measured, Source
 from secoverhead.studies import STUDIES
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Line:
     notes: tuple[str, ...] = ()
 
 
-def _cell(exp: Experiment, **wanted: str) -> tuple[tuple[str, str], ...]:
+def _cell(exp: Measured, **wanted: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in wanted.items() if k in exp.levels)
 
 
@@ -76,7 +76,7 @@ def _nearest(levels: set[str], target: float) -> str:
     return min(levels, key=lambda v: (abs(math.log(float(v)) - math.log(max(target, 1e-9))), float(v)))
 
 
-def _need(src: Mapping[str, Source], study: str, part: str) -> Experiment:
+def _need(src: Mapping[str, Source], study: str, part: str) -> Measured:
     exp = src[study].experiment(part)
     if exp is None:
         have = ", ".join(sorted(src[study].experiments)) or "none"

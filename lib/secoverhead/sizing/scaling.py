@@ -75,13 +75,13 @@ def crypto_us(primitives: Primitives, cal: Mapping[str, Any]) -> float | None:
     return total
 
 
-def factor(cal_from: Mapping[str, Any], cal_to: Mapping[str, Any], key: str = GENERAL) -> float:
+def speed_factor(cal_from: Mapping[str, Any], cal_to: Mapping[str, Any], key: str = GENERAL) -> float:
     """How much longer one reference operation takes on cal_to than on cal_from (1 where either lacks it)."""
     a, b = reference_us(cal_from, key), reference_us(cal_to, key)
     return b / a if a and b else 1.0
 
 
-def scale(
+def rescale(
     us: float,
     cal_from: Mapping[str, Any],
     cal_to: Mapping[str, Any],
@@ -95,7 +95,7 @@ def scale(
     Monotone in `us`, so an interval's ends map to the scaled interval's ends: below the cryptography's own price
     (a noisy low end, or a server whose crypto is cheaper than OpenSSL's) the cost is taken as all cryptography,
     below zero as all rest."""
-    g = factor(cal_from, cal_to)
+    g = speed_factor(cal_from, cal_to)
     c_from = crypto_us(primitives, cal_from) if primitives else 0.0
     c_to = crypto_us(to_primitives if to_primitives is not None else primitives, cal_to)
     if c_from is None or c_to is None:  # a reference missing: the whole cost moves with the general factor

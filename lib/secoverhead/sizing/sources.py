@@ -20,7 +20,7 @@ from secoverhead.sizing.scaling import REFERENCES
 
 
 @dataclass
-class Experiment:
+class Measured:
     """What one experiment of a run holds: its arms and the levels of its factors (from the run records)."""
 
     path: Path
@@ -36,9 +36,9 @@ class Source:
     study: str
     run_dir: Path
     meta: dict[str, Any]
-    experiments: dict[str, Experiment]  # part name (as the study names it) -> experiment
+    experiments: dict[str, Measured]  # part name (as the study names it) -> experiment
 
-    def experiment(self, part: str) -> Experiment | None:
+    def experiment(self, part: str) -> Measured | None:
         return self.experiments.get(part.lower())
 
     @property
@@ -50,14 +50,14 @@ class Source:
         return next((e.calibration for e in self.experiments.values() if e.calibration), {})
 
 
-def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Experiment]:
+def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Measured]:
     """Experiments by part: the study's runner names them <experiment_id>-<part> (a one-part study: the id)."""
     eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
-    out: dict[str, Experiment] = {}
+    out: dict[str, Measured] = {}
     for exp in sorted((run_dir / "results").glob("*/metadata.json")):
         name = exp.parent.name
         part = meta["study"] if name == eid else name.removeprefix(f"{eid}-")
-        e = Experiment(exp.parent)
+        e = Measured(exp.parent)
         md = read_json(exp)
         if isinstance(md, dict) and isinstance(md.get("calibration"), dict):
             e.calibration = md["calibration"]

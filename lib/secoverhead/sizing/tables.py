@@ -15,7 +15,7 @@ from secoverhead.core.files import atomic_write_json
 from secoverhead.core.runs import scale_of
 from secoverhead.sizing.calculator import Calculation, number
 from secoverhead.sizing.interval import Interval
-from secoverhead.sizing.scaling import GENERAL, REFERENCES, factor
+from secoverhead.sizing.scaling import GENERAL, REFERENCES, speed_factor
 
 
 def ci(iv: Interval, fmt=number) -> str:
@@ -235,7 +235,7 @@ def scaling(calc: Calculation) -> pd.DataFrame:
                 "measuring machine": measuring.get(key),
                 "yours": to.get(key),
                 "unit": _unit(key),
-                "factor (yours / measuring)": factor(measuring, to, key),
+                "factor (yours / measuring)": speed_factor(measuring, to, key),
                 "yours from": "typed in"
                 if key in calc.params.speed
                 else ("your calibration" if key in calc.target else "the measuring machine (not given)"),

@@ -20,7 +20,7 @@ from secoverhead.sizing.costs import Book
 from secoverhead.sizing.estimate import LineResult
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import HTTPS
-from secoverhead.sizing.scaling import reference_us, scale
+from secoverhead.sizing.scaling import reference_us, rescale
 
 FULL_RSA = HTTPS["full 1.2 rsa"]  # the ECDHE-RSA full handshake the NGINX rule is about
 
@@ -71,7 +71,7 @@ def nginx_handshakes(book: Book, target: Mapping[str, Any], confidence: float) -
     cal = book.sources["https"].calibration
     to = dict(cal) | dict(target)
     prims = full_handshake("rsa")
-    us = [scale(x, cal, to, prims) for x in (measured.point, measured.hi, measured.lo)]
+    us = [rescale(x, cal, to, prims) for x in (measured.point, measured.hi, measured.lo)]
     per_core = Interval(*(1e6 / x if x > 0 else float("inf") for x in us))
     lo, hi, source = _range("full ECDHE-RSA handshakes one core sustains per openssl speed RSA-2048 sign per second")
     signs = 1e6 / (reference_us(to, SIGNATURE["rsa"]) or float("nan"))

@@ -31,9 +31,9 @@ def one_line_errors() -> None:
     if shell is None:
         return
 
-    def show(shell, etype, value, tb, tb_offset=None):
+    def one_line(shell, etype, value, tb, tb_offset=None):
         first = str(value).splitlines()[0] if str(value) else etype.__name__
         print(f"error: {first}", file=sys.stderr)
         return [f"{etype.__name__}: {first}"]
 
-    shell.set_custom_exc((SecoverheadError,), show)
+    shell.set_custom_exc((SecoverheadError,), one_line)

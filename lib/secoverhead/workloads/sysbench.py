@@ -354,7 +354,7 @@ class Sysbench:
         conn = self.endpoint.connect(tls=self.tls)
         try:
             names = table_names(opts.tables)
-            (ownership.claim if record else ownership.check)(conn, self.database, names)
+            (ownership.mark_ours if record else ownership.check)(conn, self.database, names)
         finally:
             conn.close()
 
@@ -419,7 +419,7 @@ def sbtest_table(endpoint: MySQLEndpoint, rows: int = 1000, *, tls: bool | None 
     (NotOurs). Returns whether it created rows."""
     conn = endpoint.connect(tls=endpoint.tls_required if tls is None else tls)
     try:
-        ownership.claim(conn, endpoint.database or "sbtest", ["sbtest1"])
+        ownership.mark_ours(conn, endpoint.database or "sbtest", ["sbtest1"])
         cur = conn.cursor()
         cur.execute(
             "CREATE TABLE IF NOT EXISTS sbtest1 (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,"

@@ -26,7 +26,7 @@ PRIMARY_METRICS = ("tps", "tps_per_server_core", "server_cpu_us_per_query")
 BASELINE = "A: no audit"
 
 
-class Target(NamedTuple):
+class Rig(NamedTuple):
     """One arm's load and server: sysbench, the server (None when external), its audit logs, and the SQL
     that switches it on and off on an external server (None when embedded)."""
 

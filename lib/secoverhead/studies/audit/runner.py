@@ -21,7 +21,7 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.journal import Journal
 from secoverhead.studies.audit.claims import environment_conditions, part_claims
-from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Target
+from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Rig
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -115,16 +115,16 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
 
 def _external_targets(
     p: Params, stack: contextlib.ExitStack, opts: SysbenchOptions, notes: list[str]
-) -> tuple[dict[str, Target], dict[str, Any]]:
+) -> tuple[dict[str, Rig], dict[str, Any]]:
     """The user's server: the baseline as it is, each arm toggled with the user's SQL around its runs."""
     ext = stack.enter_context(p.user_mysql())
     admin = stack.enter_context(p.admin()) if p.external_arms else None
     journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
     sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
     sb.prepare(opts)
-    targets = {BASELINE: Target(sb, None, [], None)}
+    targets = {BASELINE: Rig(sb, None, [], None)}
     for name, spec in p.external_arms.items():
-        targets[name] = Target(sb, None, [], (admin, journal, spec, name))
+        targets[name] = Rig(sb, None, [], (admin, journal, spec, name))
     notes.append(
         "external server: arms are toggled with the given SQL around each run, journaled before they run and "
         "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
@@ -134,14 +134,14 @@ def _external_targets(
 
 def _embedded_targets(
     p: Params, stack: contextlib.ExitStack, opts: SysbenchOptions, notes: list[str], verification: dict[str, Any]
-) -> tuple[dict[str, Target], dict[str, Any]]:
+) -> tuple[dict[str, Rig], dict[str, Any]]:
     """One MariaDB per arm, its audit mode verified, loaded at once."""
     if p.server_cpu_limit:
         notes.append(
             f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
             "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
         )
-    targets: dict[str, Target] = {}
+    targets: dict[str, Rig] = {}
     for arm in p.arm_list():
         db = stack.enter_context(
             MariaDBServer(
@@ -157,12 +157,12 @@ def _embedded_targets(
         if (acct := sb.own_client_group()) is not None:
             stack.callback(acct.remove)
         logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
-        targets[arm.name] = Target(sb, db, logs, None)
+        targets[arm.name] = Rig(sb, db, logs, None)
     _load(targets, opts, p.server_cpu_limit)
     return targets, {f"mysql {arm} (MariaDB)": t.db.describe() for arm, t in targets.items()}
 
 
-def _measure(targets: dict[str, Target], opts: SysbenchOptions, arm: str, factors: dict) -> Measurement:
+def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: dict) -> Measurement:
     """One sysbench run on the arm's target: TPS, and what the audit wrote and the server's writes per query."""
     sb, db, logs, toggle = targets[arm]
     admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
@@ -188,11 +188,11 @@ def _measure(targets: dict[str, Target], opts: SysbenchOptions, arm: str, factor
     return m
 
 
-def _load(targets: dict[str, Target], opts: SysbenchOptions, cpu_limit: float | None) -> None:
+def _load(targets: dict[str, Rig], opts: SysbenchOptions, cpu_limit: float | None) -> None:
     """sysbench's tables into every server at once, their CPU quotas lifted for the load (the quota emulates the
     original's server during the measurement; one server after another under it took 10 s of a quick run)."""
 
-    def load(t: Target) -> None:
+    def load(t: Rig) -> None:
         limiter = t.db.limiter
         lift = cpu_limit and limiter is not None and limiter.group is not None
         if lift:

@@ -11,7 +11,7 @@ DATA_GB = 41.0
 SCALE = 0.15  # this machine's share of an original instance: cores and IOPS alike
 
 
-class Target(NamedTuple):
+class Rig(NamedTuple):
     """One arm's load and server: sysbench, the server (None when external), how to read its counters."""
 
     sb: Any

@@ -19,7 +19,7 @@ from secoverhead.servers.mariadb import BENCH_DATABASE
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
 from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
-from secoverhead.studies.tde.instances import EMULATED, Emulated, Target, _size_buffer_pools, iops_limits
+from secoverhead.studies.tde.instances import EMULATED, Emulated, Rig, _size_buffer_pools, iops_limits
 from secoverhead.workloads import server_status
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -35,7 +35,7 @@ def _options(p: Params) -> dict[str, dict[int, Any]]:
     }
 
 
-def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict, list[str], Emulated]:
+def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig], dict, list[str], Emulated]:
     """The user's server as one arm (its encryption state), with the sysbench tables prepared if absent."""
 
     ext = stack.enter_context(p.user_mysql())
@@ -48,7 +48,7 @@ def _external(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, T
         f"{p.mysql_database}. To compare, run again against the server in the other state and use "
         "`secoverhead compare RUN_A RUN_B`; server CPU is not measured"
     ]
-    target = Target(sb, None, lambda: ext.endpoint.connect(tls=p.mysql_tls))
+    target = Rig(sb, None, lambda: ext.endpoint.connect(tls=p.mysql_tls))
     return {arm: target}, {"mysql": ext.describe()}, notes, instance
 
 
@@ -68,7 +68,7 @@ def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
     return None, {"data_disk": "this machine's disk (data_disk: local)"}
 
 
-def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Target], dict[str, Any]]:
+def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig], dict[str, Any]]:
     """One server per arm, loaded with identical data and flushed; the instances take turns on them. The data
     load runs on both servers at once, with their limits lifted: the limits emulate an instance for the
     measurement, and loading under a 0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
@@ -96,9 +96,9 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Targ
         sb = Sysbench(db.endpoint, via="socket")
         if (acct := sb.own_client_group()) is not None:
             stack.callback(acct.remove)
-        targets[arm] = Target(sb, db, db.admin)
+        targets[arm] = Rig(sb, db, db.admin)
 
-    def load(t: Target) -> None:
+    def load(t: Rig) -> None:
         if t.db.limiter is not None and t.db.limiter.group is not None:
             t.db.limiter.set(len(os.sched_getaffinity(0)))
         if t.db.io_limiter is not None:
@@ -111,7 +111,7 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Targ
     return targets, disk
 
 
-def _apply(p: Params, name: str, targets: dict[str, Target], disk: dict[str, Any]) -> tuple[dict, list[str], Emulated]:
+def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) -> tuple[dict, list[str], Emulated]:
     """Put the servers under a instance's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
     instance = EMULATED[name]
     facts, notes = {"data disk": disk}, [f"data on {disk['data_disk']}"]
