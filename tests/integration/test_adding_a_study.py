@@ -1,10 +1,12 @@
-"""The study shape is the whole interface: a sixth study written exactly as docs/adding-a-study.md gives it (its
-package, notebook, parameter files, claim and registry line) runs at smoke scale through `secoverhead run` in a
-copy of the checkout, with a report, a verdict on its claim and a place in the index, and nothing else in the
-library changed."""
+"""The study shape is the whole interface: a sixth study written exactly as docs/adding-a-study.md gives it (the
+11 files it lists: package, notebook, parameter file, claim, registry line, environment, change log, its test)
+passes its own test and the unit tests that hold every study to the shape, runs at smoke scale through
+`secoverhead run` in a copy of the checkout, with a report, a verdict on its claim and a place in the index, and
+nothing else in the checkout changed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -14,6 +16,7 @@ import sys
 
 import nbformat
 import pytest
+import yaml
 
 from secoverhead.core import paths
 
@@ -56,21 +59,30 @@ def percent_to_notebook(source: str) -> nbformat.NotebookNode:
     return nb
 
 
-def test_the_guide_gives_every_file_of_the_shape():
-    files = guide_files()
+MAX_FILES = 11
+
+
+def listed_files() -> list[str]:
+    """The numbered list of the files the toy study touches."""
+    return re.findall(r"^\d+\. `([^`]+)`", GUIDE.read_text(), re.M)
+
+
+def test_the_guide_gives_every_file_of_the_shape_and_lists_every_file_it_touches():
+    files, listed = guide_files(), listed_files()
     pkg = "lib/secoverhead/studies/hashing/"
-    assert {pkg + f for f in ("__init__.py", "declarations.py", "runner.py", "claims.py", "tables.py")} <= set(files)
-    assert {"notebooks/90_hashing.ipynb", "papermill-params/hashing/smoke.yaml"} <= set(files)
+    assert {pkg + f for f in ("__init__.py", "declarations.py", "runner.py", "claims.py")} <= set(files)
+    assert {"notebooks/90_hashing.ipynb", "papermill-params/hashing/quick.yaml", "tests/unit/test_hashing.py"} <= set(
+        files
+    )
+    assert len(listed) <= MAX_FILES and len(set(listed)) == len(listed), listed
+    for block in files:  # every block is one of the files listed (a path, or the file its words name)
+        assert any(block.startswith(f) or f in block for f in listed), block
 
 
-def test_a_toy_study_from_the_guide_runs_through_secoverhead_run(tmp_path):
-    tree = tmp_path / "checkout"
-    for name in ("lib", "notebooks", "papermill-params", "data", "pyproject.toml"):
-        src = paths.ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tree / name)
-    files = guide_files()
+def _apply(tree, files: dict[str, str]) -> None:
+    """Every block of the guide into the tree, as a user follows it."""
     for rel, body in files.items():
-        if rel.startswith("The claim") or rel.startswith("The registry"):
+        if rel.startswith("The "):
             continue
         target = tree / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -87,12 +99,48 @@ def test_a_toy_study_from_the_guide_runs_through_secoverhead_run(tmp_path):
     text = re.sub(r"^from secoverhead\.studies import .*$", lines[0], text, flags=re.M)
     start = text.index("STUDIES: dict")
     end = text.index("}\n", start) + 2
-    text = text[:start] + "\n".join(lines[2:]) + "\n" + text[end:]
-    registry.write_text(text)
-    assert "hashing.SPEC" in registry.read_text()
+    registry.write_text(text[:start] + "\n".join(lines[2:]) + "\n" + text[end:])
+    envs = tree / "data/claims/environments.yaml"
+    env_block = next(b for p, b in files.items() if p.startswith("The environment"))
+    envs.write_text(envs.read_text().replace("\nconstants:", "\n" + env_block.rstrip("\n") + "\nconstants:", 1))
+    doc = yaml.safe_load(envs.read_text())
+    fp = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]  # what the test prints
+    changes = tree / "data/claims/CHANGES.md"
+    entry = next(b for p, b in files.items() if p.startswith("The change log")).replace("<fingerprint>", fp)
+    text = changes.read_text()
+    first = text.index("\n## ")
+    changes.write_text(text[: first + 1] + entry + "\n" + text[first + 1 :])
+
+
+def _changed(tree) -> set[str]:
+    """Files of the tree that are new or differ from the checkout's."""
+    out = set()
+    for f in tree.rglob("*"):
+        if f.is_file() and "__pycache__" not in f.parts:
+            rel = f.relative_to(tree)
+            orig = paths.ROOT / rel
+            if not orig.is_file() or orig.read_bytes() != f.read_bytes():
+                out.add(str(rel))
+    return out
+
+
+def test_a_toy_study_from_the_guide_runs_through_secoverhead_run(tmp_path):
+    tree = tmp_path / "checkout"
+    for name in ("lib", "notebooks", "papermill-params", "data", "docs", "tests", "conftest.py", "pyproject.toml"):
+        src = paths.ROOT / name
+        ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+        shutil.copytree(src, tree / name, ignore=ignore) if src.is_dir() else shutil.copy(src, tree / name)
+    _apply(tree, guide_files())
+    assert "hashing.SPEC" in (tree / "lib/secoverhead/studies/__init__.py").read_text()
+    assert _changed(tree) == set(listed_files()), "the toy touches exactly the files the guide lists"
 
     env = os.environ | {"PYTHONPATH": str(tree / "lib"), "SECOVERHEAD_STATE": str(tmp_path / "state")}
     env.pop("PYTEST_CURRENT_TEST", None)
+    shape = ["tests/unit/test_hashing.py", "tests/unit/test_environments.py", "tests/unit/test_layers.py",
+             "tests/unit/test_vocabulary.py", "tests/unit/test_glossary.py", "tests/unit/test_params.py"]  # fmt: skip
+    held = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *shape], env=env,
+                          cwd=tree, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert held.returncode == 0, held.stdout[-3000:]
     cli = [sys.executable, "-m", "secoverhead.app.cli"]
     listed = subprocess.run([*cli, "list"], env=env, cwd=tree, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and "hashing" in listed.stdout, listed.stderr

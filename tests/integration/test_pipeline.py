@@ -23,6 +23,7 @@ from secoverhead.host.process import free_port
 from secoverhead.reporting import browser
 from secoverhead.reporting.render import external_references
 from secoverhead.servers import MariaDBServer
+from secoverhead.studies import STUDIES
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).parents[1] / "fixtures" / "tls_tiny.yaml"
@@ -32,7 +33,7 @@ SENTINEL = "Sentinel-Pw-4711!"
 def test_list_names_every_study(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for study in ("tls", "auth", "tde", "https", "audit"):
+    for study in STUDIES:
         assert study in out
 
 

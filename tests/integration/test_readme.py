@@ -24,6 +24,8 @@ from secoverhead.servers import FerretDBServer, MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 README = paths.ROOT / "README.md"
+# the pages a user follows, in order: the README, then the topics whose commands continue it
+PAGES = (README, paths.ROOT / "docs" / "your-own-server.md")
 BENCH_PW = "Readme-Bench-Pw-1977"
 DBA_PW = "Readme-Dba-Pw-2024"
 # the run the README's --resume continues: small (one workload, one thread level), so resuming it is quick; what
@@ -32,9 +34,9 @@ SMALL_TDE = ["-p", "run_seconds", "1", "-p", "workloads", "[oltp_read_only]", "-
 
 
 def commands() -> list[str]:
-    """The shell lines of the README's sh blocks that run secoverhead or export a variable."""
+    """The shell lines of the user pages' sh blocks that run secoverhead or export a variable, page by page."""
     out = []
-    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S):
+    for block in re.findall(r"```sh\n(.*?)```", "\n".join(p.read_text() for p in PAGES), re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("  #")[0].strip() if "secoverhead" in line else line.strip()
             if line.startswith((".venv/bin/secoverhead", "export ")):

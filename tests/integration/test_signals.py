@@ -21,10 +21,11 @@ import pytest
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.runlock import RunLock
+from secoverhead.studies import STUDIES as REGISTRY
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-STUDIES = ["tls", "auth", "tde", "https", "audit"]
+STUDIES = list(REGISTRY)
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 DELAYS = [1, 3, 5, 10]
 if os.environ.get("SECOVERHEAD_SIGNAL_MATRIX") == "full":

@@ -26,10 +26,10 @@ def list_studies(args: argparse.Namespace) -> int:
 
     if args.format == "json":
         _json([{"id": s.id, "notebook": s.notebook, "title": s.title,
-                "params": [p.stem for p in s.parameter_files()]} for s in NOTEBOOKS.values()])  # fmt: skip
+                "params": s.scales()} for s in NOTEBOOKS.values()])  # fmt: skip
         return 0
     for s in NOTEBOOKS.values():
-        files = ", ".join(p.stem for p in s.parameter_files()) or "-"
+        files = ", ".join(s.scales())
         print(f"{s.id:6} {s.notebook:36} params: {files}")
     return 0
 

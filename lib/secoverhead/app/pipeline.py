@@ -51,6 +51,7 @@ from secoverhead.host import calibration, leaks
 from secoverhead.host.process import sweep_stale
 from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
+from secoverhead.studies.protocol.spec import SMOKE
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 KERNEL = "secoverhead"
@@ -118,10 +119,10 @@ def prepare(
     chain = [str(f) for f in files or []]
     if scale is not None:
         path = study.params_dir / f"{scale}.yaml"
-        if not path.is_file():
-            known = ", ".join(p.stem for p in study.parameter_files()) or "none"
-            raise ConfigError(f"study {study.id!r} has no scale {scale!r} (have: {known})")
-        chain.insert(0, str(path))
+        if not path.is_file() and scale != SMOKE:  # smoke is the Params' defaults, named by a file or not
+            raise ConfigError(f"study {study.id!r} has no scale {scale!r} (have: {', '.join(study.scales())})")
+        if path.is_file():
+            chain.insert(0, str(path))
     cls = study.Params
     merged = renamed(cls, dict(values or {}) | layer(files=chain, overrides=overrides or [], schema=specs(cls)))
     p = build(cls, merged, study=study.id)

@@ -107,6 +107,15 @@ def param(
     return dataclasses.field(default=default, metadata=meta)
 
 
+def override(base: type, name: str, default: Any) -> Any:
+    """base's parameter `name` with another default (a study's own): its help, bounds and choices stay base's,
+    declared once there."""
+    meta = base.__dataclass_fields__[name].metadata["secoverhead"]
+    items = (meta["min_items"], meta["max_items"])
+    return param(default, meta["help"], min=meta["min"], max=meta["max"], choices=meta["choices"], items=items,
+                 pattern=meta["pattern"], internal=meta["internal"])  # fmt: skip
+
+
 _SCALARS = {int: "int", float: "float", str: "str", bool: "bool"}
 
 

@@ -74,6 +74,15 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+def runs(result: StudyResult) -> None:
+    """Every part's runs in a table: the median of each primary metric with its 95 % interval, per arm and cell
+    (the factors its plan varied), and how many runs it rests on; for a study without tables of its own."""
+    for part in result:
+        factors = list((part.metadata().get("plan") or {}).get("factors") or {})
+        table = tables.summarize_runs(part.runs(), result.primary_metrics, by=["arm", *factors])
+        show(table, caption=f"{part.label}: medians per run and their 95 % intervals, per arm and cell.")
+
+
 def parameters(result: StudyResult) -> None:
     """What the run was run with, and where its data is."""
     show(

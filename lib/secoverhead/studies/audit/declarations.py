@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.params import param
+from secoverhead.core.params import override, param
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -87,11 +87,8 @@ PLANS = (
 @dataclass
 class Params(StudyParams, ExternalMySQLParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
-    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
-    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
-    experiment_id: str = param(
-        "audit", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
-    )
+    repetitions: int = override(StudyParams, "repetitions", 2)
+    min_rounds: int = override(StudyParams, "min_rounds", 2)
     arms: list[str] = param(
         [a.name for a in ARMS],
         "embedded arms to run (the baseline is always needed)",

@@ -121,9 +121,6 @@ class Params(BothEngines, StudyParams):
     # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
     # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved
     DUET_ABLE = True
-    experiment_id: str = param(
-        "auth", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
-    )
     concurrency: list[int] = param(
         [1, 4], "client worker processes (the full scale: 1, 2, 4, 8)", min=1, max=64, items=(1, 8)
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from secoverhead.analysis.design import ClaimPlan
-from secoverhead.core.params import param
+from secoverhead.core.params import override, param
 from secoverhead.host.calibration import RESUMED_TLS13, SIGNATURE, CryptoBound, full_handshake
 from secoverhead.studies.protocol.params import StudyParams
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -108,12 +108,9 @@ VOCABULARY = Vocabulary(
 @dataclass
 class Params(StudyParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
-    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
-    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
-    warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
-    experiment_id: str = param(
-        "https", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
-    )
+    repetitions: int = override(StudyParams, "repetitions", 2)
+    min_rounds: int = override(StudyParams, "min_rounds", 2)
+    warmup: int = override(StudyParams, "warmup", 0)
     arms: list[str] = param(
         [a.name for a in ARMS], "arms to run", choices=tuple(a.name for a in ARMS), items=(1, len(ARMS))
     )

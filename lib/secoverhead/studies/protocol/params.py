@@ -140,7 +140,7 @@ class NotebookParams:
 class StudyParams(NotebookParams):
     """Design parameters every study has."""
 
-    experiment_id: str = param("study", "name of the experiment directories", pattern=ID_PATTERN)
+    experiment_id: str = param("", "name of the experiment directories (default: the study's id)", pattern=ID_PATTERN)
     seed: int = param(0, "seed of the randomised arm order (recorded)", min=0, max=2**31 - 1)
     repetitions: int = param(3, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
     min_rounds: int = param(3, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
@@ -183,6 +183,7 @@ class StudyParams(NotebookParams):
     # study's Params sets them
 
     def __post_init__(self) -> None:
+        self.experiment_id = self.experiment_id or self.STUDY
         if self.design == "duet" and not self.DUET_ABLE:
             raise ConfigError("design duet needs a server per arm; in this study arms share servers (use interleaved)")
         if self.min_rounds > self.repetitions:

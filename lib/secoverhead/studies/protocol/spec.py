@@ -13,6 +13,8 @@ from secoverhead.core import paths
 from secoverhead.host.calibration import CryptoBound
 from secoverhead.studies.protocol.params import NotebookParams
 
+SMOKE = "smoke"  # the scale of a study's Params' defaults: seconds, to check the set-up
+
 
 @dataclass(frozen=True)
 class Vocabulary:
@@ -66,7 +68,7 @@ class StudyCode:
     spec: StudySpec
     run: Callable[[Any], Any]
     claims: Callable[[Any], list]
-    tables: ModuleType
+    tables: ModuleType | None = None  # a study with tables of its own (report.runs shows any study's runs)
     cross_claims: Callable[[str, Any], list] | None = None
 
     @property
@@ -111,3 +113,8 @@ class StudySpec:
 
     def parameter_files(self) -> list[Path]:
         return sorted(self.params_dir.glob("*.yaml")) if self.params_dir.is_dir() else []
+
+    def scales(self) -> list[str]:
+        """The scales it runs at: its parameter files' names, and smoke (its Params' defaults) whether or not a
+        file names it."""
+        return sorted({SMOKE} | {p.stem for p in self.parameter_files()})

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.params import param
+from secoverhead.core.params import override, param
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -79,10 +79,9 @@ class Params(StudyParams, ExternalMySQLParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
     RENAMED: ClassVar[dict[str, str]] = {"profiles": "instances", "interleaved_profiles": "interleaved_instances"}
     AA_CELLS = ("workload", "threads")  # each workload and thread count its own noise floor
-    repetitions: int = param(2, "measured rounds at most (each runs every arm once per cell)", min=1, max=1000)
-    min_rounds: int = param(2, "rounds before the first look at the claims (sequential design)", min=2, max=1000)
-    warmup: int = param(0, "warm-up rounds, kept and marked, never analysed", min=0, max=10)
-    experiment_id: str = param("tde", "name of the experiment directories", pattern=r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+    repetitions: int = override(StudyParams, "repetitions", 2)
+    min_rounds: int = override(StudyParams, "min_rounds", 2)
+    warmup: int = override(StudyParams, "warmup", 0)
     instances: list[str] = param(["4c16g"], "emulated instances", choices=tuple(EMULATED), items=(1, 3))
     interleaved_instances: list[str] = param(
         [],
