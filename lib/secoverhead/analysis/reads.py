@@ -294,9 +294,6 @@ class Share(Kind):
         return [{"arm": a} for a in self.arms]
 
 
-Reads = Ratio | Relative | Contrast | Pooled | Share
-
-
 def finite(cells: Sequence[Cell]) -> bool:
     """Every interval finite (fewer than two rounds give none, and decide nothing)."""
     return bool(cells) and all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in cells)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import secrets as _stdlib_secrets
@@ -31,7 +30,7 @@ from secoverhead.app.rundir import check_reports_root, new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
-from secoverhead.core.files import read_json, sanitize
+from secoverhead.core.files import read_json
 from secoverhead.core.params import (
     MAX_PLANNED_RUNS,
     build,
@@ -502,7 +501,3 @@ def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
             f"{run_dir.parent.name!r}/ (a run of one study is resumed in its own folder)"
         )
     return study, dict(meta.get("parameters") or {})
-
-
-def json_dumps(obj: Any) -> str:
-    return json.dumps(sanitize(obj), indent=1, sort_keys=True)

@@ -21,7 +21,7 @@ def first_screen(run_dir: Path) -> dict[str, Any]:
 
     shot, error, t0 = run_dir / "results" / "screens" / "first-screen.png", "", time.monotonic()
     recorded = [v for v in (read_verdicts(run_dir) or {}).get("verdicts") or [] if isinstance(v, dict)]
-    for _ in range(2):  # once more: a navigation to a finished report failed once (2026-11-25), then never again
+    for _ in range(2):  # once more: a navigation to a report that has just finished can fail once
         try:
             seen = dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
             took = round(time.monotonic() - t0, 1)  # what the review costs a run (make reports has 15 min)

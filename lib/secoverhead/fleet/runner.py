@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import logging
 import re
 import socket
@@ -311,7 +310,3 @@ def _line(o: dict[str, Any]) -> str:
 
 def table(summary: Summary) -> str:
     return "\n".join(_line(o) for o in summary.outcomes)
-
-
-def load_summary(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())

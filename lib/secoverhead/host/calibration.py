@@ -231,15 +231,6 @@ PROFILE_FUNCTIONS = {
 }
 
 
-def in_units(cost_us: float, cal: dict[str, Any], key: str) -> float | None:
-    """A cost in machine-independent units: how many of the calibration's `key` operations it equals."""
-    ref = cal.get(key)
-    if not ref:
-        return None
-    ref_us = ref * 1e3 if key.endswith("_ms") else ref
-    return cost_us / ref_us
-
-
 # A full TLS handshake on the server, in the primitives `openssl speed` prices: one signature with the certificate's
 # key, and an X25519 key made and derived (ECDHE, two operations); TLS 1.3 resumption keeps the ECDHE only.
 SIGNATURE = {"rsa": "rsa2048_sign_us", "ecdsa": "ecdsa_p256_sign_us"}

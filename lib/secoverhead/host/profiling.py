@@ -20,7 +20,6 @@ report says so.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import select
@@ -43,7 +42,6 @@ from secoverhead.host.rundirs import make_run_dir
 # A fixed sampling period of task CPU time (not perf's -F, whose period adapts per thread and starts afresh in
 # every new connection thread): each sample is then the same CPU time, so samples x period is the CPU spent.
 PERIOD_NS = 1_000_003  # about 1 kHz, not a round number so it does not beat with periodic work
-FREQUENCY = 1e9 / PERIOD_NS  # samples per CPU-second
 # 16 KiB of user stack per sample reaches the connection handlers' frames in mariadbd and nginx; perf's copy
 # of it is charged to the sampled server, which is why the profiling round stays out of the statistics.
 CALL_GRAPH = "dwarf,16384"
@@ -290,7 +288,3 @@ def diff_svg(store_path: Path, baseline: Profile, arm: Profile) -> str | None:
         return None
     atomic_write_text(out, svg)
     return svg
-
-
-def profile_json(p: Profile) -> str:
-    return json.dumps(p.__dict__)

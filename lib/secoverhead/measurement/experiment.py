@@ -23,7 +23,6 @@ profiling round runs after the warm-up, marked, and never enters the statistics.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 import traceback
@@ -411,10 +410,3 @@ def _final_alpha(looks: Looks | None, done: list[dict[str, Any]], rounds: int, *
 
 class _Budget(Exception):
     """The time budget ended: stop starting runs."""
-
-
-def read_progress(path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

@@ -42,10 +42,6 @@ def combinations(factors: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*factors.values())] or [{}]
 
 
-def plan_size(arms: int, combos: int, rounds: int) -> int:
-    return arms * combos * rounds
-
-
 Unit = tuple[PlannedRun, ...]  # runs that run at the same time: one (interleaved) or two (a duet)
 
 

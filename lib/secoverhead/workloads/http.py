@@ -61,27 +61,6 @@ def pinned(argv: list[str], cpus: str | None) -> list[str]:
     return argv if not cpus else ["taskset", "-c", cpus, *argv]
 
 
-def openssl_speed(seconds: int = 1) -> dict[str, float]:
-    """Microseconds per operation for the handshake's crypto: RSA-2048 and ECDSA P-256 sign/verify, X25519."""
-    text = _run(
-        [_need("openssl"), "speed", "-seconds", str(seconds), "rsa2048", "ecdsap256", "ecdhx25519"],
-        timeout=120 + 10 * seconds,
-    )
-    out: dict[str, float] = {}
-    rsa = re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", text, re.MULTILINE)
-    ec = re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", text)
-    x = re.search(r"253 bits ecdh \(X25519\)\s+\S+\s+([\d.]+)", text)
-    if rsa:
-        out |= {"rsa2048_sign_us": 1e6 / float(rsa.group(1)), "rsa2048_verify_us": 1e6 / float(rsa.group(2))}
-    if ec:
-        out |= {"ecdsa_p256_sign_us": 1e6 / float(ec.group(1)), "ecdsa_p256_verify_us": 1e6 / float(ec.group(2))}
-    if x:
-        out["x25519_derive_us"] = 1e6 / float(x.group(1))
-    if not out:
-        raise SecoverheadError("openssl speed printed nothing parsable:\n" + text[-500:])
-    return out
-
-
 @contextlib.contextmanager
 def _scratch(kind: str) -> Iterator[Path]:
     """A private scratch directory, owner-PID-named (swept after a crash) and removed on every exit."""

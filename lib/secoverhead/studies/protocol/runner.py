@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from secoverhead.analysis.verdicts import ClaimVerdict
     from secoverhead.workloads.measurement import Measurement
 
-ClaimsFn = Callable[[Any, float], "list[ClaimVerdict]"]
-
 
 def experiment_plan(
     p: StudyParams, experiment_id: str, arms: Sequence[str], factors: Mapping[str, Sequence[Any]] | None = None
