@@ -603,7 +603,7 @@ def test_every_claims_headline_states_the_numbers_of_its_evidence_and_verdicts_j
         write_verdicts(tmp_path / study / "results", study, vs)
         for d in read_verdicts(tmp_path / study)["verdicts"]:
             reading = d["judged"][0]
-            scale, unit = reading["scale"], reading["unit"]
+            quantity, unit = reading["quantity"], reading["unit"]
             headline = html.unescape(summary.claims_html([d], details=False))  # the index's line, the report's
             assert summary._plain(d)["measured"] in headline
             tokens = TOKEN.findall(summary._plain(d)["measured"])
@@ -611,12 +611,12 @@ def test_every_claims_headline_states_the_numbers_of_its_evidence_and_verdicts_j
             ends = [x for lo_hi in reading["intervals"] for x in lo_hi]
             for token in tokens:  # each shown number is one of the recorded ends, rounded as shown() rounds
                 assert token in d["evidence"], (d["id"], token, d["evidence"])
-                assert any(token == shown(x, scale, unit) for x in ends), (d["id"], token, ends)
-                x = min(ends, key=lambda e: abs(_number(shown(e, scale, unit)) - _number(token)))
-                value = x * 100 if scale == "share" else x
+                assert any(token == shown(x, quantity, unit) for x in ends), (d["id"], token, ends)
+                x = min(ends, key=lambda e: abs(_number(shown(e, quantity, unit)) - _number(token)))
+                value = x * 100 if quantity == "share" else x
                 assert abs(_number(token) - value) <= max(0.05, abs(value) * 0.005), (d["id"], token, x)
             for lo, hi in reading["intervals"]:  # and the evidence states every recorded interval
-                assert f"[{shown(lo, scale, unit)}, {shown(hi, scale, unit)}]" in d["evidence"], d["id"]
+                assert f"[{shown(lo, quantity, unit)}, {shown(hi, quantity, unit)}]" in d["evidence"], d["id"]
             checked.add((study, d["registered"]["id"]))
     from secoverhead.analysis import claim_registry as registry
 

@@ -27,7 +27,7 @@ def test_overlapping_labels_are_found_and_apart_ones_are_not():
 
 
 def test_the_claim_plot_names_close_intervals_without_collisions():
-    reading = {"effect": "TPS, x / A", "scale": "ratio", "unit": "×", "cuts": [0.9, 1.02],
+    reading = {"effect": "TPS, x / A", "quantity": "ratio", "unit": "×", "cuts": [0.9, 1.02],
                "labels": ["refute", "reproduce", "refute"], "combine": "all",
                "intervals": [[0.78, 1.2], [0.8, 1.19], [0.79, 1.21]],
                "cells": ["a long cell name", "another", "x"]}  # fmt: skip

@@ -74,10 +74,10 @@ def test_readings_refuse_regions_that_cannot_decide():
 
 
 def test_describe_names_the_regions():
-    assert Reading.band("TPS loss, %", 15, 45, scale="loss").describe() == (
+    assert Reading.band("TPS loss, %", 15, 45, quantity="loss").describe() == (
         "TPS loss, %: reproduce [15 %, 45 %]; refute below 15 % or above 45 %"
     )
-    assert "reproduce above 50 %" in Reading.above("share won back", 0.5, scale="share").describe()
+    assert "reproduce above 50 %" in Reading.above("share won back", 0.5, quantity="share").describe()
     assert "reproduce above 1.0526×" in Reading.above("TPS ratio", 1.0526).describe()
     assert "one cell reproduces" in Reading.below("c", 0.98, combine="any").describe()
 

@@ -63,7 +63,7 @@ def test_a_single_interval_is_read_once():
 def test_a_loss_is_one_minus_the_ratio_in_percent_its_ends_swapped():
     single = runs_of({("a",): 100.0, ("b",): 80.0}, noise=0.01)
     (ratio,) = Ratio("a", "b", higher_is_better=True).cells(single, "m", 0.95, 1)
-    (loss,) = Ratio("a", "b", higher_is_better=True, scale="loss").cells(single, "m", 0.95, 1)
+    (loss,) = Ratio("a", "b", higher_is_better=True, quantity="loss").cells(single, "m", 0.95, 1)
     assert loss.point == pytest.approx((1 - ratio.point) * 100) and 15 < loss.point < 25
     assert loss.lo == pytest.approx((1 - ratio.hi) * 100) and loss.hi == pytest.approx((1 - ratio.lo) * 100)
 

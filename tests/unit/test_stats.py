@@ -159,7 +159,7 @@ def test_a_call_is_one_family_bonferroni_intervals_and_holm_p():
 
 def test_difference_scale_for_percentage_points():
     runs = runs_table({"off": [50, 52, 49, 51], "on": [53, 55.5, 51.6, 54.1]})
-    c = compare_arms(runs, "x", baseline="off", scale="difference")["on"]
+    c = compare_arms(runs, "x", baseline="off", quantity="difference")["on"]
     assert c.ratio == pytest.approx(3.05) and c.ci_low < 3.05 < c.ci_high and "difference" in c.evidence()
 
 

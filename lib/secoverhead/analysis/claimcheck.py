@@ -28,7 +28,7 @@ class Grounds:
     intervals: tuple[tuple[list, list | None], ...] = ()
     rounds: int = 0
     cells: tuple[Sequence[str], ...] = ()
-    scales: tuple[str, ...] = ()
+    quantities: tuple[str, ...] = ()
     measure: str = ""
 
 
@@ -69,7 +69,7 @@ def verdict_of(
         source=c.source_on(part),
         registered=c.record(),
         rounds_needed=rounds_needed,
-        judged=judged(c, g.intervals, g.cells, g.scales),
+        judged=judged(c, g.intervals, g.cells, g.quantities),
     )
 
 
@@ -102,11 +102,11 @@ def judged(
     c: registry.Claim,
     intervals: tuple[tuple[list, list | None], ...],
     cells: tuple[Sequence[str], ...] = (),
-    scales: tuple[str, ...] = (),
+    quantities: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
     claim against its thresholds draws), with each interval's cell name where the study gave them, and the
-    scale its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured."""
+    quantity its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured."""
     out = []
     for k, (reading, (each, refuting)) in enumerate(zip(c.readings(), intervals, strict=False)):
         names = [str(n) for n in cells[k]] if k < len(cells) else []
@@ -116,7 +116,7 @@ def judged(
                 "intervals": [[float(lo), float(hi)] for lo, hi in each],
                 "refuting": [[float(lo), float(hi)] for lo, hi in refuting] if refuting is not None else None,
                 "cells": names if len(names) == len(each) else [],
-                **({"scale": scales[k]} if k < len(scales) else {}),
+                **({"quantity": quantities[k]} if k < len(quantities) else {}),
             }
         )
     return out
@@ -173,8 +173,8 @@ class Rule:
                    ) -> list[tuple[list[Cell], list[Cell]]]:  # fmt: skip
         """Per reading (the intervals that may reproduce, those that may refute), widened where declared."""
         for r, reading in zip(self.reads, claim.readings(), strict=True):
-            if r.scale != reading.scale:  # what is read and what the registry declares must be one number
-                raise ValueError(f"{self.study}:{self.id}: reads a {r.scale}, registered as a {reading.scale}")
+            if r.quantity != reading.quantity:  # what is read and what the registry declares must be one number
+                raise ValueError(f"{self.study}:{self.id}: reads a {r.quantity}, registered as a {reading.quantity}")
         read = [intervals_of(r, reading, runs, claim.metric, alpha, len(self.reads), levels)
                 for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         between = registry.between_runs().get((self.study, claim.metric))
@@ -209,12 +209,12 @@ class Rule:
             level=self._level(runs, levels),
             engine_note=self.engine_note,
             grounds=Grounds(
-                **(_on_its_scale(first[0], self.reads[0].scale) if single else {}),
+                **(_on_its_quantity(first[0], self.reads[0].quantity) if single else {}),
                 needs=[n for r, (each, _) in zip(self.reads, read, strict=True) for n in r.needs(each, runs)],
                 intervals=sets if decidable else (),
                 rounds=min(c.n for each, _ in read for c in each),
                 cells=tuple([c.name for c in each] for each, _ in read),
-                scales=tuple(r.scale for r in self.reads),
+                quantities=tuple(r.quantity for r in self.reads),
                 measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
             ),
         )
@@ -236,10 +236,10 @@ class Rule:
         return ". ".join(texts) + (f"; {extra}" if extra else "")
 
 
-def _on_its_scale(cell: Cell, scale: str) -> dict[str, float]:
-    """A single interval as the verdict's ratio and ends: the comparison's own scale (a loss as the ratio it
+def _on_its_quantity(cell: Cell, quantity: str) -> dict[str, float]:
+    """A single interval as the verdict's ratio and ends: the comparison's own quantity (a loss as the ratio it
     came from), the interval as decided (widened, where a between-run sd was added)."""
-    if scale == "loss":
+    if quantity == "loss":
         point = cell.comparison.ratio if cell.comparison else 1 - cell.point / 100
         return {"ratio": point, "ci_low": 1 - cell.hi / 100, "ci_high": 1 - cell.lo / 100}
     return {"ratio": cell.point, "ci_low": cell.lo, "ci_high": cell.hi}
@@ -247,7 +247,7 @@ def _on_its_scale(cell: Cell, scale: str) -> dict[str, float]:
 
 def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:
     """Cells of a comparison between arms on instances of their own, widened by the between-run sd."""
-    return [widened(c, tau, r.scale) for c in cells] if r.between_instances else cells
+    return [widened(c, tau, r.quantity) for c in cells] if r.between_instances else cells
 
 
 def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, readings: int,
@@ -267,7 +267,7 @@ def intervals_of(r: Any, reading: Any, runs: Any, metric: str, alpha: float, rea
 
 
 def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], unit: str, where: str = "") -> str:
-    """One reading's evidence: the quantity, each cell's estimate and interval on the reading's scale (every
+    """One reading's evidence: the quantity, each cell's estimate and interval on the reading's quantity (every
     number through reading.shown, as the headline shows it), the confidence and family they were read at, n and
     test; a single comparison's medians (in the metric's `unit`) and p; the refuting intervals where they
     differ."""

@@ -57,10 +57,18 @@ def _common_blocks(base: pd.DataFrame, cand: pd.DataFrame, metric: str) -> tuple
 
 
 def estimate(
-    base: pd.DataFrame, cand: pd.DataFrame, metric: str, *, confidence: float, paired: bool | None, scale: str = "ratio"
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    metric: str,
+    *,
+    confidence: float,
+    paired: bool | None,
+    quantity: str = "ratio",
 ) -> tuple[RatioEstimate, list[str]]:
     """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
-    paired_fn, unpaired_fn = (paired_ratio, welch_ratio) if scale == "ratio" else (paired_difference, welch_difference)
+    paired_fn, unpaired_fn = (
+        (paired_ratio, welch_ratio) if quantity == "ratio" else (paired_difference, welch_difference)
+    )
     warnings: list[str] = []
     if paired is not False and _block_column(base) and _block_column(cand):
         b, c, common = _common_blocks(base, cand, metric)
@@ -103,14 +111,14 @@ def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: 
 class Settings:
     """How a comparison is made and read, bundled (as benchmath bundles its thresholds) so that adding one adds
     no argument. family: how many comparisons share the error budget (default: the ones made in one call).
-    scale: "ratio" (candidate / baseline) or "difference" (candidate - baseline, for percentage points)."""
+    quantity: "ratio" (candidate / baseline) or "difference" (candidate - baseline, for percentage points)."""
 
     higher_is_better: bool = False
     confidence: float = CONFIDENCE
     family: int | None = None
     noise: float = NOISE
     paired: bool | None = None
-    scale: str = "ratio"
+    quantity: str = "ratio"
 
 
 def compare_arms(
@@ -160,7 +168,7 @@ def _comparison(
     metric: str, base: pd.DataFrame, cand: pd.DataFrame, cell: dict, level: float, family: int, s: Settings
 ) -> Comparison:
     """One candidate against the baseline in one cell, at the family's confidence `level`."""
-    est, warnings = estimate(base, cand, metric, confidence=level, paired=s.paired, scale=s.scale)
+    est, warnings = estimate(base, cand, metric, confidence=level, paired=s.paired, quantity=s.quantity)
     bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
     # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
     # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a
@@ -171,7 +179,7 @@ def _comparison(
         mb, mc = b[common].to_numpy(dtype=float), c[common].to_numpy(dtype=float)
     if est.n < 2:
         warnings.append("fewer than 2 runs (or rounds) per arm: nothing can be decided")
-    shift = 0 if s.scale == "ratio" else 1  # a difference is read for change as the ratio 1 + d
+    shift = 0 if s.quantity == "ratio" else 1  # a difference is read for change as the ratio 1 + d
     return Comparison(
         metric=metric,
         baseline=str(base["arm"].iloc[0]),
@@ -195,7 +203,7 @@ def _comparison(
         higher_is_better=s.higher_is_better,
         noise=s.noise,
         family=family,
-        scale=s.scale,
+        quantity=s.quantity,
         warnings=warnings,
     )  # fmt: skip
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.analysis.verdicts import Verdict
-from secoverhead.core.units import READING_SCALES, shown
+from secoverhead.core.units import QUANTITIES, shown
 
 REPRODUCE, REFUTE, GAP = "reproduce", "refute", "gap"
 LABELS = (REPRODUCE, REFUTE, GAP)
@@ -30,16 +30,16 @@ LABELS = (REPRODUCE, REFUTE, GAP)
 @dataclass(frozen=True)
 class Reading:
     """Regions of the effect's line: labels[i] holds from cuts[i-1] (included) to cuts[i] (excluded); the first
-    region starts at -inf, the last ends at +inf. `effect` names the quantity; `scale` says what its numbers are
-    (core.units.READING_SCALES: a ratio, a loss in %, a difference in `unit`, a share as a fraction), so every
+    region starts at -inf, the last ends at +inf. `effect` names the quantity; `quantity` says what its numbers are
+    (core.units.QUANTITIES: a ratio, a loss in %, a difference in `unit`, a share as a fraction), so every
     place that shows them shows them alike."""
 
     effect: str
     cuts: tuple[float, ...]
     labels: tuple[str, ...]
     combine: str = "all"  # all | any: how several intervals decide together (see the module's docstring)
-    scale: str = "ratio"
-    unit: str = ""  # a difference's unit (pp, us); the other scales carry theirs
+    quantity: str = "ratio"
+    unit: str = ""  # a difference's unit (pp, us); the other quantities carry theirs
 
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.cuts) + 1:
@@ -50,8 +50,8 @@ class Reading:
             raise ValueError(f"{self.effect}: labels are {LABELS}, with a reproduce and a refute region")
         if self.combine not in ("all", "any"):
             raise ValueError(f"{self.effect}: combine is 'all' or 'any'")
-        if self.scale not in READING_SCALES:
-            raise ValueError(f"{self.effect}: scale is one of {READING_SCALES}")
+        if self.quantity not in QUANTITIES:
+            raise ValueError(f"{self.effect}: quantity is one of {QUANTITIES}")
 
     # -- the shapes the registry uses -----------------------------------------------------------------------
     @classmethod
@@ -77,11 +77,11 @@ class Reading:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reading:
-        """A registry entry's reading; its scale is declared, never guessed from its words."""
-        if "scale" not in d:
-            raise ValueError(f"{d.get('effect')}: a reading declares its scale ({', '.join(READING_SCALES)})")
+        """A registry entry's reading; its quantity is declared, never guessed from its words."""
+        if "quantity" not in d:
+            raise ValueError(f"{d.get('effect')}: a reading declares its quantity ({', '.join(QUANTITIES)})")
         kind = d["shape"]
-        kw = {"combine": d.get("combine", "all"), "scale": d["scale"], "unit": str(d.get("unit", ""))}
+        kw = {"combine": d.get("combine", "all"), "quantity": d["quantity"], "unit": str(d.get("unit", ""))}
         if kind == "band":
             return cls.band(d["effect"], d["low"], d["high"], margin=d.get("margin", 0.0), **kw)
         if kind == "above":
@@ -92,7 +92,7 @@ class Reading:
 
     def shown(self, x: float, exact: bool = False) -> str:
         """One of this reading's numbers as every page shows it (core.units.shown)."""
-        return shown(x, self.scale, self.unit, exact=exact)
+        return shown(x, self.quantity, self.unit, exact=exact)
 
     # -- deciding ------------------------------------------------------------------------------------------
     def region(self, x: float) -> int:
@@ -173,7 +173,7 @@ class Reading:
 
     def as_dict(self) -> dict[str, Any]:
         return {"effect": self.effect, "cuts": list(self.cuts), "labels": list(self.labels), "combine": self.combine,
-                "scale": self.scale, "unit": self.unit}  # fmt: skip
+                "quantity": self.quantity, "unit": self.unit}  # fmt: skip
 
 
 def verdict_from(reproduces: bool, refutes: bool, *, what: str) -> Verdict:

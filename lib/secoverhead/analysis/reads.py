@@ -31,7 +31,7 @@ Levels = Mapping[str, Any]  # a factor's level the plan fixes (e.g. the highest 
 
 @dataclass(frozen=True)
 class Cell:
-    """One interval a reading reads, on the reading's own scale (a ratio, a loss in %, a difference, a share),
+    """One interval a reading reads, on the reading's own quantity (a ratio, a loss in %, a difference, a share),
     with what it rests on."""
 
     name: str  # the cell as a reader names it ('' when the reading has one cell)
@@ -68,19 +68,19 @@ def cell_name(cell: Mapping[str, Any], by: Sequence[str]) -> str:
     return " ".join(str(v) for v in values)
 
 
-def _from(c: Comparison, name: str, scale: str) -> Cell:
+def _from(c: Comparison, name: str, quantity: str) -> Cell:
     point, lo, hi = c.ratio, c.ci_low, c.ci_high
-    if scale == "loss":  # the share of the baseline's metric the candidate loses, %
+    if quantity == "loss":  # the share of the baseline's metric the candidate loses, %
         point, lo, hi = (1 - c.ratio) * 100, (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
     return Cell(name, point, lo, hi, c.n_pairs or min(c.n_baseline, c.n_candidate), c.n_text,
                 f"{c.test}; {c.design}", c.confidence, c.family, c)  # fmt: skip
 
 
 class Kind:
-    """What every kind of reading says of itself unless it says otherwise: its scale, the level it was read at
+    """What every kind of reading says of itself unless it says otherwise: its quantity, the level it was read at
     (none), and whether its arms ran on server instances of their own (a between-run sd then widens it)."""
 
-    scale = "ratio"
+    quantity = "ratio"
     between_instances = False
 
     def where(self, runs: pd.DataFrame, levels: Levels | None = None) -> str:
@@ -104,7 +104,7 @@ class PerCell(Kind):
 class Ratio(PerCell):
     """Candidate against baseline on the claim's metric, per cell of `by`; `at`: only at the highest ('max') or
     lowest ('min') level of that factor; `through`: where the two never ran together (duets with a third arm),
-    (candidate / through) / (baseline / through). scale: 'ratio' (candidate / baseline), 'loss' (1 - ratio,
+    (candidate / through) / (baseline / through). quantity: 'ratio' (candidate / baseline), 'loss' (1 - ratio,
     in %) or 'difference' (candidate - baseline, e.g. percentage points)."""
 
     baseline: str
@@ -114,7 +114,7 @@ class Ratio(PerCell):
     at_level: str = "max"
     through: str | None = None
     higher_is_better: bool = False
-    scale: str = "ratio"
+    quantity: str = "ratio"
     between_instances = True
 
     def cells(self, runs: pd.DataFrame, metric: str, confidence: float, family: int | None,
@@ -127,13 +127,13 @@ class Ratio(PerCell):
         comps = compare_arms(
             runs, metric, baseline=self.baseline, candidates=[self.candidate], by=by,
             higher_is_better=self.higher_is_better, confidence=confidence, family=family,
-            scale="difference" if self.scale == "difference" else "ratio",
+            quantity="difference" if self.quantity == "difference" else "ratio",
         )  # fmt: skip
         out = []
         for c in comps.values():
             if self.through and not c.n_pairs and self.through in set(runs["arm"]):
                 c = self._through(runs, metric, confidence, family, c.cell) or c
-            out.append(_from(c, cell_name(c.cell, self.by), self.scale))
+            out.append(_from(c, cell_name(c.cell, self.by), self.quantity))
         return out
 
     def where(self, runs: pd.DataFrame, levels: Levels | None = None) -> str:
@@ -271,7 +271,7 @@ class Share(Kind):
     costly: str
     candidate: str
     cells_word: str = "cells"
-    scale = "share"
+    quantity = "share"
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -299,13 +299,13 @@ def finite(cells: Sequence[Cell]) -> bool:
     return bool(cells) and all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in cells)
 
 
-def widened(cell: Cell, tau: float, scale: str) -> Cell:
+def widened(cell: Cell, tau: float, quantity: str) -> Cell:
     """The cell's interval with a between-run sd added (stats.widen): tau on the log ratio for a ratio or a loss,
     in the metric's unit for a difference."""
     if not tau:
         return cell
-    if scale == "loss":  # back to the ratio, widened there, and out again
+    if quantity == "loss":  # back to the ratio, widened there, and out again
         lo, hi = widen(1 - cell.hi / 100, 1 - cell.lo / 100, tau, cell.n, cell.confidence, log=True)
         return dataclasses.replace(cell, lo=(1 - hi) * 100, hi=(1 - lo) * 100)
-    lo, hi = widen(cell.lo, cell.hi, tau, cell.n, cell.confidence, log=scale == "ratio")
+    lo, hi = widen(cell.lo, cell.hi, tau, cell.n, cell.confidence, log=quantity == "ratio")
     return dataclasses.replace(cell, lo=lo, hi=hi)

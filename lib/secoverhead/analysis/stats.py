@@ -265,12 +265,12 @@ class Comparison:
     higher_is_better: bool = False
     noise: float = NOISE
     family: int = 1
-    scale: str = "ratio"  # "ratio": ratio/ci are candidate/baseline; "difference": candidate - baseline
+    quantity: str = "ratio"  # "ratio": ratio/ci are candidate/baseline; "difference": candidate - baseline
     warnings: list[str] = field(default_factory=list)
 
     @property
     def change_pct(self) -> float:
-        if self.scale == "difference":
+        if self.quantity == "difference":
             return self.ratio / self.baseline_median * 100.0 if self.baseline_median else float("nan")
         return (self.ratio - 1.0) * 100.0
 
@@ -286,7 +286,7 @@ class Comparison:
         """The numbers, n, test and CI that decide, in one line."""
         u = f" {unit}" if unit else ""
         corr = f", Bonferroni over {self.family}" if self.family > 1 else ""
-        if self.scale == "difference":
+        if self.quantity == "difference":
             return (
                 f"median {self.baseline_median:.4g}{u} -> "
                 f"{self.candidate_median:.4g}{u}; difference {self.ratio:+.3g}{u}, "
@@ -353,12 +353,12 @@ def between_run_sd(estimates: Sequence[float], ses: Sequence[float]) -> float:
         return 0.0
     mean = float((w * y).sum() / w.sum())
     q = float((w * (y - mean) ** 2).sum())
-    scale = float(w.sum() - (w**2).sum() / w.sum())
-    return math.sqrt(max(0.0, (q - (len(y) - 1)) / scale)) if scale > 0 else 0.0
+    quantity = float(w.sum() - (w**2).sum() / w.sum())
+    return math.sqrt(max(0.0, (q - (len(y) - 1)) / quantity)) if quantity > 0 else 0.0
 
 
 def widen(lo: float, hi: float, tau: float, n: int, confidence: float, *, log: bool) -> tuple[float, float]:
-    """An interval over a run's rounds widened by a between-run sd `tau` (on the log scale for a ratio): the
+    """An interval over a run's rounds widened by a between-run sd `tau` (on the log quantity for a ratio): the
     run's own standard error and tau add in variance, read at the same t quantile (n rounds)."""
     if not tau or n < 2 or not (math.isfinite(lo) and math.isfinite(hi)) or (log and lo <= 0):
         return lo, hi

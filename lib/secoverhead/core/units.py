@@ -34,32 +34,32 @@ def unit(metric: str) -> tuple[str, bool | None]:
 
 
 # How a reading's numbers are shown, wherever they are shown (a verdict's headline, its evidence, its plot's
-# ticks, the index): one function, so a number on a page is the number measured, in one unit. The scale is the
+# ticks, the index): one function, so a number on a page is the number measured, in one unit. The quantity is the
 # reading's: a ratio (x), a loss of the baseline's metric (%), a difference (in `unit`: pp, us, ns), or a share
 # won back (a fraction, shown in %).
-READING_SCALES = ("ratio", "loss", "difference", "share")
+QUANTITIES = ("ratio", "loss", "difference", "share")
 
 
-def shown(x: float, scale: str, unit: str = "", *, exact: bool = False) -> str:
-    """One number of a reading on its scale: 1.62x, +3.4 %, +1.2 pp, 86.1 %; `exact` (a reading's own lines,
+def shown(x: float, quantity: str, unit: str = "", *, exact: bool = False) -> str:
+    """One number of a reading on its quantity: 1.62x, +3.4 %, +1.2 pp, 86.1 %; `exact` (a reading's own lines,
     1.0526x) with every digit it was declared with."""
-    if scale not in READING_SCALES:
-        raise ValueError(f"scale {scale!r}: one of {READING_SCALES}")
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity {quantity!r}: one of {QUANTITIES}")
     if not math.isfinite(x):
         return "∞" if x > 0 else "-∞"
     if exact:
-        value = x * 100 if scale == "share" else x
-        suffix = {"ratio": "×", "loss": " %", "share": " %"}.get(scale, f" {unit}".rstrip())
+        value = x * 100 if quantity == "share" else x
+        suffix = {"ratio": "×", "loss": " %", "share": " %"}.get(quantity, f" {unit}".rstrip())
         return f"{value:g}{suffix}"
-    if scale == "ratio":
+    if quantity == "ratio":
         return f"{x:.3g}×" if abs(x) < 100 else f"{x:,.0f}×"
-    if scale == "loss":
+    if quantity == "loss":
         return f"{x:+.1f} %"
-    if scale == "share":
+    if quantity == "share":
         return f"{x * 100:.1f} %"
     return f"{x:+.3g} {unit}".rstrip()
 
 
-def shown_interval(lo: float, hi: float, scale: str, unit: str = "") -> str:
-    """An interval on its scale, both ends through `shown`: 1.62x to 1.94x, -1.1 % to +0.9 %."""
-    return f"{shown(lo, scale, unit)} to {shown(hi, scale, unit)}"
+def shown_interval(lo: float, hi: float, quantity: str, unit: str = "") -> str:
+    """An interval on its quantity, both ends through `shown`: 1.62x to 1.94x, -1.1 % to +0.9 %."""
+    return f"{shown(lo, quantity, unit)} to {shown(hi, quantity, unit)}"

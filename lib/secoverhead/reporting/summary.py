@@ -1,5 +1,5 @@
 """The summary a reviewer reads first: per claim one sentence in plain units (the measured interval on the
-claim's own scale, the reading that decides it), the verdict as a coloured chip, how the claim is read in a
+claim's own quantity, the reading that decides it), the verdict as a coloured chip, how the claim is read in a
 collapsible detail, and one picture of every claim's intervals against its thresholds. Works from verdicts
 as dicts (ClaimVerdict.as_dict() or verdicts.json), so a report and the index say the same."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from secoverhead.core.units import READING_SCALES, shown, shown_interval
+from secoverhead.core.units import QUANTITIES, shown, shown_interval
 
 COLOURS = {
     "reproduced": "#1a7f37",
@@ -62,11 +62,11 @@ def chip(verdict: str) -> str:
     )
 
 
-def reading_scale(reading: Mapping[str, Any]) -> tuple[str, str]:
-    """(scale, unit) of a judged reading, as the registry declares them; guessed from the effect's words only for
-    verdicts written before readings declared theirs."""
-    declared = str(reading.get("scale", ""))
-    if declared in READING_SCALES:
+def reading_quantity(reading: Mapping[str, Any]) -> tuple[str, str]:
+    """(quantity, unit) of a judged reading, as the registry declares them (verdicts of before issue 42 call the
+    quantity "scale"); guessed from the effect's words only for verdicts written before readings declared theirs."""
+    declared = str(reading.get("quantity", reading.get("scale", "")))
+    if declared in QUANTITIES:
         return declared, str(reading.get("unit", "") or ("pp" if declared == "difference" else ""))
     e = str(reading.get("effect", "")).lower()
     if "percentage point" in e or e.endswith(" pp"):
@@ -89,12 +89,12 @@ def _ends(each: Sequence[tuple[float, float]]) -> tuple[int, int]:
 
 
 def measured(judged: Sequence[Mapping[str, Any]]) -> str:
-    """What was measured, on the claim's scale, each interval with its cell's name where the study gave it:
+    """What was measured, on the claim's quantity, each interval with its cell's name where the study gave it:
     'TPS loss at the most threads, %: oltp_write_only x16 -1.1 % to 0.9 %, oltp_read_only x16 ...'. More than
     three cells are summed up by their two ends, each named."""
     out = []
     for r in judged:
-        scale, unit = reading_scale(r)
+        quantity, unit = reading_quantity(r)
         each = _intervals(r)
         if not each:
             continue
@@ -102,13 +102,13 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
         names = names if len(names) == len(each) else [""] * len(each)
         if len(each) <= SUMMED_UP:
             text = ", ".join(
-                f"{n} {shown_interval(lo, hi, scale, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True)
+                f"{n} {shown_interval(lo, hi, quantity, unit)}".strip() for n, (lo, hi) in zip(names, each, strict=True)
             )
         else:
             low, high = _ends(each)
             text = (
-                f"{len(each)} cells, from {shown(each[low][0], scale, unit)}{_of(names[low])} to "
-                f"{shown(each[high][1], scale, unit)}{_of(names[high])}"
+                f"{len(each)} cells, from {shown(each[low][0], quantity, unit)}{_of(names[low])} to "
+                f"{shown(each[high][1], quantity, unit)}{_of(names[high])}"
             )
         out.append(f"{r.get('effect')}: {text}")
     return "; ".join(out)
@@ -120,12 +120,12 @@ def numbers_shown(verdict: Mapping[str, Any]) -> list[str]:
     judged = verdict.get("judged") or []
     if not judged or any(c.get("holds") is False for c in verdict.get("preconditions") or []):
         return []  # no interval, or a failed precondition's line says what it needs instead
-    scale, unit = reading_scale(judged[0])
+    quantity, unit = reading_quantity(judged[0])
     each = _intervals(judged[0])
     if len(each) > SUMMED_UP:
         low, high = _ends(each)
         each = [(each[low][0], each[high][1])]
-    return [shown(x, scale, unit) for i in each for x in i]
+    return [shown(x, quantity, unit) for i in each for x in i]
 
 
 def misread(lines: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -205,7 +205,7 @@ def tally(verdicts: Sequence[Mapping[str, Any]]) -> str:
 
 
 def figure(verdicts: Sequence[Mapping[str, Any]]):
-    """Every claim's intervals against its regions, one strip per reading, each on its own scale (a ratio on a
+    """Every claim's intervals against its regions, one strip per reading, each on its own quantity (a ratio on a
     log axis): green reproduces, red refutes, grey decides nothing. None when no claim recorded its intervals."""
     import matplotlib.pyplot as plt  # deferred: only a report draws
 
@@ -234,12 +234,12 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
 
 
 def _strip(ax: Any, verdict: str, r: Mapping[str, Any], title: list[str]) -> None:
-    """One reading: its regions, its intervals, the lines and interval ends as ticks on the reading's scale."""
-    scale, unit = reading_scale(r)
+    """One reading: its regions, its intervals, the lines and interval ends as ticks on the reading's quantity."""
+    quantity, unit = reading_quantity(r)
     cuts = [float(c) for c in r.get("cuts", [])]
     each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
     values = cuts + [x for i in each for x in i]
-    log = scale == "ratio" and all(x > 0 for x in values)
+    log = quantity == "ratio" and all(x > 0 for x in values)
     left, right = _span(min(values), max(values), log)
     if log:
         ax.set_xscale("log")
@@ -262,7 +262,7 @@ def _strip(ax: Any, verdict: str, r: Mapping[str, Any], title: list[str]) -> Non
     ticks = _ticks(cuts, each, left, right, log)
     ax.minorticks_off()
     ax.set_xticks(ticks)
-    ax.set_xticklabels([shown(t, scale, unit, exact=t in cuts) for t in ticks], fontsize=7)
+    ax.set_xticklabels([shown(t, quantity, unit, exact=t in cuts) for t in ticks], fontsize=7)
     for label, t in zip(ax.get_xticklabels(), ticks, strict=True):
         label.set_fontweight("bold" if t in cuts else "normal")  # the reading's lines in bold
 

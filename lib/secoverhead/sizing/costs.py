@@ -94,7 +94,7 @@ class Book:
             candidates=[m.arm],
             confidence=confidence,
             family=1,
-            scale="difference",
+            quantity="difference",
         )
         c = comps.get(m.arm)
         if c is None or not np.isfinite(c.ratio):

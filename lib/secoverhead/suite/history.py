@@ -27,7 +27,7 @@ from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
 from secoverhead.core.runs import scale_of, status_of
 from secoverhead.core.units import unit
-from secoverhead.reporting.summary import reading_scale
+from secoverhead.reporting.summary import reading_quantity
 from secoverhead.suite import expected as expected_marks
 
 EMBEDDED = "this machine's servers"
@@ -79,9 +79,9 @@ def series_of(v: dict[str, Any]) -> list[tuple[str, str, float | None, float | N
     judged = v.get("judged") or []
     reading = judged[0] if judged and isinstance(judged[0], dict) else {}
     each = [i for i in reading.get("intervals") or [] if len(i) == 2]
-    scale, _ = reading_scale(reading)
-    loss = scale == "loss"
-    if not each or scale not in ("ratio", "loss"):
+    quantity, _ = reading_quantity(reading)
+    loss = quantity == "loss"
+    if not each or quantity not in ("ratio", "loss"):
         return [(claim_id, claim, None, None, None)]
     names = [str(n) for n in reading.get("cells") or []]
     names = names if len(names) == len(each) else [f"cell {k + 1}" for k in range(len(each))]

@@ -31,7 +31,7 @@ RULES = (  # words, metrics, readings and preconditions: data/claims/registry.ya
     Rule(
         STUDY,
         "general_log-loss",
-        (Ratio(BASELINE, "general_log", higher_is_better=True, scale="loss"),),
+        (Ratio(BASELINE, "general_log", higher_is_better=True, quantity="loss"),),
         measure=PER_RUN,
         engine_note=ENGINE,
     ),

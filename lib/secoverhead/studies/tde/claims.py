@@ -123,7 +123,7 @@ def capacity_beside(at_level: str):
 
 
 def _loss(at_level: str) -> Ratio:
-    return Ratio(OFF, ON, by=("workload",), at="threads", at_level=at_level, higher_is_better=True, scale="loss")
+    return Ratio(OFF, ON, by=("workload",), at="threads", at_level=at_level, higher_is_better=True, quantity="loss")
 
 
 RULES = (  # words, metrics, readings and preconditions: data/claims/registry.yaml
@@ -162,7 +162,7 @@ RULES = (  # words, metrics, readings and preconditions: data/claims/registry.ya
     Rule(
         STUDY,
         "cpu-pp",
-        (Ratio(OFF, ON, by=("workload", "threads"), scale="difference"),),
+        (Ratio(OFF, ON, by=("workload", "threads"), quantity="difference"),),
         measure="server CPU % of the emulated limit, on minus off, paired by round; " + IUT_NOTE,
         engine_note=ENGINE,
         unit="pp",

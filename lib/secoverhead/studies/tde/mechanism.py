@@ -84,7 +84,7 @@ def explained(part: Part) -> pd.DataFrame:
     if "server_cpu_us_per_op" not in runs or not aes:
         return pd.DataFrame()
     delta = compare_arms(
-        runs, "server_cpu_us_per_op", baseline=OFF, candidates=[ON], by=["workload", "threads"], scale="difference"
+        runs, "server_cpu_us_per_op", baseline=OFF, candidates=[ON], by=["workload", "threads"], quantity="difference"
     )
     rows = []
     for c in delta.values():
