@@ -51,9 +51,11 @@ inferno:
 airflow: python
 	@scripts/install-airflow.sh
 
+# ruff holds a function's arguments, statements, branches and complexity (pyproject.toml); the layers test its length
 lint: python
 	$(BIN)/ruff check lib tests benchmarks
 	$(BIN)/ruff format --check lib tests benchmarks
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_layers.py
 
 format: python
 	$(BIN)/ruff format lib tests benchmarks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 import uuid
@@ -275,3 +276,20 @@ def test_server_that_fails_to_start_quotes_its_log(run_base):
     ):
         pass
     assert set(run_base.iterdir()) == before  # its private directory is removed too
+
+
+def test_limits_are_lifted_for_a_while_and_restored():
+    """A load or a write-back runs without the emulated instance's limits; the measurement after runs under them."""
+    with MariaDBServer(cpu_limit=0.5, iops=(500, 400)) as db:
+        if db.limiter is None or db.limiter.group is None:
+            pytest.skip("no cgroup CPU quota here (affinity cannot change while the server runs)")
+        with db.limits_lifted():
+            assert db.limiter.cores == len(os.sched_getaffinity(0))
+            if db.io_limiter is not None:
+                assert (db.io_limiter.read_iops, db.io_limiter.write_iops) == (0, 0)
+        assert db.limiter.cores == 0.5
+        assert db.limiter.describe()["cpu_cfs_quota_us"] == db.limiter.describe()["cpu_cfs_period_us"] // 2
+        if db.io_limiter is not None:
+            assert (db.io_limiter.read_iops, db.io_limiter.write_iops) == (500, 400)
+            with db.limits_lifted(io=False):
+                assert db.io_limiter.read_iops == 500

@@ -1,5 +1,5 @@
 """Verdicts on claims and verdicts.json (what the report index shows without re-running anything). Standard
-library only. What decides a verdict is the claim's registered reading (registry.py, readings.py): reproduced
+library only. What decides a verdict is the claim's registered reading (claim_registry.py, readings.py): reproduced
 when the intervals lie where the claim says, not reproduced when they lie wholly on the wrong side, and
 inconclusive otherwise: the data cannot decide. A claim whose registered preconditions fail in the environment
 it was measured in is *not testable here*: the set-up cannot show the original's mechanism, so its data neither

@@ -5,11 +5,13 @@ MariaDB 10.11 stands in for MySQL 8 here (the only MySQL-family server installab
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets as _stdlib_secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -277,6 +279,29 @@ class MariaDBServer(Server):
             "server_audit": [d / "audit" / "server_audit.log"],
             "init_connect_binlog": [d / "binlog"],
         }.get(self.audit, [])
+
+    @contextlib.contextmanager
+    def limits_lifted(self, *, cpu: bool = True, io: bool = True) -> Iterator[None]:
+        """The server without its CPU quota (the host's cores) and IOPS limit for a while, restored after: the
+        limits emulate the original's server while it is measured, not while it is loaded or written back."""
+        quota = self.limiter.cores if cpu and self.limiter is not None and self.limiter.group is not None else None
+        disk = self.io_limiter
+        iops = (
+            (disk.read_iops, disk.write_iops)
+            if io and disk is not None and any((disk.read_iops, disk.write_iops))
+            else None
+        )
+        if quota is not None:
+            self.limiter.set(len(os.sched_getaffinity(0)))
+        if iops is not None:
+            disk.set(None, None)
+        try:
+            yield
+        finally:
+            if quota is not None:
+                self.limiter.set(quota)
+            if iops is not None:
+                disk.set(iops[0] or None, iops[1] or None)
 
     def _limit(self, d: Path) -> None:
         """The CPU limit and the data disk's IOPS limit, removed when the server stops."""

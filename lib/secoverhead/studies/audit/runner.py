@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
-import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -158,7 +157,7 @@ def _embedded_targets(
             stack.callback(acct.remove)
         logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
         targets[arm.name] = Rig(sb, db, logs, None)
-    _load(targets, opts, p.server_cpu_limit)
+    _load(targets, opts)
     return targets, {f"mysql {arm} (MariaDB)": t.db.describe() for arm, t in targets.items()}
 
 
@@ -188,20 +187,13 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
     return m
 
 
-def _load(targets: dict[str, Rig], opts: SysbenchOptions, cpu_limit: float | None) -> None:
-    """sysbench's tables into every server at once, their CPU quotas lifted for the load (the quota emulates the
-    original's server during the measurement; one server after another under it took 10 s of a quick run)."""
+def _load(targets: dict[str, Rig], opts: SysbenchOptions) -> None:
+    """sysbench's tables into every server at once, their limits lifted for the load (one server after another
+    under a quota took 10 s of a quick run)."""
 
     def load(t: Rig) -> None:
-        limiter = t.db.limiter
-        lift = cpu_limit and limiter is not None and limiter.group is not None
-        if lift:
-            limiter.set(len(os.sched_getaffinity(0)))
-        try:
+        with t.db.limits_lifted():
             t.sb.prepare(opts)
-        finally:
-            if lift:
-                limiter.set(cpu_limit)
 
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
         list(pool.map(load, targets.values()))  # re-raises the first failure

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -99,12 +98,9 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig]
         targets[arm] = Rig(sb, db, db.admin)
 
     def load(t: Rig) -> None:
-        if t.db.limiter is not None and t.db.limiter.group is not None:
-            t.db.limiter.set(len(os.sched_getaffinity(0)))
-        if t.db.io_limiter is not None:
-            t.db.io_limiter.set(None, None)
-        t.sb.prepare(opts[p.workloads[0]][p.threads[0]])
-        t.db.flush_dirty_pages()
+        with t.db.limits_lifted():
+            t.sb.prepare(opts[p.workloads[0]][p.threads[0]])
+            t.db.flush_dirty_pages()
 
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
         list(pool.map(load, targets.values()))  # re-raises the first failure
@@ -159,7 +155,7 @@ def _history_length(cur: Any) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> dict[str, float]:
+def _write_back(db: Any, tables: int) -> dict[str, float]:
     """Finish the run's writes now, with the IOPS limit lifted meanwhile: wait for purge to clear the undo
     records the run left (bounded), then write the sysbench tables' dirty pages (FLUSH TABLES ... FOR EXPORT:
     synchronous, unlike lowering innodb_max_dirty_pages_pct, whose page cleaner spins for seconds). What the
@@ -168,12 +164,10 @@ def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> di
     pages per transaction instead of ~20 and 0, and its TPS fall tenfold."""
 
     names = ", ".join(f"{BENCH_DATABASE}.sbtest{i}" for i in range(1, tables + 1))
-    if db.io_limiter is not None and any(iops):
-        db.io_limiter.set(None, None)
     conn = db.admin()
     try:
         cur = conn.cursor()
-        with CpuMeter(db.cpu) as meter:
+        with db.limits_lifted(cpu=False), CpuMeter(db.cpu) as meter:
             deadline = time.monotonic() + PURGE_WAIT_S
             while (left := _history_length(cur)) > PURGE_DONE and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -181,8 +175,6 @@ def _write_back(db: Any, tables: int, iops: tuple[int | None, int | None]) -> di
             cur.execute("UNLOCK TABLES")
     finally:
         conn.close()
-        if db.io_limiter is not None and any(iops):
-            db.io_limiter.set(*iops)
     s = meter.server
     return {"cpu_s": s.total_s, "user_s": s.user_s, "system_s": s.system_s, "wall_s": s.wall_s, "undo_left": left}
 
@@ -217,7 +209,7 @@ def _measure(p: Params, targets: dict[str, Any], instance: Emulated, opts):
             m.metrics["iops_read"] = (r - io0[0]) / m.metrics["duration_s"]
             m.metrics["iops_write"] = (w - io0[1]) / m.metrics["duration_s"]
         if db is not None and p.write_back and "server_cpu_total_s" in m.metrics:
-            _charge(m.metrics, _write_back(db, p.tables, iops_limits(p.emulate_iops, instance)))
+            _charge(m.metrics, _write_back(db, p.tables))
         after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
         m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
         if "server_cpu_cores" in m.metrics and math.isfinite(instance.cores):
