@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import itertools
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def test_a_renamed_arm_is_renamed_for_the_calculator_too(monkeypatch):
     check_measures({sid: s.vocabulary for sid, s in STUDIES.items()} | {"tls": tls})
 
 
-def _lower_layer_names() -> set[str]:
+@functools.cache
+def _lower_layer_names() -> frozenset[str]:
     """String constants of the servers and workloads layers: an engine, a mechanism, an audit mode or a metric
     those layers define is theirs to name (a study naming an arm after one does not own it)."""
     out = set()
@@ -104,7 +106,7 @@ def _lower_layer_names() -> set[str]:
         for f in (LIB / layer).rglob("*.py"):
             out |= {n.value for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.Constant)
                     and isinstance(n.value, str)}  # fmt: skip
-    return out
+    return frozenset(out)
 
 
 def literals_outside(study: str, names: set[str]) -> list[str]:

@@ -120,10 +120,11 @@ def _resumed_job(args: argparse.Namespace) -> tuple[list[tuple[Any, Path | None]
 def _new_jobs(args: argparse.Namespace, reports: Path) -> list[tuple[Any, Path | None]]:
     """One prepared job per study; with --all, a study may read what the ones before it write (the calculator)."""
     from secoverhead.app.pipeline import get_study, prepare  # deferred: see the module docstring
+    from secoverhead.studies.protocol.spec import SMOKE
     from secoverhead.suite.notebooks import NOTEBOOKS
 
     studies = list(NOTEBOOKS) if args.all else [args.study]
-    scale = args.scale if (args.scale or args.file) else "smoke"
+    scale = args.scale if (args.scale or args.file) else SMOKE
     for s in studies:
         get_study(s)
     overrides = [tuple(p) for p in args.param or []]

@@ -275,9 +275,11 @@ def run_study(
         record.write(reserve=True)
         execute(prepared, run, record, kernel, log)
     except (Exception, KeyboardInterrupt) as exc:
-        ending = ended_by(exc)
-        if isinstance(exc, KeyboardInterrupt):
-            raise _recorded_interruption(exc, f"{prepared.study.id}: interrupted  {run.dir}") from None
+        stop = signals.as_terminated(exc) if isinstance(exc, KeyboardInterrupt) else exc
+        ending = ended_by(stop)
+        if isinstance(stop, signals.Terminated):
+            stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}"
+            raise stop from None
     finally:
         with signals.deferred():  # a second Ctrl-C must not leave the record half-done
             finalise(run, prepared.study, record, ending)
@@ -347,18 +349,11 @@ def ended_by(exc: BaseException) -> Ending:
     if isinstance(exc, PapermillExecutionError):
         why = str(exc.evalue).splitlines()[0][:300] if exc.evalue else ""
         return Ending("failed", f"{exc.ename}: {why}")
-    if isinstance(exc, KeyboardInterrupt):
-        name = signals.as_terminated(exc).name
-        return Ending("interrupted", f"interrupted by {name}" + (" (Ctrl-C)" if name == "SIGINT" else ""))
+    if isinstance(exc, signals.Terminated):
+        return Ending("interrupted", f"interrupted by {exc.name}" + (" (Ctrl-C)" if exc.name == "SIGINT" else ""))
     if isinstance(exc, KernelDied):
         return Ending("failed", str(exc))
     return Ending("failed", _one_line(exc))  # outputs unwritable, disk full, ...
-
-
-def _recorded_interruption(exc: KeyboardInterrupt, outcome: str) -> signals.Terminated:
-    sig = signals.as_terminated(exc)
-    sig.outcome = outcome
-    return sig
 
 
 def _note_concurrent(record: ReportRecord, log: logging.Logger) -> None:

@@ -141,10 +141,6 @@ class Experiment:
         self._lock = threading.Lock()
         self._record_plan(dict(about or {}))
 
-    @property
-    def arms(self) -> list[str]:
-        return list(self.plan.arms)
-
     def _record_plan(self, about: dict[str, Any]) -> None:
         """A new experiment's plan into its metadata (what was recorded before, e.g. its conditions, is kept);
         a resumed one must have the same plan."""
@@ -174,10 +170,6 @@ class Experiment:
                 "status": "planned",
             }
         )
-
-    def remaining(self) -> list[PlannedRun]:
-        done = self.store.completed_keys()
-        return [p for rnd in self.plan.rounds() for unit in rnd for p in unit if p.key not in done]
 
     # -- running: a schedule of named steps (measure, look, retake, finish) --------------------------
     def run(
