@@ -48,11 +48,8 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
     return meta["study"], stores
 
 
-def _factors(run_dir: str | Path, experiment: str, runs: pd.DataFrame) -> list[str]:
-    """The factors the experiment's plan varied (its metadata says which), as columns of its runs."""
-    results = user_path(run_dir) / "results"
-    plan = ResultStore(results, experiment, readonly=True).metadata().get("plan") or {}
-    return [f for f in plan.get("factors") or {} if f in runs]
+def _factors(runs: pd.DataFrame) -> list[str]:
+    return [f for f in ("workload", "threads", "concurrency", "workers") if f in runs]
 
 
 def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] | None = None) -> pd.DataFrame:
@@ -68,9 +65,7 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
         row
         for exp in sorted(set(a) & set(b))
         for arm_a, arm_b in _arm_pairs(a[exp], b[exp])
-        for row in _rows(
-            exp, _side_by_side(a[exp], b[exp], arm_a, arm_b), arm_a, arm_b, wanted, _factors(run_a, exp, a[exp])
-        )
+        for row in _rows(exp, _side_by_side(a[exp], b[exp], arm_a, arm_b), arm_a, arm_b, wanted, _factors(a[exp]))
     ]
     if not rows:
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
