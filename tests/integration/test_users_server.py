@@ -118,3 +118,10 @@ def test_a_server_that_requires_tls_is_named_and_tde_runs_over_tls(users_server,
     files += ["-p", "mysql_client_key_file", str(e.client_key)]
     res = _cli(users_server, "tde", "tlsonly", "benchdb", tmp_path, "-p", "mysql_tls", "true", *files)
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_encryption_on_is_read_back_from_a_mariadb_without_a_key_source(users_server, tmp_path):
+    """The label "encryption on" against a MariaDB with no encryption plugin: refused before any load."""
+    res = _cli(users_server, "tde", "easy", "benchdb", tmp_path, "-p", "mysql_encryption", "on")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr[-2000:]
+    assert "declared mysql_encryption=on but cannot encrypt" in res.stderr and "MariaDB" in res.stderr

@@ -14,7 +14,7 @@ def test_a_bad_parameter_in_a_notebook_is_one_line_and_fails_the_cell(capsys):
         assert not result.success  # a scheduled run stops on it
         err = capsys.readouterr()
         text = err.err + err.out
-        assert "error: parameter 'repetitions' must be between 1 and 1000, got 0" in text
+        assert "Error: parameter 'repetitions' must be between 1 and 1000, got 0" in text  # its class, its reason
         assert "Traceback" not in text and "File " not in text
     finally:
         shell.set_custom_exc((), None)

@@ -69,11 +69,44 @@ class MySQLEndpoint:
         return args
 
     def connect(self, *, tls: bool, **extra: Any):
-        """A mysql.connector connection (C extension when it loads)."""
+        """A mysql.connector connection (C extension when it loads). A plain-TCP login that MySQL 8's
+        caching_sha2_password refuses for want of a cached hash is retried once after `cache_login`."""
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
         import mysql.connector
 
+        try:
+            return mysql.connector.connect(**self.connect_args(tls=tls, **extra))
+        except mysql.connector.Error as exc:
+            if tls or not needs_cached_hash(exc):
+                raise
+        self.cache_login(**{k: v for k, v in extra.items() if k == "connection_timeout"})
         return mysql.connector.connect(**self.connect_args(tls=tls, **extra))
+
+    def cache_login(self, **extra: Any) -> None:
+        """One TLS login, so that the server caches the account's caching_sha2_password hash and later plain-TCP
+        logins take its fast path. mysql-connector-python cannot do the RSA key exchange that MySQL 8 otherwise
+        asks of a plain login (sysbench's libmariadb does it on its own); a login fills the server's cache and
+        changes no setting. The certificate is verified when a CA file is given. A server that offers no TLS
+        gets a one-line ConfigError naming the account and the remedies."""
+        import mysql.connector
+
+        args = self.connect_args(tls=False, **extra)
+        args.update(ssl_disabled=False, ssl_verify_cert=self.ca_file is not None)
+        if self.ca_file is not None:
+            args["ssl_ca"] = str(self.ca_file)
+        try:
+            if not server_offers_tls(self.host, self.port):
+                raise ConnectionError("the server offers no TLS")
+            mysql.connector.connect(**args).close()
+        except (mysql.connector.Error, OSError) as exc:
+            why = str(getattr(exc, "msg", "") or exc).splitlines()[0][:160]
+            raise ConfigError(
+                f"{self.user!r}@{self.host}:{self.port} uses caching_sha2_password and the server has not cached its "
+                "hash, so a plain-TCP login needs the RSA key exchange, which the Python MySQL client cannot do; a "
+                f"TLS login to cache it failed ({why}). Remedies: let the server offer TLS, or log in once over TLS "
+                f"before the run, or give the account mysql_native_password (ALTER USER '{self.user}'@'%' IDENTIFIED "
+                "WITH mysql_native_password BY '...')"
+            ) from None
 
     def as_dict(self) -> dict[str, Any]:
         return _public(self)
@@ -186,6 +219,14 @@ MYSQL_FACTS = (  # server variables every report records, embedded or external (
 )
 
 CLIENT_SSL = 0x0800
+CR_AUTH_PLUGIN_ERR = 2061  # a client-side auth plugin's refusal: caching_sha2_password's "requires secure connection"
+
+
+def needs_cached_hash(exc: Exception) -> bool:
+    """Whether a refused login is MySQL 8's caching_sha2_password asking for a secure channel or the RSA key
+    exchange (the account's hash is not in the server's cache: after a restart or FLUSH PRIVILEGES)."""
+    text = str(getattr(exc, "msg", "") or exc)
+    return getattr(exc, "errno", None) == CR_AUTH_PLUGIN_ERR and "caching_sha2_password" in text
 
 
 def server_offers_tls(host: str, port: int, timeout: float = 5.0) -> bool:

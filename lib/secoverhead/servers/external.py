@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
 from secoverhead.core.paths import file_problem
 from secoverhead.core.secrets import Secret, redact, secret_from
-from secoverhead.servers import ownership
+from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
@@ -78,6 +78,7 @@ class ExternalMySQL(Server):
     instance_class: str | None = None
     plain_too: bool = False
     tables: Sequence[str] = ()
+    encryption: str | None = None  # "on" / "off": the user's label, checked against the server before any load
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,11 +122,20 @@ class ExternalMySQL(Server):
             facts.update({f"check_connection_{k}": v for k, v in session_tls(conn).items()})
             if self.tables:
                 ownership.check(conn, self.database or "sbtest", self.tables)
+            if self.encryption:
+                facts["encryption_checked"] = self._check_encryption(conn)
         finally:
             conn.close()
         if self.tls and self.plain_too:
             self._connect(False).close()
         return facts
+
+    def _check_encryption(self, conn: Any) -> dict[str, Any]:
+        """The declared encryption state read back from the server (a mismatch: LabelMismatch, before any load)."""
+        database = self.database or "sbtest"
+        state = labels.encryption_state(conn, database, self.tables)
+        labels.check_encryption(state, self.encryption, self.tables, f"{self.host}:{self.port}")
+        return {"declared": self.encryption, **state.as_dict()}
 
     def _connect(self, tls: bool):
         """A checking connection; a refusal says whether TLS, the password or the network is the cause."""
@@ -211,9 +221,11 @@ class ExternalMongo(Server):
     ca_file: str | Path | None = None
     connect_timeout: float = 5.0
     instance_class: str | None = None
+    collections: Sequence[str] = ()  # database.collection the run fills: refused at entry if not the project's
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.collections = tuple(self.collections)
         parts = urlsplit(self.uri)
         if parts.scheme not in ("mongodb", "mongodb+srv"):
             raise ConfigError(f"MongoDB URI must start with mongodb:// or mongodb+srv://, got {parts.scheme!r}")
@@ -255,10 +267,14 @@ class ExternalMongo(Server):
             self._build_info = client.admin.command("buildInfo")
             if users:
                 client.admin.command("connectionStatus")
+            ownership.mongo_check(client, self.collections)
         except errors.OperationFailure as exc:
             if exc.code == 18:
                 raise AuthenticationError(f"MongoDB rejected user {self.username!r}: {exc}") from None
-            raise
+            why = str(exc.details.get("errmsg") if exc.details else exc).splitlines()[0][:200]
+            raise ConfigError(
+                f"MongoDB at {self.uri} refused user {self.username!r}: {why} (code {exc.code})"
+            ) from None
         except errors.ServerSelectionTimeoutError as exc:
             raise UnreachableServerError(f"cannot reach MongoDB at {self.uri}: {exc}") from None
         finally:

@@ -69,3 +69,49 @@ def mark_ours(conn: Any, database: str, tables: Sequence[str]) -> None:
     if tables:
         cur.executemany(f"INSERT IGNORE INTO {_q(database)}.{MARKER} (table_name) VALUES (%s)", [(t,) for t in tables])
     conn.commit()
+
+
+# -- MongoDB: the same rule, the marker a collection `<database>.secoverhead_owned` of {_id: collection} ----------
+def _split(namespace: str) -> tuple[str, str]:
+    database, _, collection = namespace.partition(".")
+    if not database or not collection:
+        raise ValueError(f"{namespace!r} is not database.collection")
+    return database, collection
+
+
+def mongo_owned(client: Any, database: str) -> set[str]:
+    """The collections the marker says the project created in the database (none when there is no marker)."""
+    db = client[database]
+    if not db.list_collection_names(filter={"name": MARKER}):
+        return set()
+    return {str(d["_id"]) for d in db[MARKER].find({}, {"_id": 1})}
+
+
+def mongo_check(client: Any, namespaces: Sequence[str]) -> None:
+    """Raise NotOurs when any of the collections (database.collection) exists and is not the project's."""
+    foreign = []
+    for namespace in namespaces:
+        database, collection = _split(namespace)
+        exists = client[database].list_collection_names(filter={"name": collection})
+        if exists and collection not in mongo_owned(client, database):
+            foreign.append(namespace)
+    if foreign:
+        names = ", ".join(foreign)
+        raise NotOurs(
+            f"{names} exist{'s' if len(foreign) == 1 else ''} and secoverhead did not create "
+            f"{'it' if len(foreign) == 1 else 'them'} (no document in its database's {MARKER}); nothing was changed. "
+            "Run against a server (or a copy) where that collection is free, or drop or rename it yourself"
+        )
+
+
+def mongo_mark_ours(client: Any, namespaces: Sequence[str]) -> None:
+    """Record the collections as the project's, after checking that none of them is someone else's. Call it
+    before creating, filling or dropping them."""
+    mongo_check(client, namespaces)
+    for namespace in namespaces:
+        database, collection = _split(namespace)
+        client[database][MARKER].update_one(
+            {"_id": collection},
+            {"$setOnInsert": {"created_by": "secoverhead", "note": "delete this document to protect the collection"}},
+            upsert=True,
+        )

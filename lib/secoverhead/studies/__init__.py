@@ -33,7 +33,14 @@ def one_line_errors() -> None:
 
     def one_line(shell, etype, value, tb, tb_offset=None):
         first = str(value).splitlines()[0] if str(value) else etype.__name__
-        print(f"error: {first}", file=sys.stderr)
-        return [f"{etype.__name__}: {first}"]
+        stb = [f"{etype.__name__}: {first}"]
+        # IPython drops what a custom handler returns; shown through the kernel, the cell's error output carries
+        # the reason (papermill's PapermillExecutionError, the CLI's line, JupyterLab), not an empty error
+        show = getattr(shell, "_showtraceback", None)
+        if show is not None:
+            show(etype, value, stb)
+        else:
+            print(f"error: {first}", file=sys.stderr)
+        return stb
 
     shell.set_custom_exc((SecoverheadError,), one_line)

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from bson.binary import Binary
 
+from secoverhead.servers import ownership
+
 FNV_OFFSET_64 = 0xCBF29CE484222325
 FNV_PRIME_64 = 1099511628211
 _MASK = (1 << 64) - 1
@@ -54,10 +56,13 @@ def load_usertable(
     database: str = "ycsb",
     collection: str = "usertable",
 ) -> LoadResult:
-    """Insert record_count documents in batches; skip when the collection already holds exactly that many."""
+    """Insert record_count documents in batches; skip when the collection already holds exactly that many. The
+    collection is recorded as the project's before it is touched: one that exists and is not (the user's own)
+    raises NotOurs and is left as it is."""
 
     if record_count < 1 or batch_size < 1:
         raise ValueError("record_count and batch_size must be >= 1")
+    ownership.mongo_mark_ours(client, [f"{database}.{collection}"])
     coll = client[database][collection]
     have = coll.estimated_document_count()
     if have == record_count:

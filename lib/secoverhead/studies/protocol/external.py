@@ -118,7 +118,12 @@ class ExternalMongoParams:
                 "with mongo_username, name where the password lives: mongo_password_env or mongo_password_file"
             )
 
+    # collections (database.collection) the study creates or fills in the user's MongoDB
+    MONGO_COLLECTIONS: ClassVar[tuple[str, ...]] = ()
+
     def external_mongo(self, mechanisms: Sequence[str] = ("SCRAM-SHA-256",)) -> ExternalMongo:
+        """The user's MongoDB, unstarted; entering refuses when a collection the study fills exists and is not the
+        project's."""
         return ExternalMongo(
             uri=self.mongo_uri,
             username=self.mongo_username or None,
@@ -126,6 +131,7 @@ class ExternalMongoParams:
             password_file=self.mongo_password_file or None,
             mechanisms=tuple(mechanisms),
             ca_file=self.mongo_ca_file or None,
+            collections=self.MONGO_COLLECTIONS,
         )
 
 

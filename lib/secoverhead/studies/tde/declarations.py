@@ -147,7 +147,9 @@ class Params(StudyParams, ExternalMySQLParams):
             table_names,  # deferred: pandas, which `secoverhead params` never needs
         )
 
-        return self.external_mysql(instance_class=self.mysql_instance_class, tables=table_names(self.tables))
+        ext = self.external_mysql(instance_class=self.mysql_instance_class, tables=table_names(self.tables))
+        ext.encryption = self.mysql_encryption or None  # the label, read back from the server before any load
+        return ext
 
     DUET_ABLE = True
 

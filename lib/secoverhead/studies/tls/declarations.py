@@ -155,6 +155,7 @@ class Params(BothEngines, StudyParams):
     # two arms (a loopback engine has three or four): the reused-client claim is decided here, at the round trip
     PART_WEIGHTS: ClassVar[dict[str, float]] = {RTT_PART: 0.5}
     MYSQL_TABLES = ("sbtest1",)  # the probe's table, created in the user's database when absent
+    MONGO_COLLECTIONS = ("ycsb.usertable",)  # the YCSB load's collection, filled in the user's MongoDB
     extra_arms: bool = param(True, "also TLS with an ECDSA certificate, and (MySQL) TLS 1.2")
     mongo_enabled: bool = param(True, "measure MongoDB (FerretDB, or mongo_uri)")
     mongo_auth_mechanism: str = param("SCRAM-SHA-256", "SCRAM mechanism", choices=("SCRAM-SHA-1", "SCRAM-SHA-256"))

@@ -1,0 +1,97 @@
+"""A label the user gives a server ("encryption on") checked against what the server says of itself, before any
+load: a run recorded as "encryption on" against a server that encrypts nothing would price encryption at zero."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from secoverhead.core.errors import ConfigError
+
+
+class LabelMismatch(ConfigError):
+    """The server is not in the state the user declared."""
+
+
+@dataclass(frozen=True)
+class EncryptionState:
+    """What a MySQL-family server says of encryption at rest: whether it can encrypt (a key source loaded), whether
+    a new table is encrypted by default, and each named table's flag where the account may read it."""
+
+    can_encrypt: bool
+    new_tables_encrypted: bool
+    tables: dict[str, bool]  # table -> encrypted, for the tables that exist and whose flag could be read
+    how: str  # which of the server's own records said so
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"can_encrypt": self.can_encrypt, "new_tables_encrypted": self.new_tables_encrypted,
+                "tables": self.tables, "how": self.how}  # fmt: skip
+
+
+def _rows(cur: Any, sql: str, args: Sequence[Any] = ()) -> list[tuple] | None:
+    """The rows, or None where the account may not read them (or the server has no such table)."""
+    # deferred: studies import this; the CLI checks their parameters before heavy modules load
+    import mysql.connector
+
+    try:
+        cur.execute(sql, tuple(args))
+        return [tuple(r) for r in cur.fetchall()]
+    except mysql.connector.Error:
+        return None
+
+
+# What each family keeps of encryption at rest: the active key sources, the default for a new table, a table's flag
+MARIADB = {
+    "sources": "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE='ENCRYPTION' AND "
+    "PLUGIN_STATUS='ACTIVE'",
+    "default": "SELECT @@innodb_encrypt_tables IN ('ON', 'FORCE')",
+    "flags": "SELECT NAME, ENCRYPTION_SCHEME > 0 AND CURRENT_KEY_VERSION > 0 FROM "
+    "information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE NAME IN ({marks})",
+    "how": "MariaDB: encryption plugins, innodb_encrypt_tables, INNODB_TABLESPACES_ENCRYPTION",
+}
+MYSQL = {
+    "sources": "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_NAME LIKE 'keyring%%' AND "
+    "PLUGIN_STATUS='ACTIVE' UNION ALL SELECT STATUS_VALUE FROM performance_schema.keyring_component_status "
+    "WHERE STATUS_KEY='Component_status' AND STATUS_VALUE='Active'",
+    "default": "SELECT @@default_table_encryption IN ('1', 'ON')",
+    "flags": "SELECT NAME, ENCRYPTION = 'Y' FROM information_schema.INNODB_TABLESPACES WHERE NAME IN ({marks})",
+    "how": "MySQL: keyring plugins and component, default_table_encryption, INNODB_TABLESPACES",
+}
+
+
+def encryption_state(conn: Any, database: str, tables: Sequence[str]) -> EncryptionState:
+    """Read from the server's own records (MariaDB's or MySQL's, by its version string)."""
+    cur = conn.cursor()
+    version = str((_rows(cur, "SELECT @@version") or [("",)])[0][0])
+    family = MARIADB if "mariadb" in version.lower() else MYSQL
+    sources = _rows(cur, family["sources"])
+    if sources is None and family is MYSQL:  # no keyring component table (before 8.0.24): the plugins alone
+        sources = _rows(cur, family["sources"].split(" UNION ALL ")[0])
+    can = bool(sources)
+    new = can and bool((_rows(cur, family["default"]) or [(0,)])[0][0])
+    names = [f"{database}/{t}" for t in tables]
+    flags = _rows(cur, family["flags"].format(marks=", ".join(["%s"] * len(names)) or "''"), names)
+    how = family["how"] + (" (table flags not readable by this account: it lacks PROCESS)" if flags is None else "")
+    cur.close()
+    return EncryptionState(can, new, {str(n).split("/", 1)[1]: bool(e) for n, e in flags or []}, how)
+
+
+def check_encryption(state: EncryptionState, declared: str, tables: Sequence[str], where: str) -> None:
+    """Raise LabelMismatch when the server is not in the declared state ("on" or "off") for the tables the run
+    loads: those that exist by their flags, those it will create by what a new table gets."""
+    want = declared == "on"
+    if want and not state.can_encrypt:
+        raise LabelMismatch(
+            f"{where} is declared mysql_encryption=on but cannot encrypt: no keyring or encryption plugin is active "
+            f"({state.how}); nothing was measured. Declare it off, or load a keyring first"
+        )
+    wrong = sorted(t for t, encrypted in state.tables.items() if encrypted != want)
+    if not wrong and any(t not in state.tables for t in tables) and state.new_tables_encrypted != want:
+        wrong = ["new tables (" + ("not " if want else "") + "encrypted by default)"]
+    if wrong:
+        raise LabelMismatch(
+            f"{where} is declared mysql_encryption={declared} but {', '.join(wrong[:4])} "
+            f"{'is' if len(wrong) == 1 else 'are'} {'not ' if want else ''}encrypted ({state.how}); nothing was "
+            "measured. Declare what the server has"
+        )

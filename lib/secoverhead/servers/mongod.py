@@ -1,0 +1,125 @@
+"""A real mongod (4.2.6 or 6.0.5, the builds `make setup` fetches) started on loopback: one port that accepts plain
+and TLS clients (preferTLS, no client certificate needed), and with auth on, one SCRAM user per mechanism plus an
+administrator made through the localhost exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from secoverhead.core.errors import ConfigError, ServerStartError
+from secoverhead.core.secrets import generate_password
+from secoverhead.host.process import ServerProcess, pick_port
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import CertificateSet, make_certificates
+from secoverhead.servers.endpoints import MongoEndpoint
+from secoverhead.servers.engines import BUILDS, MONGOD_6_0, Build
+
+USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
+ADMIN = "secoverhead_admin"
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class MongodServer(Server):
+    """A throwaway mongod. build: "mongod-6.0.5" or "mongod-4.2.6"; tls: accept TLS too (preferTLS); auth: SCRAM
+    enforced, with a user per mechanism (readWrite on every database) and an administrator (root)."""
+
+    kind: ClassVar[str] = "mongod"
+
+    build: str = MONGOD_6_0.name
+    tls: bool = True
+    auth: bool = False
+    certificates: CertificateSet | None = None
+    port: int | None = None
+    cache_gb: float = 0.25
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.build not in BUILDS or not self.build.startswith("mongod"):
+            raise ConfigError(f"build={self.build!r} is not a mongod build ({', '.join(BUILDS)})")
+        self.engine: Build = BUILDS[self.build]
+        self.binary = self.engine.require()
+        self.endpoint: MongoEndpoint | None = None
+        self.admin_endpoint: MongoEndpoint | None = None
+
+    def _start(self) -> None:
+        d = self.run_dir
+        (d / "data").mkdir()
+        port = pick_port(self.port)
+        argv = [str(self.binary), "--dbpath", str(d / "data"), "--bind_ip", self.listen_host, "--port", str(port)]
+        argv += ["--wiredTigerCacheSizeGB", str(self.cache_gb), "--nounixsocket", "--logpath", str(d / "mongod.log")]
+        if self.tls:
+            if self.certificates is None:
+                self.certificates = make_certificates(d / "certs", "rsa", hosts=(self.listen_host,))
+            both = d / "certs" / "server-both.pem"
+            both.write_bytes(self.certificates.server_cert.read_bytes() + self.certificates.server_key.read_bytes())
+            both.chmod(0o600)
+            argv += ["--tlsMode", "preferTLS", "--tlsCertificateKeyFile", str(both)]
+            argv += ["--tlsAllowConnectionsWithoutCertificates"]
+        if self.auth:
+            argv.append("--auth")
+        env = {"LD_LIBRARY_PATH": self.engine.library_path()} if self.engine.libraries else {}
+        proc = ServerProcess("mongod", self.command(argv), log_path=d / "stdout.log", cwd=d, env=env,
+                             groups=self.groups())  # fmt: skip
+        self.processes.append(proc)
+        ca = self.certificates.ca_cert if self.certificates else None
+        tls_port = port if self.tls else None
+        self.endpoint = MongoEndpoint(host=self.listen_host, port=port, tls_port=tls_port, ca_file=ca)
+        proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "mongod.log")
+        if self.auth:
+            self._create_users(port, tls_port, ca)
+
+    def _ping(self) -> bool:
+        client = self.endpoint.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
+        try:
+            client.admin.command("ping")
+            return True
+        finally:
+            client.close()
+
+    def _create_users(self, port: int, tls_port: int | None, ca: Any) -> None:
+        """The administrator through the localhost exception, then a user per mechanism through it."""
+        admin_pw, bench_pw = generate_password(), generate_password()
+        client = self.endpoint.client()
+        try:
+            client.admin.command("createUser", ADMIN, pwd=admin_pw.reveal(), roles=["root"])
+        finally:
+            client.close()
+        common = {"host": self.listen_host, "port": port, "tls_port": tls_port, "ca_file": ca}
+        self.admin_endpoint = MongoEndpoint(**common, users={"SCRAM-SHA-256": ADMIN}, password=admin_pw)
+        client = self.admin()
+        try:
+            for mech, user in USERS.items():
+                roles = [{"role": "readWriteAnyDatabase", "db": "admin"}]
+                client.admin.command("createUser", user, pwd=bench_pw.reveal(), roles=roles, mechanisms=[mech])
+        except Exception as exc:
+            raise ServerStartError(f"{self.engine.server}: creating the SCRAM users failed: {exc}") from None
+        finally:
+            client.close()
+        self.endpoint = MongoEndpoint(**common, users=dict(USERS), password=bench_pw)
+
+    def admin(self):
+        """A client with every right (the administrator when auth is on), for set-up and checks."""
+        if self.admin_endpoint is None:
+            return self.endpoint.client()
+        return self.admin_endpoint.client(mechanism="SCRAM-SHA-256")
+
+    def describe(self) -> dict[str, Any]:
+        client = self.admin()
+        try:
+            info = client.admin.command("buildInfo")
+        finally:
+            client.close()
+        return {
+            "engine": "MongoDB",
+            "server": self.engine.server,
+            "embedded": True,
+            "kind": self.kind,
+            "version": info.get("version"),
+            "openssl": (info.get("openssl") or {}).get("running", self.engine.openssl),
+            "tls": self.tls,
+            "auth": self.auth,
+            "auth_mechanisms": sorted(USERS) if self.auth else [],
+            "cpu_accounting": self.cpu_method,
+            "endpoint": self.endpoint.as_dict(),
+        }

@@ -1,0 +1,139 @@
+"""Oracle's MySQL 8.0.31 Community server (the build `make setup` fetches) started on loopback with TLS offered,
+as it ships: caching_sha2_password accounts, the binary log on with sync_binlog=1. It has no keyring plugin (no
+encryption at rest) and no audit plugin."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from secoverhead.core.secrets import Secret, generate_password
+from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
+from secoverhead.servers.base import Server
+from secoverhead.servers.certs import CertificateSet, make_certificates
+from secoverhead.servers.endpoints import MYSQL_FACTS, MySQLEndpoint
+from secoverhead.servers.engines import MYSQL_8_0
+
+BENCH_USER = "bench"
+BENCH_DATABASE = "sbtest"
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class MySQLServer(Server):
+    """A throwaway MySQL 8.0. tls: offer TLS (server certificate of our own CA); extra_options: more mysqld
+    options (value None = bare flag)."""
+
+    kind: ClassVar[str] = "mysql"
+
+    tls: bool = True
+    buffer_pool: str = "64M"
+    certificates: CertificateSet | None = None
+    extra_options: dict[str, Any] | None = None
+    port: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.binary = MYSQL_8_0.require()
+        self.extra_options = dict(self.extra_options or {})
+        self.endpoint: MySQLEndpoint | None = None
+        self.socket_path = None
+
+    def _argv(self, port: int) -> list[str]:
+        d = self.run_dir
+        opts: dict[str, Any] = {
+            "no-defaults": None,  # first, as mysqld requires; no my.cnf of the machine's is read
+            "basedir": MYSQL_8_0.root,
+            "datadir": d / "data",
+            "tmpdir": d / "tmp",
+            "socket": self.socket_path,
+            "port": port,
+            "bind-address": "127.0.0.1",
+            "mysqlx": "OFF",
+            "skip-name-resolve": None,
+            "pid-file": d / "mysqld.pid",
+            "log-error": d / "error.log",
+            "innodb_buffer_pool_size": self.buffer_pool,
+        }
+        if os.geteuid() == 0:
+            opts["user"] = "root"
+        if self.tls:
+            c = self.certificates
+            opts |= {"ssl_ca": c.ca_cert, "ssl_cert": c.server_cert, "ssl_key": c.server_key}
+        else:  # mysqld makes certificates of its own and offers TLS unless no TLS version is allowed
+            opts |= {"tls_version": "", "admin_tls_version": ""}
+        opts |= self.extra_options
+        return [str(self.binary), *(f"--{k}" if v is None else f"--{k}={v}" for k, v in opts.items())]
+
+    def _start(self) -> None:
+        d = self.run_dir
+        (d / "tmp").mkdir()
+        if self.tls and self.certificates is None:
+            self.certificates = make_certificates(d / "certs", "rsa")
+        self.socket_path = d / "mysqld.sock"
+        env = {"LD_LIBRARY_PATH": MYSQL_8_0.library_path()}
+        init = [str(self.binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
+        init += [f"--datadir={d / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
+        run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
+        port = pick_port(self.port)
+        proc = ServerProcess("mysqld", self._argv(port), log_path=d / "stdout.log", cwd=d, env=env,
+                             groups=self.groups())  # fmt: skip
+        self.processes.append(proc)
+        proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "error.log")
+        password = generate_password()
+        self._bootstrap(password)
+        self.endpoint = self._endpoint(port, password)
+
+    def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
+        c = self.certificates
+        return MySQLEndpoint(
+            host="127.0.0.1",
+            port=port,
+            user=BENCH_USER,
+            password=password,
+            database=BENCH_DATABASE,
+            socket=self.socket_path,
+            ca_file=c.ca_cert if c else None,
+            client_cert=c.client_cert if c else None,
+            client_key=c.client_key if c else None,
+            tls_available=self.tls,
+        )
+
+    def admin(self):
+        """root over the private socket (no password: --initialize-insecure), for set-up and checks."""
+        # deferred: studies import this; the CLI checks their parameters before heavy modules load
+        import mysql.connector
+
+        return mysql.connector.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
+
+    def _ping(self) -> bool:
+        self.admin().close()
+        return True
+
+    def _bootstrap(self, password: Secret) -> None:
+        conn = self.admin()
+        try:
+            cur = conn.cursor()
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {BENCH_DATABASE}")
+            cur.execute(f"CREATE USER '{BENCH_USER}'@'%' IDENTIFIED BY %s", (password.reveal(),))
+            cur.execute(f"GRANT ALL PRIVILEGES ON {BENCH_DATABASE}.* TO '{BENCH_USER}'@'%'")
+        finally:
+            conn.close()
+
+    def describe(self) -> dict[str, Any]:
+        conn = self.admin()
+        facts: dict[str, Any] = {"engine": "MySQL", "server": MYSQL_8_0.server, "embedded": True, "kind": self.kind}
+        try:
+            cur = conn.cursor()
+            for name in MYSQL_FACTS:
+                try:
+                    cur.execute(f"SELECT @@{name}")
+                    facts[name] = cur.fetchone()[0]
+                except Exception:
+                    continue
+        finally:
+            conn.close()
+        facts["openssl"] = MYSQL_8_0.openssl
+        facts["cpu_accounting"] = self.cpu_method
+        facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
+        return facts

@@ -1,0 +1,169 @@
+"""The real engines the originals measured (MySQL 8.0.31, mongod 6.0.5, fetched by `make setup`), started here but
+handed to the studies as the user's own server. What the user has there survives every study; a label the user
+gives is read back from the server; MySQL 8's default accounts work over plain TCP after FLUSH PRIVILEGES; a
+missing right reaches the user as its reason."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from secoverhead.servers.engines import MONGOD_6_0, MYSQL_8_0
+from secoverhead.servers.ownership import MARKER
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+PW = "Users-Own-Pw-8123"
+USER_DOC = {"_id": "user1", "field0": "the DBA's own document"}
+MONGO_SHORT = ["-p", "mysql_enabled", "false", "-p", "rtt_enabled", "false", "-p", "repetitions", "2"]
+MONGO_SHORT += ["-p", "mongo_connect_iterations", "3", "-p", "mongo_reused_iterations", "10"]
+MYSQL_SHORT = {
+    "tde": ["-p", "run_seconds", "1", "-p", "workloads", "[oltp_read_only]"],
+    "audit": ["-p", "run_seconds", "1", "-p", "repetitions", "2"],
+}
+
+
+def _need(build) -> None:
+    if not build.available:
+        pytest.skip(f"{build.server} is not fetched here ({build.path}): `make setup` fetches it")
+
+
+def _cli(tmp_path, study: str, *args: str) -> subprocess.CompletedProcess:
+    env = os.environ | {"USERS_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", study, *args, "--reports", str(tmp_path / "reports")]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+
+
+# -- mongod ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def users_mongod():
+    """A mongod 6.0 with auth, holding the user's own ycsb.usertable, and three of the user's accounts: one with
+    every right, one that may only read `ycsb`, one with no right on it."""
+    _need(MONGOD_6_0)
+    from secoverhead.servers.mongod import MongodServer
+
+    with MongodServer(auth=True, tls=True) as m:
+        client = m.admin()
+        try:
+            client.ycsb.usertable.insert_one(dict(USER_DOC))
+            rights = {"dba": ["root"], "reader": [{"role": "read", "db": "ycsb"}], "nobody": []}
+            for user, roles in rights.items():
+                client.admin.command("createUser", user, pwd=PW, roles=roles)
+        finally:
+            client.close()
+        yield m
+
+
+def _mongo_args(m, user: str) -> list[str]:
+    uri = f"mongodb://127.0.0.1:{m.endpoint.port}/"
+    args = ["-p", "mongo_uri", uri, "-p", "mongo_username", user, "-p", "mongo_password_env", "USERS_PW"]
+    return [*args, "-p", "mongo_ca_file", str(m.certificates.ca_cert), *MONGO_SHORT]
+
+
+def _users_docs(m) -> list[dict]:
+    client = m.admin()
+    try:
+        return list(client.ycsb.usertable.find({}))
+    finally:
+        client.close()
+
+
+def test_the_users_usertable_is_refused_before_any_load_and_survives(users_mongod, tmp_path):
+    res = _cli(tmp_path, "tls", *_mongo_args(users_mongod, "dba"))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.count("\n") == 1, res.stderr
+    assert "ycsb.usertable exists and secoverhead did not create it" in res.stderr
+    assert _users_docs(users_mongod) == [USER_DOC]
+    assert not list((tmp_path / "reports").rglob("run.json"))  # refused before a run began
+
+
+def test_auth_reads_and_leaves_the_users_data_as_it_was(users_mongod, tmp_path):
+    args = _mongo_args(users_mongod, "dba")[:12]  # the server and the account, not the tls study's sizes
+    args += ["-p", "mysql_enabled", "false", "-p", "nonce_enabled", "false", "-p", "repetitions", "2"]
+    res = _cli(tmp_path, "auth", *args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _users_docs(users_mongod) == [USER_DOC]
+
+
+def test_a_missing_right_reaches_the_users_line_with_its_reason(users_mongod, tmp_path):
+    res = _cli(tmp_path, "tls", *_mongo_args(users_mongod, "nobody"))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.count("\n") == 1 and "not authorized" in res.stderr, res.stderr
+    assert _users_docs(users_mongod) == [USER_DOC]
+
+
+def test_a_collection_the_project_recorded_is_its_own_to_refill(tmp_path):
+    """On a mongod where ycsb.usertable is free, a run records it before loading; the next run may reuse it."""
+    _need(MONGOD_6_0)
+    from secoverhead.servers.mongod import MongodServer
+
+    with MongodServer(auth=True, tls=True) as m:
+        client = m.admin()
+        client.admin.command("createUser", "dba", pwd=PW, roles=["root"])
+        for attempt in (1, 2):
+            res = _cli(tmp_path / str(attempt), "tls", *_mongo_args(m, "dba"))
+            assert res.returncode == 0, res.stderr[-3000:]
+        assert [d["_id"] for d in client.ycsb[MARKER].find({})] == ["usertable"]
+        assert client.ycsb.usertable.estimated_document_count() == 1000
+        client.close()
+
+
+# -- MySQL 8.0 ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def users_mysql():
+    """A MySQL 8.0.31 as it ships (caching_sha2_password, no keyring) with the user's account `dba` (all rights on
+    benchdb, no PROCESS, as many application accounts are), its hash flushed from the server's cache."""
+    _need(MYSQL_8_0)
+    from secoverhead.servers.mysql import MySQLServer
+
+    with MySQLServer(tls=True) as s:
+        conn = s.admin()
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE benchdb")
+        cur.execute("CREATE USER 'dba'@'%' IDENTIFIED BY %s", (PW,))
+        cur.execute("GRANT ALL PRIVILEGES ON benchdb.* TO 'dba'@'%'")
+        conn.close()
+        yield s
+
+
+def _flush(s) -> None:
+    conn = s.admin()
+    conn.cursor().execute("FLUSH PRIVILEGES")  # empties caching_sha2_password's cache of the account's hash
+    conn.close()
+
+
+def _mysql_args(s, study: str) -> list[str]:
+    args = ["-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(s.endpoint.port), "-p", "mysql_user", "dba"]
+    return [*args, "-p", "mysql_password_env", "USERS_PW", "-p", "mysql_database", "benchdb", *MYSQL_SHORT[study]]
+
+
+@pytest.mark.parametrize("study", ["tde", "audit"])
+def test_plain_tcp_studies_log_in_to_a_stock_mysql_8_account_after_flush_privileges(users_mysql, study, tmp_path):
+    _flush(users_mysql)
+    extra = ["-p", "mysql_encryption", "off"] if study == "tde" else []
+    res = _cli(tmp_path, study, *_mysql_args(users_mysql, study), *extra)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"{study}: ok" in res.stderr
+
+
+def test_encryption_on_against_a_server_that_cannot_encrypt_is_refused_before_any_load(users_mysql, tmp_path):
+    args = [*_mysql_args(users_mysql, "tde"), "-p", "mysql_encryption", "on"]
+    res = _cli(tmp_path, "tde", *args)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.count("\n") == 1, res.stderr
+    assert "declared mysql_encryption=on but cannot encrypt" in res.stderr
+    assert not list((tmp_path / "reports").rglob("run.json"))
+
+
+def test_a_stock_account_on_a_server_without_tls_is_named_with_its_remedies():
+    _need(MYSQL_8_0)
+    from secoverhead.core.errors import ConfigError
+    from secoverhead.servers.mysql import MySQLServer
+
+    refused = pytest.raises(ConfigError, match=r"'bench'@127\.0\.0\.1:\d+ uses caching_sha2_password.*Remedies")
+    with MySQLServer(tls=False) as s, refused:
+        s.endpoint.connect(tls=False)

@@ -1,0 +1,44 @@
+"""A user's label checked against the server's own records: every branch of the rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from secoverhead.servers.labels import EncryptionState, LabelMismatch, check_encryption
+
+TABLES = ("sbtest1", "sbtest2")
+
+
+def state(can: bool, new: bool, **tables: bool) -> EncryptionState:
+    return EncryptionState(can, new, dict(tables), "test records")
+
+
+@pytest.mark.parametrize(
+    ("declared", "server"),
+    [
+        ("on", state(True, True, sbtest1=True, sbtest2=True)),  # all encrypted
+        ("on", state(True, True)),  # none yet: a new table is encrypted
+        ("on", state(True, False, sbtest1=True, sbtest2=True)),  # all exist, encrypted, whatever the default
+        ("off", state(False, False)),  # cannot encrypt at all
+        ("off", state(True, False, sbtest1=False)),  # can, but these are not, nor will a new one be
+    ],
+)
+def test_a_label_the_server_bears_out_passes(declared, server):
+    check_encryption(server, declared, TABLES, "db:3306")
+
+
+@pytest.mark.parametrize(
+    ("declared", "server", "says"),
+    [
+        ("on", state(False, False), "cannot encrypt"),
+        ("on", state(True, True, sbtest1=False), "sbtest1 is not encrypted"),
+        ("on", state(True, False, sbtest1=True), "new tables (not encrypted by default) is not encrypted"),
+        ("off", state(True, True, sbtest1=True, sbtest2=True), "sbtest1, sbtest2 are encrypted"),
+        ("off", state(True, True), "new tables (encrypted by default) is encrypted"),
+    ],
+)
+def test_a_label_the_server_contradicts_is_one_line_naming_it(declared, server, says):
+    with pytest.raises(LabelMismatch) as err:
+        check_encryption(server, declared, TABLES, "db:3306")
+    text = str(err.value)
+    assert says in text and "\n" not in text and f"mysql_encryption={declared}" in text
