@@ -339,7 +339,16 @@ def execute(prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: s
                 cwd=str(run.dir),
                 progress_bar=False,
                 log_output=True,
+                execution_timeout=cell_bound_s(prepared.params),
             )
+
+
+def cell_bound_s(p: Any) -> int | None:
+    """The longest one cell may run: twice the run's time budget and half an hour for set-up and its last run (no
+    run starts past the budget; a stall inside one is ended long before), so no wait is unbounded. None for a
+    notebook without a budget (the calculator measures nothing)."""
+    budget = getattr(p, "max_minutes", None)
+    return int(2 * budget * 60 + 1800) if budget else None
 
 
 def ended_by(exc: BaseException) -> Ending:

@@ -23,3 +23,8 @@ class AuthenticationError(SecoverheadError):
 
 class KernelDied(SecoverheadError):
     """The notebook's kernel ended in the middle of a run (a signal, an exit): the run failed, for that reason."""
+
+
+class Stalled(SecoverheadError):
+    """A measured run overran its plan by more than its stated margin (the server, or the path to it, stopped
+    answering): the harness stops it and fails the run. A protocol violation, not a judgement of its value."""

@@ -11,6 +11,9 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret
 
 
+WAIT_BOUND_S = 120  # the longest a client waits to connect, or (pymongo) on one reply: ours take milliseconds
+
+
 def _public(obj: Any) -> dict[str, Any]:
     out = {}
     for f in fields(obj):
@@ -48,6 +51,8 @@ class MySQLEndpoint:
             "port": self.port,
             "user": self.user,
             "password": self.password.reveal(),
+            # bounds the connect (the C extension's statements are bounded by the run's own limit, the pipeline's)
+            "connection_timeout": WAIT_BOUND_S,
         }
         if self.database:
             args["database"] = self.database
@@ -140,7 +145,7 @@ class MongoEndpoint:
             args: dict[str, Any] = {"host": self.uri}
         else:
             args = {"host": self.host, "port": self.tls_port if tls else self.port}
-        args.update(directConnection=True, serverSelectionTimeoutMS=5000)
+        args.update(directConnection=True, serverSelectionTimeoutMS=5000, socketTimeoutMS=WAIT_BOUND_S * 1000)
         if tls:
             args["tls"] = True
             if self.ca_file is not None:

@@ -66,10 +66,18 @@ class Journal:
         try:
             run_sql(admin, spec.get("enable", []))
             yield
-        finally:
-            run_sql(admin, entry["undo"])
-            self.pending.remove(entry)
-            self._write()
+        except BaseException:
+            # the block's error is the run's reason: an undo that fails too (the server stalled) stays journaled,
+            # and recover() at the run's end or the next start does it
+            with contextlib.suppress(Exception):
+                self._undo(admin, entry)
+            raise
+        self._undo(admin, entry)
+
+    def _undo(self, admin: Any, entry: dict[str, Any]) -> None:
+        run_sql(admin, entry["undo"])
+        self.pending.remove(entry)
+        self._write()
 
     def __enter__(self) -> Journal:
         return self

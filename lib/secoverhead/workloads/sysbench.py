@@ -27,11 +27,11 @@ from secoverhead.core.errors import ConfigError, SecoverheadError
 from secoverhead.core.secrets import redact
 from secoverhead.host.cgroups import CpuAccount
 from secoverhead.host.metrics import CgroupCpu, CpuMeter, CpuSource
-from secoverhead.host.process import dies_with_owner
+from secoverhead.host.process import dies_with_owner, server_env
 from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers import ownership
 from secoverhead.servers.endpoints import MySQLEndpoint
-from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.measurement import Measurement, check_against_plan, stalled_at, stop_after
 
 SCRIPT_DIR = Path("/usr/share/sysbench")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto", "zipfian")
@@ -210,7 +210,6 @@ class Sysbench:
         tls: bool = False,
         via: str = "tcp",
         mysql_db: str | None = None,
-        timeout_margin_s: float = 120,
     ) -> None:
         if shutil.which("sysbench") is None:
             raise ConfigError("sysbench not found: run `make setup`")
@@ -224,7 +223,6 @@ class Sysbench:
             raise ConfigError("the server requires TLS: use tls=True")
         self.endpoint, self.tls, self.via = endpoint, tls, via
         self.database = mysql_db or endpoint.database or "sbtest"
-        self.timeout_margin_s = timeout_margin_s
         self.client_groups: list = []  # cgroups the client joins (duet runs account each client apart)
         self.client_account: CpuAccount | None = None
 
@@ -287,7 +285,7 @@ class Sysbench:
             f"ssl={'on' if self.tls else 'off'}",
         ]
 
-    def _exec(self, argv: list[str], workdir: Path, timeout: float) -> str:
+    def _exec(self, argv: list[str], workdir: Path, timeout: float, planned: float | None = None) -> str:
         """Run sysbench with its options in a pipe; return its raw output (parsed raw, redacted where kept)."""
         r, w = os.pipe()
         try:
@@ -303,10 +301,12 @@ class Sysbench:
                 text=True,
                 timeout=timeout,
                 pass_fds=(r,),
-                env={**os.environ, "MYSQL_PWD": self.endpoint.password.reveal()},
+                env=server_env({"MYSQL_PWD": self.endpoint.password.reveal()}),  # its own password, none other
                 preexec_fn=dies_with_owner(self.client_groups),
             )
         except subprocess.TimeoutExpired:
+            if planned:
+                raise stalled_at(planned, f"sysbench {argv[-1]}") from None
             raise SecoverheadError(f"sysbench did not finish within {timeout:.0f} s") from None
         finally:
             os.close(r)
@@ -381,8 +381,11 @@ class Sysbench:
     def run(self, opts: SysbenchOptions) -> SysbenchResult:
         with self._workdir() as wd:
             argv, shown = self._command(opts, "run", workdir=wd)
-            out = self._exec(argv, wd, timeout=opts.time + self.timeout_margin_s if opts.time else 3600)
+            timeout = stop_after(opts.time) if opts.time else 3600
+            out = self._exec(argv, wd, timeout=timeout, planned=opts.time or None)
         final, intervals = parse_report(out)
+        if opts.time:
+            check_against_plan(float(final.get("time_total") or 0), opts.time, "sysbench run")
         return SysbenchResult(final, intervals, shown, redact(out))
 
     def own_client_group(self) -> CpuAccount | None:
