@@ -107,7 +107,7 @@ def test_a_ninety_second_stall_ends_the_run_as_failed_with_the_stall_named(tmp_p
         time.sleep(0.5)  # well inside the arm's 2-s load
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         proxy.pause_for(90)  # mid-arm: the load's connections, and the admin's, hear nothing for 90 s
-        out, err = proc.communicate(timeout=400)
+        _, err = proc.communicate(timeout=400)
         proxy.close()
         assert proc.returncode == 1, err[-3000:]
         line = next(ln for ln in err.splitlines() if ln.startswith("audit: failed"))

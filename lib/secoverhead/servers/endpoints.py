@@ -10,7 +10,6 @@ from typing import Any
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret
 
-
 WAIT_BOUND_S = 120  # the longest a client waits to connect, or (pymongo) on one reply: ours take milliseconds
 
 
