@@ -96,8 +96,32 @@ def test_the_run_lock_names_its_holder_and_another_hosts_lock_is_respected_by_le
     stale = time.time() - runlock.FOREIGN_LEASE_S - 60
     (tmp_path / "run.lock").write_text(other.replace(other.split()[-1], f"{stale:.0f}"))
     (tmp_path / "run.json").write_text(json.dumps({"status": "running"}))
-    os.utime(tmp_path / "run.json", (stale, stale))
+    for f in ("run.json", "run.lock"):
+        os.utime(tmp_path / f, (stale, stale))
     RunLock(tmp_path).acquire().release()  # lease over: taken
+
+
+def test_a_held_lock_renews_its_date_so_another_host_sees_a_live_lease(tmp_path, monkeypatch):
+    """A run renews its lock's holder line while it runs: on a folder shared with another host, 24 h after it
+    *started* it is still leased, because it last said so minutes ago."""
+    monkeypatch.setattr(runlock, "RENEW_S", 0.2)
+    old = time.time() - runlock.FOREIGN_LEASE_S - 3600
+    (tmp_path / "run.json").write_text(json.dumps({"status": "running", "host": "elsewhere", "owner": "7.1.1"}))
+    os.utime(tmp_path / "run.json", (old, old))
+    lock = RunLock(tmp_path).acquire()
+    try:
+        os.utime(tmp_path / "run.lock", (old, old))
+        first = (tmp_path / "run.lock").read_text()
+        deadline = time.time() + 10
+        while (tmp_path / "run.lock").stat().st_mtime < time.time() - 60 and time.time() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "run.lock").stat().st_mtime > time.time() - 60  # renewed, not left at its start
+        assert (tmp_path / "run.lock").read_text().startswith(first.split(" at ")[0])
+        assert runs.running(tmp_path)  # another host's record, leased by the renewed lock
+    finally:
+        lock.release()
+    os.utime(tmp_path / "run.lock", (old, old))
+    assert not runs.running(tmp_path)  # neither renewed for a day: interrupted
 
 
 def test_resume_checks_that_the_run_lies_in_its_studys_folder(tmp_path):

@@ -52,3 +52,39 @@ def test_a_corrupt_record_never_counts(tmp_path):
     (study / "20261102T000000Z-b").mkdir()
     (study / "20261102T000000Z-b" / "run.json").write_text("{not json")
     assert runs.counting(study) == good
+
+
+def _at(hours_from_now: float) -> str:
+    import datetime as dt
+
+    when = dt.datetime.now(dt.UTC) + dt.timedelta(hours=hours_from_now)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_age_is_the_recorded_start_not_the_folder_name(tmp_path):
+    study = tmp_path / "tls"
+    older = _run(study, "20991231T000000Z-copied-in", started=_at(-48))  # a name that sorts first
+    newer = _run(study, "20200101T000000Z-renamed", started=_at(-1))
+    assert runs.runs_of(study) == [newer, older]
+    assert runs.counting(study) == newer
+
+
+def test_a_run_from_the_future_is_flagged_sorts_last_and_never_counts(tmp_path):
+    study = tmp_path / "tls"
+    real = [_run(study, f"20261120T00000{i}Z-real", started=_at(-i - 1)) for i in range(2)]
+    ahead = _run(study, "20261119T000000Z-ahead", started=_at(+30))  # a host whose clock is a day ahead
+    assert runs.from_the_future(json.loads((ahead / "run.json").read_text()))
+    assert not runs.from_the_future({"started": _at(+0.05)})  # minutes of skew are not the future
+    assert not runs.from_the_future({"started": "garbage"}) and runs.started_at({"started": "garbage"}) is None
+    assert runs.runs_of(study) == [*real, ahead]
+    assert runs.counting(study) == real[0]
+
+
+def test_prune_keeps_the_real_newest_and_a_future_stamp_shields_nothing(tmp_path):
+    from secoverhead.suite import retention
+
+    study = tmp_path / "tls"
+    real = [_run(study, f"2026112{i}T000000Z-real", started=_at(-10 + i)) for i in range(3)]
+    _run(study, "20990101T000000Z-ahead", started=_at(+100))
+    doomed = retention.plan(tmp_path, keep=1)
+    assert real[-1] not in doomed and real[0] in doomed and real[1] in doomed

@@ -12,14 +12,16 @@ import contextlib
 import fcntl
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
 from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.runs import FOREIGN_LEASE_S
+from secoverhead.core.runs import FOREIGN_LEASE_S, last_written
 
 NAME = "run.lock"
+RENEW_S = 300.0  # a running run renews its lock's date this often (far inside FOREIGN_LEASE_S)
 
 
 class RunLock:
@@ -46,15 +48,31 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
             raise ConfigError(_held_by(self.path, foreign)) from None
-        with contextlib.suppress(OSError):  # who holds it, for the next one's message; the lock does not need it
-            me = f"host {socket.gethostname()} owner {owners.me()} at {time.time():.0f}"
-            line = f"pid {os.getpid()} (secoverhead) {me}\n".encode()
-            os.pwrite(fd, line, 0)  # written over the old line, then cut to length: never empty in between
-            os.ftruncate(fd, len(line))
         self.fd = fd
+        self._stamp()
+        self._renewing = threading.Event()
+        threading.Thread(target=self._renew, args=(self._renewing,), name="run-lease", daemon=True).start()
         return self
 
+    def _stamp(self) -> None:
+        """Who holds it and when it last said so: the next one's message, and another host's lease (the lock
+        itself needs neither)."""
+        with contextlib.suppress(OSError, TypeError):
+            me = f"host {socket.gethostname()} owner {owners.me()} at {time.time():.0f}"
+            line = f"pid {os.getpid()} (secoverhead) {me}\n".encode()
+            os.pwrite(self.fd, line, 0)  # written over the old line, then cut to length: never empty in between
+            os.ftruncate(self.fd, len(line))
+            os.utime(self.fd)
+
+    def _renew(self, stop: threading.Event) -> None:
+        """While held, the holder line is renewed every RENEW_S: a run on another host sharing the folder stays
+        leased for as long as it runs, not FOREIGN_LEASE_S after it started."""
+        while not stop.wait(RENEW_S):
+            self._stamp()
+
     def release(self) -> None:
+        if getattr(self, "_renewing", None) is not None:
+            self._renewing.set()
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.ftruncate(self.fd, 0)
@@ -75,8 +93,8 @@ def _foreign(fd: int, path: Path) -> str:
     if not host or host == socket.gethostname():
         return ""
     times = [float(fields["at"])] if fields.get("at", "").isdigit() else []
-    with contextlib.suppress(OSError):
-        times.append((path.parent / "run.json").stat().st_mtime)
+    if (written := last_written(path.parent)) is not None:
+        times.append(written)
     if times and time.time() - max(times) < FOREIGN_LEASE_S:
         return (
             f"{text.splitlines()[0]} (another host's lock: kept until {FOREIGN_LEASE_S // 3600} h after its last write)"

@@ -1,11 +1,13 @@
 """Which run counts: a study's runs under reports/<study>/, their scale and status, and the one every view
 uses (`latest`, the index's glance, the history's headline, the calculator's sources): the newest run that
 finished ok, of the largest scale available. A smoke run is listed everywhere and never promoted over a
-quick or full one: it checks that a study runs, not what a feature costs. Run directories start with their
-UTC time, so their names sort by age."""
+quick or full one: it checks that a study runs, not what a feature costs. Age is the start each run recorded, not
+its folder's name (a copied-in run, or one from a host whose clock is ahead, may be named anything); a start in
+the future is flagged and never counts."""
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
 import time
 from pathlib import Path
@@ -22,6 +24,9 @@ OTHER_RANK = 1
 # it counts as running until this long after its run.json was last written (a run writes it at every part's
 # end; no part of a full-scale study takes a day), then as interrupted.
 FOREIGN_LEASE_S = 24 * 3600
+# A recorded start this far ahead of this host's clock is from the future (clocks disagree, or a record was made
+# up): such a run is flagged, sorts as the oldest and never counts. Ten minutes covers clocks kept by NTP.
+FUTURE_SKEW_S = 600
 
 
 def scale_of(params_name: Any) -> str:
@@ -45,12 +50,34 @@ def status_of(meta: Any, written: float | None = None) -> str:
 
 def running(run_dir: Path) -> bool:
     """Whether a run is being written now, on this host or (by its lease) another."""
-    meta = read_json(run_dir / "run.json")
+    return status_of(read_json(run_dir / "run.json"), last_written(run_dir)) == "running"
+
+
+def last_written(run_dir: Path) -> float | None:
+    """When a run last showed life: its run.json written, or its lock's holder line renewed (a running run renews
+    it every few minutes, runlock.RENEW_S), whichever is later."""
+    times = []
+    for name in ("run.json", "run.lock"):
+        try:
+            times.append((run_dir / name).stat().st_mtime)
+        except OSError:
+            continue
+    return max(times) if times else None
+
+
+def started_at(meta: Any) -> float | None:
+    """The start a run recorded (run.json's `started`), as a Unix time; None when it recorded none readable."""
     try:
-        written = (run_dir / "run.json").stat().st_mtime
-    except OSError:
-        written = None
-    return status_of(meta, written) == "running"
+        when = dt.datetime.fromisoformat(str(meta.get("started")).replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+    return when.timestamp() if when.tzinfo else None
+
+
+def from_the_future(meta: Any, now: float | None = None) -> bool:
+    """Whether a run recorded a start more than FUTURE_SKEW_S ahead of this host's clock."""
+    start = started_at(meta)
+    return start is not None and start > (time.time() if now is None else now) + FUTURE_SKEW_S
 
 
 def _owner_alive(meta: dict[str, Any], written: float | None) -> bool:
@@ -61,10 +88,20 @@ def _owner_alive(meta: dict[str, Any], written: float | None) -> bool:
 
 
 def runs_of(study_dir: Path) -> list[Path]:
-    """A study's run directories, newest first (the `latest` link and other links not counted)."""
+    """A study's run directories, newest first by their recorded start (the `latest` link and other links not
+    counted); runs with no readable start or one from the future come last, by name."""
     if not study_dir.is_dir():
         return []
-    return sorted((p for p in study_dir.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True)
+    now = time.time()
+
+    def age(run: Path) -> tuple[bool, float, str]:
+        record = run / "run.json"
+        meta = None if record.is_symlink() else read_json(record)  # a link's date is not the run's to claim
+        start = started_at(meta) if isinstance(meta, dict) else None
+        trusted = start is not None and not from_the_future(meta, now)
+        return trusted, start if trusted else 0.0, run.name
+
+    return sorted((p for p in study_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=age, reverse=True)
 
 
 def counting(study_dir: Path) -> Path | None:
@@ -72,7 +109,7 @@ def counting(study_dir: Path) -> Path | None:
     best: tuple[int, Path] | None = None
     for run in runs_of(study_dir):  # newest first: the first of a rank is the newest of it
         meta = read_json(run / "run.json")
-        if status_of(meta) != "ok":
+        if status_of(meta) != "ok" or from_the_future(meta):
             continue
         rank = scale_rank(scale_of(meta.get("params_name")))
         if best is None or rank > best[0]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json, within
-from secoverhead.core.runs import counting, describe, runs_of, scale_of, status_of
+from secoverhead.core.runs import counting, describe, from_the_future, runs_of, scale_of, status_of
 from secoverhead.reporting import summary
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history
@@ -125,7 +125,17 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
         "status": status_of(meta),
         "target": str(meta.get("target") or history.EMBEDDED),
         "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
-        "error": str(meta.get("error") or ""),
+        "error": "; ".join(
+            e
+            for e in (
+                str(meta.get("error") or ""),
+                "its recorded start is in the future (its host's clock is ahead, or the record was altered): it "
+                "never counts"
+                if from_the_future(meta)
+                else "",
+            )
+            if e
+        ),
         "duration": meta.get("duration_s", ""),
         "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else "",
         "tally": _tally(listed),

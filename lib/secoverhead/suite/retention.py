@@ -23,7 +23,7 @@ from pathlib import Path
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import atomic_write_json, read_json
 from secoverhead.core.runlock import RunLock
-from secoverhead.core.runs import running, runs_of
+from secoverhead.core.runs import running, runs_of, started_at
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 DROP_DIRS = ("samples", "intervals", "profiles", "screens")
@@ -89,15 +89,8 @@ def links_out(run: Path) -> list[Path]:
 
 
 def _started(run: Path) -> dt.datetime | None:
-    meta = read_json(run / "run.json")
-    try:
-        return (
-            dt.datetime.fromisoformat(str(meta.get("started")).replace("Z", "+00:00"))
-            if isinstance(meta, dict)
-            else None
-        )
-    except ValueError:
-        return None
+    start = started_at(read_json(run / "run.json"))
+    return None if start is None else dt.datetime.fromtimestamp(start, dt.UTC)
 
 
 def plan(root: Path, keep: int | None = None, older_than_days: float | None = None) -> list[Path]:
