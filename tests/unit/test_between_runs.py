@@ -95,7 +95,62 @@ def test_a_declared_term_needs_three_runs_and_a_date(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "BETWEEN_RUNS", bad)
     registry.between_runs.cache_clear()
     try:
-        with pytest.raises(ValueError, match="three runs"):
+        with pytest.raises(ValueError, match="runs 2 is not a whole number of runs, 3 or more"):
             registry.between_runs()
+    finally:
+        registry.between_runs.cache_clear()
+
+
+GOOD = "{study: tde, metric: tps, sd: 0.02, runs: 3, estimated: today}"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (GOOD.replace("0.02", ".nan"), "sd nan is not a finite number"),
+        (GOOD.replace("0.02", ".inf"), "sd inf is not a finite number"),
+        (GOOD.replace("0.02", "1.0e+308"), "sd 1e+308 is not a finite number in [0, 100]"),
+        (GOOD.replace("0.02", "1e308"), "sd '1e308'"),  # YAML reads it as text: refused all the same
+        (GOOD.replace("0.02", "-0.1"), "sd -0.1"),
+        (GOOD.replace("0.02", "'0.02'"), "sd '0.02'"),
+        (GOOD.replace("3,", "3.5,"), "runs 3.5"),
+        (GOOD.replace("estimated: today", "estimated: ''"), "estimated"),
+        (GOOD.replace("study: tde, ", ""), "a mapping with study"),
+        (GOOD + "\n- " + GOOD, "tde tps is declared twice"),
+        ("- {study: tde, metric: [tps", "between-run terms"),  # a broken line: YAML's own error, the file named
+        ("- &a [1]\n- *a\n", "alias"),  # no aliases, at any depth
+    ],
+)
+def test_the_between_run_file_is_read_like_user_input_each_fault_one_line_naming_the_file(
+    tmp_path, monkeypatch, text, says
+):
+    from secoverhead.core import paths
+    from secoverhead.core.errors import ConfigError
+
+    bad = tmp_path / "between_runs.yaml"
+    bad.write_text(text if text.startswith("- &") else "- " + text.removeprefix("- "))
+    monkeypatch.setattr(paths, "BETWEEN_RUNS", bad)
+    registry.between_runs.cache_clear()
+    try:
+        with pytest.raises(ConfigError) as err:
+            registry.between_runs()
+        assert says in str(err.value) and "between_runs.yaml" in str(err.value), str(err.value)
+    finally:
+        registry.between_runs.cache_clear()
+
+
+def test_a_broken_between_run_file_stops_a_run_before_any_server(tmp_path, monkeypatch):
+    """Through the pipeline's pre-flight: one ConfigError before a server or kernel starts (prepare starts none)."""
+    from secoverhead.app.pipeline import prepare
+    from secoverhead.core import paths
+    from secoverhead.core.errors import ConfigError
+
+    bad = tmp_path / "between_runs.yaml"
+    bad.write_text("- " + GOOD.replace("0.02", ".nan") + "\n")
+    monkeypatch.setattr(paths, "BETWEEN_RUNS", bad)
+    registry.between_runs.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"between_runs\.yaml entry 1: sd nan"):
+            prepare("tls", overrides=[("repetitions", "2")])
     finally:
         registry.between_runs.cache_clear()

@@ -8,12 +8,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from secoverhead.analysis.preconditions import Precondition
 from secoverhead.analysis.readings import Reading, verdict_from
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import read_yaml
 
 # published: an original's claim, on what the original measured; extension: an original's claim carried where
 # the original did not measure it (another engine, a remedy it names but does not measure); suite: this suite's
@@ -125,8 +125,7 @@ def _claim(d: dict[str, Any]) -> Claim:
 @functools.cache
 def claims() -> dict[tuple[str, str], Claim]:
     """Every registered claim, by (study, id)."""
-    with open(paths.CLAIMS, encoding="utf-8") as f:
-        entries = yaml.safe_load(f)
+    entries = read_yaml(paths.CLAIMS, "claim registry") or []  # bounded, no aliases: read like user input
     out: dict[tuple[str, str], Claim] = {}
     for d in entries:
         c = _claim(d)
@@ -160,14 +159,38 @@ class BetweenRuns:
         return f"between-run sd {self.sd:.3g} added (from {self.runs} runs, {self.estimated})"
 
 
+# A between-run sd is of a log ratio or of a metric's own unit: no spread between runs of one plan reaches 100 of
+# either (e^100 in a ratio), so a larger value, like NaN or infinity, is a broken file, refused by name.
+MAX_BETWEEN_SD = 100.0
+MAX_BETWEEN_RUNS = 100_000
+
+
 @functools.cache
 def between_runs() -> dict[tuple[str, str], BetweenRuns]:
-    """Every declared between-run term, by (study, metric); an entry without three runs is refused."""
-    with open(paths.BETWEEN_RUNS, encoding="utf-8") as f:
-        entries = yaml.safe_load(f) or []
+    """Every declared between-run term, by (study, metric): read like user input (bounded YAML, no aliases), each
+    entry checked (an sd finite in [0, MAX_BETWEEN_SD], three runs or more, a date), one ConfigError naming the file
+    and the entry otherwise. The pipeline reads it before any server starts."""
+    where = paths.BETWEEN_RUNS.name
+    entries = read_yaml(paths.BETWEEN_RUNS, "between-run terms") or []
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: a list of entries, got {type(entries).__name__}")
     out = {}
-    for d in entries:
-        if int(d.get("runs", 0)) < 3 or float(d["sd"]) < 0 or not d.get("estimated"):
-            raise ValueError(f"{paths.BETWEEN_RUNS.name}: {d}: an sd >= 0 from three runs or more, with its date")
-        out[(d["study"], d["metric"])] = BetweenRuns(float(d["sd"]), int(d["runs"]), str(d["estimated"]))
+    for i, d in enumerate(entries, 1):
+        key, term = _between_entry(d, f"{where} entry {i}")
+        if key in out:
+            raise ConfigError(f"{where} entry {i}: {key[0]} {key[1]} is declared twice")
+        out[key] = term
     return out
+
+
+def _between_entry(d: Any, where: str) -> tuple[tuple[str, str], BetweenRuns]:
+    if not isinstance(d, dict) or not all(isinstance(d.get(k), str) and d.get(k) for k in ("study", "metric")):
+        raise ConfigError(f"{where}: a mapping with study, metric, sd, runs and estimated")
+    sd, runs = d.get("sd"), d.get("runs")
+    if isinstance(sd, bool) or not isinstance(sd, int | float) or not 0 <= sd <= MAX_BETWEEN_SD:  # NaN fails too
+        raise ConfigError(f"{where}: sd {sd!r} is not a finite number in [0, {MAX_BETWEEN_SD:g}]")
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 3 <= runs <= MAX_BETWEEN_RUNS:
+        raise ConfigError(f"{where}: runs {runs!r} is not a whole number of runs, 3 or more")
+    if not isinstance(d.get("estimated"), str) or not d["estimated"].strip():
+        raise ConfigError(f"{where}: estimated (when, from which runs) is missing")
+    return (d["study"], d["metric"]), BetweenRuns(float(sd), runs, d["estimated"])

@@ -139,12 +139,26 @@ def prepare(
     for name, value in p.path_values().items():  # as the user meant them, wherever the notebook runs
         setattr(p, name, value)
         merged[name] = value
+    check_data_files()
     if check_servers:
         preflight(p)
     if study.check is not None:
         study.check(p, reports_root or check_reports_root("reports"), upcoming)
     name = params_name(chain, overrides or []) if values is None else "resumed"
     return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
+
+
+def check_data_files() -> None:
+    """The project's own data files the verdicts read (the claim registry, the between-run terms), checked like
+    user input before any server starts: a broken entry is one line naming the file, not a verdict gone NaN after
+    a measured run."""
+    from secoverhead.analysis import claim_registry  # deferred: past the parameters, which refuse bad input first
+
+    try:
+        claim_registry.claims()
+        claim_registry.between_runs()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{claim_registry.paths.CLAIMS.parent.name}/: {str(exc).splitlines()[0][:300]}") from None
 
 
 def _check_secrets_scannable(study: StudySpec, p: Any, values: dict[str, Any]) -> None:
