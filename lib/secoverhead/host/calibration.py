@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import SecoverheadError
 from secoverhead.core.files import SCHEMA, atomic_write_json
 from secoverhead.host import environment
@@ -41,7 +42,9 @@ def _openssl_mr(args: list[str], timeout: float = 60) -> str:
     exe = shutil.which("openssl")
     if exe is None:
         raise SecoverheadError("openssl not found: run `make setup`")
-    res = subprocess.run([exe, "speed", "-mr", *args], capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(
+        [exe, "speed", "-mr", *args], capture_output=True, text=True, timeout=timeout, env=server_env()
+    )
     if res.returncode != 0:
         raise SecoverheadError(f"openssl speed failed: {res.stderr.strip()[-300:]}")
     return res.stdout
@@ -153,7 +156,9 @@ def measure() -> dict[str, Any]:
         "taken_at": time.time(),
         # the machine it measured: a calibration names its host and CPU, so it is never mistaken for another's
         "machine": {k: here[k] for k in ("hostname", "cpu_model", "cpu_cores", "cpu_cores_usable")},
-        "openssl": subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout.strip(),
+        "openssl": subprocess.run(
+            ["openssl", "version"], capture_output=True, text=True, env=server_env()
+        ).stdout.strip(),
     }
     loop = _Loop()
     loop.burst()

@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from secoverhead.core.environ import server_env
+
 _TOOLS = {
     "sysbench": (["sysbench", "--version"], r"sysbench ([\d.]+)"),
     "mariadbd": (["mariadbd", "--version"], r"Ver ([\w.\-+]+)"),
@@ -35,7 +37,7 @@ def tool_version(name: str) -> str | None:
     if exe is None:
         return None
     try:
-        res = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=10)
+        res = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=10, env=server_env())
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(pattern, res.stdout + res.stderr)
@@ -65,13 +67,14 @@ def git_commit(path: Path | None = None) -> dict[str, Any]:
     path = path or Path(__file__).resolve().parents[3]
     try:
         commit = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, env=server_env()
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             timeout=5,
+            env=server_env(),
         ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return {"git_commit": None}

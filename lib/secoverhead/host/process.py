@@ -20,10 +20,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from secoverhead.core import owners
+from secoverhead.core.environ import KEPT_ENV as KEPT_ENV  # re-exported: callers read them here as before
+from secoverhead.core.environ import server_env as server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.owners import alive
 from secoverhead.host import cgroups
@@ -109,17 +111,6 @@ def dies_with_owner(groups: Sequence[cgroups.Group] = ()) -> Callable[[], None]:
             g.join()
 
     return preexec
-
-
-KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR")
-
-
-def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a server or load client starts with: locale, paths and what it is given, never the rest of
-    ours. A process's environment sits at the top of its stack, and a profile's DWARF stack copies carried
-    every password the user had exported into perf.data; nor does a server need any of them."""
-    base = {k: v for k, v in os.environ.items() if k in KEPT_ENV or k.startswith("LC_")}
-    return base | dict(extra or {})
 
 
 class ServerProcess:
@@ -256,6 +247,7 @@ def _install_signal_handlers() -> None:
 def run_command(argv: Sequence[str], *, what: str, timeout: float = 120, log: Path | None = None, **kwargs) -> str:
     """Run a short helper command; on failure raise ServerStartError quoting its output (and log, if the
     command writes its errors there)."""
+    kwargs.setdefault("env", server_env())  # a helper needs none of our secrets
     try:
         res = subprocess.run(
             list(argv), capture_output=True, text=True, timeout=timeout, preexec_fn=_set_pdeathsig, **kwargs

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.core import paths
+from secoverhead.core.environ import server_env
 from secoverhead.core.files import atomic_write_json, atomic_write_text, read_json
 from secoverhead.host import stacks
 from secoverhead.host.rundirs import make_run_dir
@@ -169,6 +170,7 @@ class Profiler:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            env=server_env(),
         )
         timer = threading.Timer(MAX_SECONDS, lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
         timer.start()
@@ -198,6 +200,7 @@ class Profiler:
             # (0.3 s without); the functions they sit in keep their names
             ["perf", "script", "--no-inline", "-i", str(data), "-F", "comm,tid,time,ip,sym,dso"],
             capture_output=True,
+            env=server_env(),
             text=True,
             timeout=300,
         ).stdout
@@ -224,7 +227,12 @@ class Profiler:
 
 def _inferno(tool: str, stdin: str, *args: str) -> str:
     res = subprocess.run(
-        [str(paths.inferno_bin() / tool), *args], input=stdin, capture_output=True, text=True, timeout=300
+        [str(paths.inferno_bin() / tool), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=server_env(),
     )
     if res.returncode != 0:
         raise RuntimeError(f"{tool} failed: {res.stderr.strip()[-300:]}")
@@ -282,6 +290,7 @@ def diff_svg(store_path: Path, baseline: Profile, arm: Profile) -> str | None:
             text=True,
             timeout=120,
             check=True,
+            env=server_env(),
         ).stdout
         svg = draw(diff, f"{arm.arm} against {baseline.arm} (red: grew, blue: shrank)")
     except (OSError, RuntimeError, subprocess.SubprocessError):

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from secoverhead.core import owners
+from secoverhead.core.environ import server_env
 from secoverhead.core.owners import alive
 from secoverhead.host.rundirs import OWNED, RUN_DIR_PREFIX, make_run_dir
 
@@ -27,7 +28,7 @@ SHM = Path("/dev/shm")
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=server_env())
 
 
 class RamDisk:

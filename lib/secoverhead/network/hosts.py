@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Self
 
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.lifecycle import Started
 from secoverhead.host.process import run_command
@@ -23,7 +24,7 @@ _SUBNET = ipaddress.ip_network("10.212.0.0/16")
 
 
 def _free_subnet() -> ipaddress.IPv4Network:
-    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, env=server_env()).stdout
     for net in _SUBNET.subnets(new_prefix=30):
         if f" {net[1]}/" not in used and f" {net[2]}/" not in used:
             return net
@@ -71,4 +72,4 @@ class Host(Started):
     def stop(self) -> None:
         """Remove the namespace (its end of the veth pair goes with it, and so does ours). Idempotent."""
         if self.namespace and self.namespace in _namespaces():
-            subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True)
+            subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True, env=server_env())

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from secoverhead.core import owners
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.lifecycle import Started
 from secoverhead.core.owners import alive
@@ -52,7 +53,7 @@ def available() -> str | None:
 
 
 def _namespaces() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, env=server_env()).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
@@ -62,13 +63,13 @@ def sweep_stale() -> list[str]:
     for ns in _namespaces():
         m = _NAME.match(ns)
         if m and not alive(m.group(1)):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, env=server_env())
             gone.append(ns)
     return gone
 
 
 def _free_subnet() -> ipaddress.IPv4Network:
-    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, env=server_env()).stdout
     for net in _SUBNET.subnets(new_prefix=30):
         if str(net[1]) not in used and str(net[2]) not in used:
             return net
@@ -231,7 +232,7 @@ class Link(Started):
             self._line.stop(timeout=5)
             self._line = None
         if self.namespace and self.namespace in _namespaces():
-            subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True)
+            subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True, env=server_env())
         if self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
             self._run_dir = None

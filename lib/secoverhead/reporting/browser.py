@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secoverhead.core.environ import scrubbed_environ, server_env
+
 CHROMIUM = "/usr/bin/chromium"
 SCREEN = {"width": 1280, "height": 800}
 # Without these Chromium reaches for Google's hosts at start and the closed network refuses it (ENVIRONMENT.md).
@@ -71,7 +73,7 @@ def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
         raise RuntimeError(f"SECOVERHEAD_CHROMIUM={os.environ['SECOVERHEAD_CHROMIUM'][:120]} is no executable file")
     if exe is None:
         raise RuntimeError("Chromium is not installed (Debian package chromium; `make setup` installs it)")
-    with sync_playwright() as pw, _sandboxed(exe) as launcher:
+    with _driver(sync_playwright()) as pw, _sandboxed(exe) as launcher:
         browser = _launch(pw, launcher, exe)
         try:
             ctx = browser.new_context(viewport=SCREEN)
@@ -89,6 +91,18 @@ def page(allow: tuple[str, ...] = ()) -> Iterator[Any]:
             yield pg
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def _driver(manager: Any) -> Iterator[Any]:
+    """Playwright's driver (node), started from a scrubbed environment: it copies ours into its process, and none
+    of the user's exported passwords is its business."""
+    with scrubbed_environ():
+        pw = manager.__enter__()
+    try:
+        yield pw
+    finally:
+        manager.__exit__(None, None, None)
 
 
 NOBODY = 65534
@@ -256,7 +270,7 @@ def _jupyterlab(root: Path, port: int, token: str) -> Iterator[None]:
             f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]  # fmt: skip
     if os.geteuid() == 0:
         argv.append("--allow-root")
-    lab = subprocess.Popen(argv, env=os.environ | {"JUPYTER_TOKEN": token}, stdout=subprocess.DEVNULL,
+    lab = subprocess.Popen(argv, env=server_env({"JUPYTER_TOKEN": token}), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         yield

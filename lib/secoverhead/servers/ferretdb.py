@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.paths import ferretdb_binary
 from secoverhead.core.secrets import generate_password
@@ -145,7 +146,9 @@ class FerretDBServer(Server):
             client.close()
 
     def describe(self) -> dict[str, Any]:
-        version = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True).stdout
+        version = subprocess.run(
+            [str(self.binary), "--version"], capture_output=True, text=True, env=server_env()
+        ).stdout
         ferret_version = next(
             (line.split(":", 1)[1].strip() for line in version.splitlines() if line.startswith("version:")), "unknown"
         )

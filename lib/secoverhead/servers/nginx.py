@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.host.process import ServerProcess, pick_port
 from secoverhead.servers.base import Server
@@ -180,7 +181,9 @@ http {{
             https_port = pick_port(self.https_port)
         conf = d / "nginx.conf"
         conf.write_text(self._config(http_port, https_port))
-        test = subprocess.run([_nginx(), "-t", "-q", "-c", str(conf), "-p", str(d)], capture_output=True, text=True)
+        test = subprocess.run(
+            [_nginx(), "-t", "-q", "-c", str(conf), "-p", str(d)], capture_output=True, text=True, env=server_env()
+        )
         if test.returncode != 0:
             raise ServerStartError(f"nginx rejected its configuration:\n{test.stderr.strip()}")
         self.access_log_path = d / "access.log" if self.access_log else None
@@ -225,7 +228,7 @@ http {{
         return read_access_log(self.access_log_path, offset=offset, wait=wait)
 
     def describe(self) -> dict[str, Any]:
-        v = subprocess.run([_nginx(), "-V"], capture_output=True, text=True).stderr
+        v = subprocess.run([_nginx(), "-V"], capture_output=True, text=True, env=server_env()).stderr
         version = re.search(r"nginx/(\S+)", v)
         built = re.search(r"built with (OpenSSL [^\s]+)", v)
         running = re.search(r"running with (OpenSSL [^\s)]+)", v)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, SecoverheadError
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import dies_with_owner
@@ -73,7 +74,9 @@ def _scratch(kind: str) -> Iterator[Path]:
 
 def _run(argv: list[str], timeout: float) -> str:
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, preexec_fn=dies_with_owner())
+        res = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=server_env(), preexec_fn=dies_with_owner()
+        )
     except subprocess.TimeoutExpired:
         raise SecoverheadError(f"{Path(argv[0]).name} did not finish within {timeout:.0f} s") from None
     if res.returncode != 0:
@@ -236,6 +239,7 @@ def run_s_time(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env=server_env(),
             preexec_fn=dies_with_owner(),
         )
         for _ in range(processes)
