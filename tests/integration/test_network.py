@@ -96,10 +96,10 @@ def test_a_round_trip_below_the_floor_or_out_of_range_is_refused():
 
 
 def test_the_round_trips_counted_for_seed_000_are_those_a_long_link_shows():
-    """The round trips tls counts (ROUND_TRIPS) come from the protocols; at 0 and at 20 ms the first query's time
+    """The round trips tls counts (ROUND_TRIPS) come from the protocols; at 0 and at 50 ms the first query's time
     must differ by that many round trips (within one). The link is long so that the CPU of a connection, which
     varies by several ms between the two conditions on a busy machine (11 ms once beside other work: 1.2 round
-    trips of a 10 ms link), stays well inside one round trip."""
+    trips of a 10 ms link, 1.1 of a 20 ms one in CI's quiet phase), stays a quarter of a round trip or less."""
     from secoverhead.servers import FerretDBServer
     from secoverhead.studies.tls import declarations as tls_declarations
     from secoverhead.workloads import probes
@@ -108,7 +108,7 @@ def test_the_round_trips_counted_for_seed_000_are_those_a_long_link_shows():
     mech = "SCRAM-SHA-256"
     times: dict[tuple[float, bool], float] = {}
     measured: dict[float, float] = {}
-    for rtt in (0, 20.0):
+    for rtt in (0, 50.0):
         with Link(rtt) as link, FerretDBServer(tls=True, auth=True, link=link) as srv:
             client = srv.endpoint.client(mechanism=mech)
             load_usertable(client, 10, seed=1)
@@ -118,7 +118,7 @@ def test_the_round_trips_counted_for_seed_000_are_those_a_long_link_shows():
                 m = probes.mongo_connection_probe(srv.endpoint, iterations=15, tls=tls_on, mechanism=mech)
                 times[(rtt, tls_on)] = m.metrics["first_query_ms_median"]
     for tls_on, version in ((False, "no TLS"), (True, "TLS 1.3")):
-        k = (times[(20.0, tls_on)] - times[(0, tls_on)]) / (measured[20.0] - measured[0])
+        k = (times[(50.0, tls_on)] - times[(0, tls_on)]) / (measured[50.0] - measured[0])
         expected = tls_declarations.ROUND_TRIPS["first_query_ms_median"][version]
         assert abs(k - expected) <= 1.0, f"{version}: {k:.2f} round trips measured, {expected} counted"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from secoverhead.suite import expected, history
 
@@ -56,7 +57,8 @@ def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, flo
     name = f"20261101T{k:02d}0000Z-vm-{scale}"
     d = root / "tde" / name
     (d / "results").mkdir(parents=True)
-    meta = {"started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}, "status": status, "params_name": scale}
+    meta = {"study": "tde", "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}, "status": status}
+    meta["params_name"] = scale
     (d / "run.json").write_text(json.dumps(meta))
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": rsa_us}))
     (d / "results" / "verdicts.json").write_text(json.dumps(_verdicts(ratio, loss)))
@@ -119,3 +121,22 @@ def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
     out = history.export_csv(df, tmp_path / "h.csv").read_text().splitlines()
     assert out[1].startswith("'=HYPERLINK") and out[2].startswith("'@SUM") and out[3].startswith("'+1")
     assert out[4] == "prod,3.0" and out[1].endswith(",-1.5")  # numbers as they are
+
+
+def test_a_mark_names_a_run_of_its_own_study_by_folder(tmp_path):
+    """`expect tls <an audit run>` is refused: by a path that leaves tls/, or by a folder whose run.json names
+    another study; nothing is written."""
+    from secoverhead.core.errors import ConfigError
+
+    audit = tmp_path / "audit" / "20261101T000000Z-a"
+    audit.mkdir(parents=True)
+    (audit / "run.json").write_text(json.dumps({"study": "audit", "status": "ok"}))
+    mislaid = tmp_path / "tls" / "20261101T000000Z-b"  # an audit run copied into tls/
+    mislaid.mkdir(parents=True)
+    (mislaid / "run.json").write_text(json.dumps({"study": "audit", "status": "ok"}))
+    for run in (str(audit), "../audit/20261101T000000Z-a", mislaid.name, ".."):
+        with pytest.raises(ConfigError):
+            expected.mark(tmp_path, "tls", run, "why")
+    assert not (tmp_path / expected.FILE).exists()
+    (mislaid / "run.json").write_text(json.dumps({"study": "tls", "status": "ok"}))
+    assert expected.mark(tmp_path, "tls", mislaid.name, "why").exists()

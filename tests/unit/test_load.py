@@ -45,3 +45,24 @@ def test_a_study_loads_every_run_once_with_its_scale_and_nothing_is_written(tmp_
 def test_what_is_neither_a_run_nor_a_study_is_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="neither a run directory"):
         secoverhead.load(tmp_path / "nothing")
+
+
+def test_what_load_cannot_read_is_said_and_a_link_out_of_the_run_is_not_followed(tmp_path):
+    make_run(tmp_path, "tde", "2026-11-26-quick", "quick", 1000.0)
+    big = tmp_path / "tde" / "2026-11-27-big"
+    make_run(tmp_path, "tde", big.name, "quick", 1000.0)
+    (big / "run.json").write_text(json.dumps({"study": "tde", "pad": "x" * (5 << 20)}))
+    elsewhere = tmp_path / "elsewhere"
+    make_run(tmp_path, "tde", "outside-run", "quick", 5.0)  # another run's data, linked into a third run
+    (tmp_path / "tde" / "outside-run").rename(elsewhere)
+    linked = tmp_path / "tde" / "2026-11-28-linked"
+    make_run(tmp_path, "tde", linked.name, "quick", 1000.0)
+    (linked / "results" / "tde-x" / "runs").rename(linked / "results" / "tde-x" / "runs.old")
+    (linked / "results" / "tde-x" / "runs").symlink_to(elsewhere / "results" / "tde-x" / "runs")
+    with pytest.warns(UserWarning) as said:
+        r = secoverhead.load("tde", reports=tmp_path)
+    text = str(said[0].message)
+    assert (
+        "2026-11-27-big/run.json (larger than 4 MB)" in text and "2026-11-28-linked/results/tde-x (a link out" in text
+    )
+    assert set(r.runs["run"]) == {"2026-11-26-quick"} and 5.0 not in set(r.runs["tps"])

@@ -134,3 +134,23 @@ def test_resume_checks_that_the_run_lies_in_its_studys_folder(tmp_path):
         resume_values(run)
     (run / "run.json").write_text(json.dumps({"study": "tls", "status": "interrupted", "parameters": {"a": 1}}))
     assert resume_values(run) == ("tls", {"a": 1})
+
+
+def test_resume_refuses_parameters_edited_since_the_run_began(tmp_path):
+    from secoverhead.app.pipeline import parameters_digest, resume_values
+
+    run = tmp_path / "tde" / "20261101T000000Z-vm-quick"
+    run.mkdir(parents=True)
+    began = {"repetitions": 5, "workloads": ["oltp_read_only"], "max_minutes": 10.0, "mysql_host": ""}
+    record = {
+        "study": "tde",
+        "status": "interrupted",
+        "parameters": began,
+        "parameters_sha256": parameters_digest(began),
+    }
+    (run / "run.json").write_text(json.dumps(record))
+    assert resume_values(run) == ("tde", began)  # as recorded: read back from JSON, the same digest
+    edited = record | {"parameters": began | {"repetitions": 50}}
+    (run / "run.json").write_text(json.dumps(edited))
+    with pytest.raises(ConfigError, match="parameters differ from those it began with"):
+        resume_values(run)

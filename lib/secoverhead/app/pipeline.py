@@ -330,8 +330,20 @@ def begin_record(prepared: Prepared, run: ClaimedRun, *, resumed: bool, placemen
         "params_name": prepared.name,
         "params_files": prepared.files,
         "parameters": prepared.values,
+        "parameters_sha256": parameters_digest(prepared.values),
     }
     return ReportRecord.begin(run.dir, fields, resumed=resumed, placement=placement)
+
+
+def parameters_digest(values: dict[str, Any]) -> str:
+    """A digest of the checked parameters as recorded: a resumed run continues only the plan it began with."""
+    import hashlib
+    import json
+
+    from secoverhead.core.files import sanitize
+
+    text = json.dumps(sanitize(values), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def execute(prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: str, log: logging.Logger) -> None:
@@ -518,4 +530,11 @@ def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
             f"--resume {run_dir}: its run.json names study {study[:40]!r} but it lies in "
             f"{run_dir.parent.name!r}/ (a run of one study is resumed in its own folder)"
         )
-    return study, dict(meta.get("parameters") or {})
+    values = dict(meta.get("parameters") or {})
+    recorded = meta.get("parameters_sha256")
+    if recorded is not None and recorded != parameters_digest(values):
+        raise ConfigError(
+            f"--resume {run_dir}: its run.json's parameters differ from those it began with (edited since); a run "
+            "continues only its own plan: start a new run with the parameters you want"
+        )
+    return study, values

@@ -128,10 +128,14 @@ def recover() -> list[str]:
                 run_sql(server, undo)
             f.unlink(missing_ok=True)
             messages.append(f"restored {where} after an interrupted run: ran {'; '.join(undo)}")
-        except Exception as exc:  # no credentials at hand, server away: say exactly what to run
+        except Exception as exc:  # no credentials at hand, server away: say exactly what to run, once
+            if data.get("told"):
+                continue  # said at an earlier start; retried quietly at each start until it works or is deleted
             messages.append(
                 f"an interrupted run left settings changed on {where} "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}). "
                 f"Run as that user: {'; '.join(undo)}  - then delete {f}"
             )
+            with contextlib.suppress(OSError):
+                atomic_write_json(f, data | {"told": time.time()})
     return messages

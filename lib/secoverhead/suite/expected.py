@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import atomic_write_text
+from secoverhead.core.files import atomic_write_text, read_json
 from secoverhead.core.params import read_yaml
 
 FILE = "expected.yaml"
@@ -49,7 +49,10 @@ def why(marks: list[dict[str, Any]], study: str, claim_id: str, target: str, run
 def mark(root: Path, study: str, run: str, why_text: str, claim: str = "*", target: str = "*") -> Path:
     """Record that the change at `run` (the first run after it) is expected, and why."""
     root = Path(root)
-    if not (root / study / run / "run.json").is_file():
+    if Path(run).name != run or run in (".", ".."):  # a path would leave the study's folder (an audit run for tls)
+        raise ConfigError(f"{run[:120]!r}: name a run by its folder under {study}/, not by a path")
+    meta = read_json(root / study / run / "run.json")
+    if not isinstance(meta, dict) or meta.get("study") != study:
         raise ConfigError(f"{root / study / run} is not a run of study {study!r}")
     if not why_text.strip():
         raise ConfigError("say why the change is expected (--why)")

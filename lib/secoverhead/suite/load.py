@@ -12,6 +12,7 @@ links are followed by nobody: each run is read once. Nothing is written or creat
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import read_json
+from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
 from secoverhead.core.runs import scale_of, status_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
@@ -61,19 +62,31 @@ def run_dirs(what: str | Path, reports: str | Path = "reports") -> list[Path]:
     raise ConfigError(f"{what}: neither a run directory (with run.json) nor a study ({', '.join(STUDIES)})")
 
 
+def _why_unread(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+    return f"larger than {MAX_JSON_BYTES >> 20} MB" if size > MAX_JSON_BYTES else "not a readable JSON record"
+
+
 def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None = None) -> Results:
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
     given), read-only."""
-    runs, verdicts, stores = [], [], []
+    runs, verdicts, stores, skipped = [], [], [], []
     for d in run_dirs(what, reports):
         meta = read_json(d / "run.json")
         if not isinstance(meta, dict):
+            skipped.append(f"{d.name}/run.json ({_why_unread(d / 'run.json')})")
             continue
         ids = {"run": d.name, "study": meta.get("study", ""), "scale": scale_of(meta.get("params_name", "")),
                "status": status_of(meta)}  # fmt: skip
         if scale is not None and ids["scale"] != scale:
             continue
         for exp in sorted(p for p in (d / "results").glob("*") if (p / "metadata.json").is_file()):
+            if not all(within(x, d) for x in (exp, exp / "runs", exp / "metadata.json")):
+                skipped.append(f"{d.name}/results/{exp.name} (a link out of the run)")
+                continue
             store = ResultStore(d / "results", exp.name, readonly=True)
             stores.append(({**ids, "experiment": exp.name}, store))
             frame = store.runs()
@@ -82,6 +95,8 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
         for v in (read_verdicts(d) or {}).get("verdicts", []):
             if isinstance(v, dict):
                 verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}})
+    if skipped:  # never empty frames without a word
+        warnings.warn(f"secoverhead.load skipped {len(skipped)}: {'; '.join(skipped[:5])}", stacklevel=2)
     return Results(
         pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
         pd.DataFrame(verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS]),
