@@ -89,3 +89,19 @@ def test_vs_marks_only_intervals_beyond_one_and_words_only_beyond_the_noise():
     assert benchtable.vs({**base, "ci_low": 1.01, "ci_high": 1.1, "change": "inconclusive"}) == "+5.0 % (p=0.01)"
     assert benchtable.vs({**base, "ci_low": 1.03, "ci_high": 1.1, "change": "worse"}).startswith("+5.0 % worse")
     assert benchtable.vs({**base, "ci_low": 1.001, "ci_high": 1.01, "change": "no change"}) == "~"
+
+
+def test_runs_of_other_scales_schemas_or_servers_are_said_to_differ_before_the_numbers(tmp_path, capsys):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(2))
+    for d, scale, schema, version in ((a, "quick", 3, "1.22.1"), (b, "smoke", 4, "1.24.0")):
+        atomic_write_json(d / "run.json", {"study": "https", "params_name": scale, "schema": schema})
+        meta = json.loads((d / "results" / "https" / "metadata.json").read_text())
+        meta["servers"] = {"nginx rsa": {"engine": "nginx", "version": version}}
+        atomic_write_json(d / "results" / "https" / "metadata.json", meta)
+    _compare(a, b)
+    err = capsys.readouterr().err
+    assert "note: the runs differ in scale: A quick, B smoke" in err
+    assert "note: the runs differ in schema: A 3, B 4" in err
+    assert "note: the runs differ in servers: A nginx 1.22.1, B nginx 1.24.0" in err
+    assert "RuntimeWarning" not in err and "All-NaN" not in err

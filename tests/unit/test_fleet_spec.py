@@ -77,3 +77,45 @@ def test_a_scheduler_address_is_taken_as_dask_takes_it(given, taken):
 def test_a_malformed_scheduler_address_is_refused(bad):
     with pytest.raises(ConfigError, match="give tcp://HOST:PORT"):
         check_address(bad)
+
+
+def test_two_fleets_on_one_host_never_load_one_server_at_once(tmp_path):
+    """Each fleet's Dask lock orders its own jobs only: the host-wide lock on the server's address holds a second
+    fleet's job on the same server (named differently) until the first is done; another server's is not held."""
+    import fcntl
+    import multiprocessing
+    import os
+
+    from secoverhead.fleet.job import HERE_LOCKS, held_here, target_key
+    from secoverhead.fleet.spec import Target
+
+    staging = Target("staging", {"mysql_host": "10.1.2.3", "mysql_port": 3306, "mysql_user": "a"}, ("h1",))
+    same = Target("db-a", {"mysql_host": "10.1.2.3", "mysql_port": 3306, "mysql_user": "b"}, ("h2",))
+    other = Target("db-b", {"mysql_host": "10.1.2.4", "mysql_port": 3306}, ("h2",))
+    assert target_key(staging) == target_key(same) != target_key(other)
+    ctx = multiprocessing.get_context("fork")
+    holding, go = ctx.Event(), ctx.Event()
+
+    def hold() -> None:
+        with held_here(staging):
+            holding.set()
+            go.wait(30)
+
+    def free(target: Target) -> bool:
+        fd = os.open(HERE_LOCKS / f"{target_key(target)}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    holder = ctx.Process(target=hold)
+    holder.start()
+    assert holding.wait(30)
+    assert not free(same) and free(other)  # the same server held, another not
+    go.set()
+    with held_here(same):  # waits for the first fleet's job, then holds it
+        assert not free(staging)
+    holder.join(30)

@@ -209,13 +209,20 @@ def compare(args: argparse.Namespace) -> int:
 
     for run in (args.run_a, args.run_b):
         check_run_dir(run)
+    import warnings
+
     from secoverhead.suite import benchtable  # deferred: pandas
     from secoverhead.suite.crossrun import (  # deferred: see the module docstring
         combined_claims,
         compare_reports,
+        differences,
     )
 
-    table = compare_reports(args.run_a, args.run_b, metrics=args.metric or None)
+    for line in differences(args.run_a, args.run_b):  # said before the numbers, which they qualify
+        print(f"note: {line}", file=sys.stderr)
+    with warnings.catch_warnings():  # a metric one run lacks is a '-' in the table, not numpy's All-NaN warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        table = compare_reports(args.run_a, args.run_b, metrics=args.metric or None)
     print(benchtable.render(table, args.format))
     verdicts = combined_claims(args.run_a, args.run_b)
     if verdicts and args.format == "text":

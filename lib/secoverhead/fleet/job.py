@@ -7,12 +7,16 @@ one client host at once; Dask reschedules a job whose worker died and retries on
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,31 @@ class Outcome:
         return self.ended - self.started
 
 
+ADDRESS_KEYS = ("mysql_host", "mysql_port", "mongo_uri", "https_url")  # what names the server a target loads
+HERE_LOCKS = Path("/dev/shm/secoverhead-targets")
+
+
+def target_key(target: Any) -> str:
+    """The server a target loads, whatever the fleet named it: its address parameters (embedded targets: this host's
+    own servers, which two fleets here must not measure at once either)."""
+    address = {k: str(v) for k, v in sorted(target.params.items()) if k in ADDRESS_KEYS}
+    text = json.dumps(address or {"embedded": socket.gethostname()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@contextlib.contextmanager
+def held_here(target: Any) -> Iterator[None]:
+    """A lock on the target on this host, across fleets: the Dask lock orders one fleet's jobs; two fleets started
+    here together each have a scheduler of their own, and would otherwise load one server at once."""
+    HERE_LOCKS.mkdir(mode=0o1777, parents=True, exist_ok=True)
+    fd = os.open(HERE_LOCKS / f"{target_key(target)}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel on any exit of the holder
+        yield
+    finally:
+        os.close(fd)
+
+
 def _worker_name() -> str:
     with contextlib.suppress(ImportError, ValueError):
         from distributed import get_worker
@@ -87,7 +116,7 @@ def run_job(job: Job, reports: str, scheduler: str = "", host_name: str = "", lo
     env.pop("PYTEST_CURRENT_TEST", None)
     logs = Path(log_dir or root / "fleet" / "logs")
     logs.mkdir(parents=True, exist_ok=True)
-    with Lock(TARGET_LOCK.format(job.target.name)):
+    with Lock(TARGET_LOCK.format(job.target.name)), held_here(job.target):
         started = time.time()
         meta = read_json(run_dir / "run.json")
         attempts = list((meta or {}).get("client_hosts") or []) if isinstance(meta, dict) else []

@@ -20,6 +20,7 @@ from secoverhead.analysis.stats import holm
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
+from secoverhead.core.runs import scale_of
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
@@ -46,6 +47,30 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
     if not stores:
         raise ConfigError(f"{d} holds no completed runs")
     return meta["study"], stores
+
+
+def what_ran(run_dir: str | Path) -> dict[str, str]:
+    """What a comparison must not mix unseen: the run's scale, its record's schema, and the servers that ran it
+    (engine and version, over its experiments)."""
+    d = user_path(run_dir)
+    meta = read_json(d / "run.json")
+    meta = meta if isinstance(meta, dict) else {}
+    servers = set()
+    for exp in sorted((d / "results").glob("*/metadata.json")):
+        for facts in ((read_json(exp) or {}).get("servers") or {}).values():
+            if isinstance(facts, dict) and facts.get("engine"):
+                servers.add(f"{facts.get('engine')} {facts.get('version') or ''}".strip())
+    return {
+        "scale": scale_of(meta.get("params_name")) or "unknown",
+        "schema": str(meta.get("schema", "unknown")),
+        "servers": ", ".join(sorted(servers)) or "unknown",
+    }
+
+
+def differences(run_a: str | Path, run_b: str | Path) -> list[str]:
+    """One line per way the two runs differ in what ran (empty: alike)."""
+    a, b = what_ran(run_a), what_ran(run_b)
+    return [f"the runs differ in {k}: A {a[k]}, B {b[k]}" for k in a if a[k] != b[k]]
 
 
 def _factors(runs: pd.DataFrame) -> list[str]:
