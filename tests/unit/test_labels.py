@@ -42,3 +42,24 @@ def test_a_label_the_server_contradicts_is_one_line_naming_it(declared, server, 
         check_encryption(server, declared, TABLES, "db:3306")
     text = str(err.value)
     assert says in text and "\n" not in text and f"mysql_encryption={declared}" in text
+
+
+def test_an_audit_arm_that_changed_no_audit_setting_is_refused():
+    from secoverhead.servers.labels import check_audit_toggled
+
+    baseline = {"general_log": "0", "init_connect": ""}
+    check_audit_toggled("general_log", {"general_log": "1", "init_connect": ""}, baseline)
+    with pytest.raises(LabelMismatch, match="'general_log': after its enable statements every audit setting"):
+        check_audit_toggled("general_log", dict(baseline), baseline)
+
+
+@pytest.mark.parametrize(("tls", "negotiated", "ok"), [(True, "TLSv1.3", True), (False, "", True),
+                                                       (True, "", False), (False, "TLSv1.2", False)])  # fmt: skip
+def test_an_arms_connection_is_the_arm_it_claims_to_be(tls, negotiated, ok):
+    from secoverhead.workloads.probes import check_session
+
+    if ok:
+        check_session(tls, negotiated, "db:3306")
+    else:
+        with pytest.raises(LabelMismatch, match="arm's connection to db:3306 negotiated"):
+            check_session(tls, negotiated, "db:3306")

@@ -95,3 +95,30 @@ def check_encryption(state: EncryptionState, declared: str, tables: Sequence[str
             f"{'is' if len(wrong) == 1 else 'are'} {'not ' if want else ''}encrypted ({state.how}); nothing was "
             "measured. Declare what the server has"
         )
+
+
+# What an audit setting on a MySQL-family server can be read back as (a variable the server lacks is left out)
+AUDIT_VARIABLES = ("general_log", "server_audit_logging", "init_connect", "audit_log_policy", "audit_log_disable")
+
+
+def audit_state(conn: Any) -> dict[str, str]:
+    """The server's audit settings as it reports them now."""
+    cur = conn.cursor()
+    state = {}
+    for name in AUDIT_VARIABLES:
+        rows = _rows(cur, f"SELECT @@{name}")
+        if rows:
+            state[name] = str(rows[0][0])
+    cur.close()
+    return state
+
+
+def check_audit_toggled(arm: str, state: dict[str, str], baseline: dict[str, str]) -> None:
+    """Raise LabelMismatch when an audit arm's enable statements left every audit setting as the baseline has it:
+    the run would be recorded as that audit and measure none."""
+    if state == baseline:
+        shown = ", ".join(f"{k}={v}" for k, v in state.items()) or "none readable"
+        raise LabelMismatch(
+            f"arm {arm!r}: after its enable statements every audit setting reads as in the baseline ({shown}); "
+            "nothing was measured as that arm. Check the arm's SQL"
+        )

@@ -16,6 +16,7 @@ from pymongo import monitoring
 
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.servers.endpoints import MongoEndpoint, MySQLEndpoint, session_tls
+from secoverhead.servers.labels import LabelMismatch
 from secoverhead.workloads.measurement import Measurement
 
 _MS = 1e-6  # perf_counter_ns -> ms
@@ -247,7 +248,16 @@ def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str
         info.update(session_tls(conn))
     finally:
         conn.close()
+    check_session(tls, info["tls_version"], f"{endpoint.host}:{endpoint.port}")
     return info
+
+
+def check_session(tls: bool, negotiated: str, where: str) -> None:
+    """An arm's connection is the arm it claims to be: TLS negotiated in a TLS arm, none in a plain one (the
+    connector upgrades to TLS, or stays plain, silently). A mismatch fails the run, naming the state."""
+    if bool(tls) != bool(negotiated):
+        state = f"negotiated {negotiated}" if negotiated else "negotiated no TLS"
+        raise LabelMismatch(f"a {'TLS' if tls else 'plain'} arm's connection to {where} {state}: it is not that arm")
 
 
 def combine(connection: Measurement, reused: Measurement) -> Measurement:

@@ -17,7 +17,7 @@ from secoverhead.core.errors import SecoverheadError
 from secoverhead.host.metrics import bytes_in
 from secoverhead.host.threadwaits import WaitMeter
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.servers import MariaDBServer
+from secoverhead.servers import MariaDBServer, labels
 from secoverhead.servers.journal import Journal
 from secoverhead.studies.audit.claims import environment_conditions, part_claims
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Rig
@@ -122,13 +122,22 @@ def _external_targets(
     sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
     sb.prepare(opts)
     targets = {BASELINE: Rig(sb, None, [], None)}
+    baseline = _audit_state(admin) if admin is not None else {}
     for name, spec in p.external_arms.items():
-        targets[name] = Rig(sb, None, [], (admin, journal, spec, name))
+        targets[name] = Rig(sb, None, [], (admin, journal, spec, name, baseline))
     notes.append(
         "external server: arms are toggled with the given SQL around each run, journaled before they run and "
         "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
     )
     return targets, {"mysql": ext.describe()}
+
+
+def _audit_state(admin: Any) -> dict[str, str]:
+    conn = admin.endpoint.connect(tls=admin.tls, autocommit=True)
+    try:
+        return labels.audit_state(conn)
+    finally:
+        conn.close()
 
 
 def _embedded_targets(
@@ -164,8 +173,10 @@ def _embedded_targets(
 def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: dict) -> Measurement:
     """One sysbench run on the arm's target: TPS, and what the audit wrote and the server's writes per query."""
     sb, db, logs, toggle = targets[arm]
-    admin, journal, spec, name = toggle if toggle is not None else (None, None, None, None)
+    admin, journal, spec, name, baseline = toggle if toggle is not None else (None,) * 5
     with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
+        if toggle is not None:  # the arm's label read back from the server before it is measured
+            labels.check_audit_toggled(name, _audit_state(admin), baseline)
         before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
         with WaitMeter(db.pids if db is not None else []) as waits:
             m = sb.measure(opts, db.cpu if db is not None else None)
