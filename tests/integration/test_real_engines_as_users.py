@@ -167,3 +167,35 @@ def test_a_stock_account_on_a_server_without_tls_is_named_with_its_remedies():
     refused = pytest.raises(ConfigError, match=r"'bench'@127\.0\.0\.1:\d+ uses caching_sha2_password.*Remedies")
     with MySQLServer(tls=False) as s, refused:
         s.endpoint.connect(tls=False)
+
+
+def test_a_password_changed_mid_run_ends_the_run_with_that_reason_on_the_users_line(tmp_path):
+    """The user's MongoDB account loses its password while the run measures: the CLI's line, run.json and the
+    report's banner carry the server's refusal, never an empty CellExecutionError."""
+    import json
+    import time
+
+    _need(MONGOD_6_0)
+    from secoverhead.servers.mongod import MongodServer
+
+    with MongodServer(auth=True, tls=True) as m:
+        client = m.admin()
+        client.admin.command("createUser", "rotating", pwd=PW, roles=["root"])
+        env = os.environ | {"USERS_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
+        env.pop("PYTEST_CURRENT_TEST", None)
+        args = [*_mongo_args(m, "rotating"), "-p", "repetitions", "6", "-p", "mongo_connect_iterations", "20"]
+        argv = [sys.executable, "-m", "secoverhead.app.cli", "run", "tls", *args, "--reports", str(tmp_path / "r")]
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while not list((tmp_path / "r").glob("tls/*/results/*/runs/*.json")) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()[-2000:]
+            time.sleep(0.05)
+        client.admin.command("updateUser", "rotating", pwd="Changed-Under-It-99")  # mid-run, as a DBA rotates it
+        client.close()
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err[-3000:]
+    line = next(ln for ln in err.splitlines() if ln.startswith("tls: failed"))
+    assert "Authentication failed" in line, line
+    (record,) = [p for p in (tmp_path / "r").glob("tls/*/run.json") if not p.parent.is_symlink()]
+    assert "Authentication failed" in json.loads(record.read_text())["error"]
+    assert "Authentication failed" in (record.parent / "report.html").read_text()
