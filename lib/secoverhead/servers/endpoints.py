@@ -116,6 +116,29 @@ class MySQLEndpoint:
         return _public(self)
 
 
+BENCH_USER = "bench"  # the account an embedded MySQL-family server's load runs as: database rights only
+BENCH_DATABASE = "sbtest"
+
+
+def bench_endpoint(port: int, password: Secret, socket_path: Path | None, certificates: Any, *, tls: bool,
+                   tls_required: bool = False) -> MySQLEndpoint:  # fmt: skip
+    """The bench account's endpoint on a MySQL-family server started here (MariaDB, MySQL 8)."""
+    c = certificates
+    return MySQLEndpoint(
+        host="127.0.0.1",
+        port=port,
+        user=BENCH_USER,
+        password=password,
+        database=BENCH_DATABASE,
+        socket=socket_path,
+        ca_file=c.ca_cert if c else None,
+        client_cert=c.client_cert if c else None,
+        client_key=c.client_key if c else None,
+        tls_available=tls,
+        tls_required=tls_required,
+    )
+
+
 @dataclass(frozen=True)
 class MongoEndpoint:
     """A MongoDB-wire server: FerretDB started here, or a MongoDB the user names."""
@@ -169,6 +192,15 @@ class MongoEndpoint:
 
     def as_dict(self) -> dict[str, Any]:
         return _public(self)
+
+    def answers(self) -> bool:
+        """Whether the server answers a ping within half a second (a readiness check while it starts)."""
+        client = self.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
+        try:
+            client.admin.command("ping")
+            return True
+        finally:
+            client.close()
 
 
 @dataclass(frozen=True)

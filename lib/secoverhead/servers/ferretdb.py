@@ -118,17 +118,9 @@ class FerretDBServer(Server):
             users=dict(USERS) if self.auth else {},
             password=password,
         )
-        proc.wait_ready(self._ping, self.startup_timeout)
+        proc.wait_ready(self.endpoint.answers, self.startup_timeout)
         if self.auth:
             self._create_users()
-
-    def _ping(self) -> bool:
-        client = self.endpoint.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
-        try:
-            client.admin.command("hello")
-            return True
-        finally:
-            client.close()
 
     def _create_users(self) -> None:
         client = self.endpoint.client(mechanism="SCRAM-SHA-256")

@@ -22,13 +22,18 @@ from secoverhead.host.process import ServerProcess, pick_port, run_command
 from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
-from secoverhead.servers.endpoints import MYSQL_FACTS, MySQLEndpoint, session_tls
+from secoverhead.servers.endpoints import (
+    BENCH_DATABASE,
+    BENCH_USER,
+    MYSQL_FACTS,
+    MySQLEndpoint,
+    bench_endpoint,
+    session_tls,
+)
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
 
 TLS_MODES = ("off", "on", "required")
 AUDIT_MODES = ("none", "general_log", "server_audit", "init_connect_binlog")
-BENCH_USER = "bench"
-BENCH_DATABASE = "sbtest"
 AUDIT_TABLE = "secoverhead_audit.accesslog"
 _OPTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 _SIZE = re.compile(r"^\d+[KMG]?$", re.IGNORECASE)
@@ -314,20 +319,8 @@ class MariaDBServer(Server):
                 self._cleanups.append(self.io_limiter.remove)
 
     def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
-        c = self.certificates
-        return MySQLEndpoint(
-            host="127.0.0.1",
-            port=port,
-            user=BENCH_USER,
-            password=password,
-            database=BENCH_DATABASE,
-            socket=self.socket_path,
-            ca_file=c.ca_cert if c else None,
-            client_cert=c.client_cert if c else None,
-            client_key=c.client_key if c else None,
-            tls_available=self.tls != "off",
-            tls_required=self.tls == "required",
-        )
+        return bench_endpoint(port, password, self.socket_path, self.certificates, tls=self.tls != "off",
+                              tls_required=self.tls == "required")  # fmt: skip
 
     def admin(self):
         """A root connection over the private socket (for set-up and checks, not for load)."""

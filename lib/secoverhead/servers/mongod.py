@@ -65,17 +65,9 @@ class MongodServer(Server):
         ca = self.certificates.ca_cert if self.certificates else None
         tls_port = port if self.tls else None
         self.endpoint = MongoEndpoint(host=self.listen_host, port=port, tls_port=tls_port, ca_file=ca)
-        proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "mongod.log")
+        proc.wait_ready(self.endpoint.answers, self.startup_timeout, error_log=d / "mongod.log")
         if self.auth:
             self._create_users(port, tls_port, ca)
-
-    def _ping(self) -> bool:
-        client = self.endpoint.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
-        try:
-            client.admin.command("ping")
-            return True
-        finally:
-            client.close()
 
     def _create_users(self, port: int, tls_port: int | None, ca: Any) -> None:
         """The administrator through the localhost exception, then a user per mechanism through it."""

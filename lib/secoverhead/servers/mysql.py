@@ -12,11 +12,8 @@ from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import CertificateSet, make_certificates
-from secoverhead.servers.endpoints import MYSQL_FACTS, MySQLEndpoint
+from secoverhead.servers.endpoints import BENCH_DATABASE, BENCH_USER, MYSQL_FACTS, MySQLEndpoint, bench_endpoint
 from secoverhead.servers.engines import MYSQL_8_0
-
-BENCH_USER = "bench"
-BENCH_DATABASE = "sbtest"
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -85,19 +82,7 @@ class MySQLServer(Server):
         self.endpoint = self._endpoint(port, password)
 
     def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
-        c = self.certificates
-        return MySQLEndpoint(
-            host="127.0.0.1",
-            port=port,
-            user=BENCH_USER,
-            password=password,
-            database=BENCH_DATABASE,
-            socket=self.socket_path,
-            ca_file=c.ca_cert if c else None,
-            client_cert=c.client_cert if c else None,
-            client_key=c.client_key if c else None,
-            tls_available=self.tls,
-        )
+        return bench_endpoint(port, password, self.socket_path, self.certificates, tls=self.tls)
 
     def admin(self):
         """root over the private socket (no password: --initialize-insecure), for set-up and checks."""
