@@ -1,0 +1,80 @@
+"""The real engines `make setup` fetches: each starts here, takes a login with each of its mechanisms over plain TCP
+and over TLS, says what it negotiated and what it links, and leaves nothing running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from secoverhead.servers.endpoints import session_tls
+from secoverhead.servers.engines import MONGOD_4_2, MONGOD_6_0, MYSQL_8_0
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _need(build) -> None:
+    if not build.available:
+        pytest.skip(f"{build.server} is not fetched here ({build.path}): `make setup` fetches it")
+
+
+def _gone(pids: list[int]) -> bool:
+    return not any(Path(f"/proc/{p}").exists() for p in pids)
+
+
+@pytest.mark.parametrize("build", [MONGOD_4_2, MONGOD_6_0], ids=lambda b: b.name)
+def test_mongod_logs_in_with_both_scram_mechanisms_plain_and_over_tls(build):
+    _need(build)
+    from secoverhead.servers.mongod import MongodServer
+
+    with MongodServer(build=build.name, auth=True, tls=True) as m:
+        facts = m.describe()
+        assert facts["version"] == build.server.split()[-1] and facts["server"] == build.server
+        assert ("OpenSSL 1.1.1" if "4.2" in build.name else "OpenSSL 3") in facts["openssl"]
+        for mechanism in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
+            for tls in (False, True):
+                client = m.endpoint.client(tls=tls, mechanism=mechanism)
+                try:
+                    status = client.admin.command("connectionStatus")
+                    assert status["authInfo"]["authenticatedUsers"][0]["user"] == m.endpoint.users[mechanism]
+                finally:
+                    client.close()
+        pids = list(m.pids)
+    assert pids and _gone(pids)
+
+
+def test_mongod_refuses_a_wrong_password_for_each_mechanism():
+    _need(MONGOD_6_0)
+    import pymongo
+    from pymongo.errors import OperationFailure
+
+    from secoverhead.servers.mongod import MongodServer
+
+    with MongodServer(auth=True, tls=False) as m:
+        for mechanism in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
+            args = m.endpoint.client_args(mechanism=mechanism) | {"password": "not-the-password"}
+            client = pymongo.MongoClient(**args)
+            with pytest.raises(OperationFailure, match="Authentication failed"):
+                client.admin.command("connectionStatus")
+            client.close()
+
+
+def test_mysql_8_logs_in_plain_and_over_tls_and_says_what_it_negotiated():
+    _need(MYSQL_8_0)
+    from secoverhead.servers.mysql import MySQLServer
+
+    with MySQLServer(tls=True) as s:
+        facts = s.describe()
+        assert facts["version"] == "8.0.31" and facts["server"] == "MySQL 8.0.31" and "1.1.1q" in facts["openssl"]
+        assert int(facts["sync_binlog"]) == 1 and int(facts["log_bin"]) == 1  # as MySQL 8.0 ships
+        for tls, want in ((True, "TLSv1.3"), (False, "")):
+            conn = s.endpoint.connect(tls=tls)
+            try:
+                assert session_tls(conn)["tls_version"] == want
+                cur = conn.cursor()
+                cur.execute("SELECT CURRENT_USER()")
+                assert cur.fetchone()[0].startswith("bench@")
+            finally:
+                conn.close()
+        pids = list(s.pids)
+    assert pids and _gone(pids)
