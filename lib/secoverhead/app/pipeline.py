@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import logging
 import os
 import secrets as _stdlib_secrets
@@ -30,7 +32,7 @@ from secoverhead.app.rundir import check_reports_root, new_run_dir, point_latest
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
-from secoverhead.core.files import read_json
+from secoverhead.core.files import read_json, sanitize
 from secoverhead.core.params import (
     MAX_PLANNED_RUNS,
     build,
@@ -337,11 +339,6 @@ def begin_record(prepared: Prepared, run: ClaimedRun, *, resumed: bool, placemen
 
 def parameters_digest(values: dict[str, Any]) -> str:
     """A digest of the checked parameters as recorded: a resumed run continues only the plan it began with."""
-    import hashlib
-    import json
-
-    from secoverhead.core.files import sanitize
-
     text = json.dumps(sanitize(values), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

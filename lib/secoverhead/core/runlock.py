@@ -30,6 +30,7 @@ class RunLock:
     def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / NAME
         self.fd: int | None = None
+        self._renewing: threading.Event | None = None
 
     def acquire(self) -> RunLock:
         """Take the lock or raise ConfigError naming its holder."""
@@ -71,7 +72,7 @@ class RunLock:
             self._stamp()
 
     def release(self) -> None:
-        if getattr(self, "_renewing", None) is not None:
+        if self._renewing is not None:
             self._renewing.set()
         if self.fd is not None:
             with contextlib.suppress(OSError):

@@ -90,25 +90,28 @@ def _owner_alive(meta: dict[str, Any], written: float | None) -> bool:
 def runs_of(study_dir: Path) -> list[Path]:
     """A study's run directories, newest first by their recorded start (the `latest` link and other links not
     counted); runs with no readable start or one from the future come last, by name."""
+    return [run for run, _ in _dated(study_dir)]
+
+
+def _dated(study_dir: Path) -> list[tuple[Path, Any]]:
+    """runs_of's runs with their records, each run.json read once."""
     if not study_dir.is_dir():
         return []
     now = time.time()
-
-    def age(run: Path) -> tuple[bool, float, str]:
+    dated = []
+    for run in (p for p in study_dir.iterdir() if p.is_dir() and not p.is_symlink()):
         record = run / "run.json"
         meta = None if record.is_symlink() else read_json(record)  # a link's date is not the run's to claim
         start = started_at(meta) if isinstance(meta, dict) else None
         trusted = start is not None and not from_the_future(meta, now)
-        return trusted, start if trusted else 0.0, run.name
-
-    return sorted((p for p in study_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=age, reverse=True)
+        dated.append(((trusted, start if trusted else 0.0, run.name), run, meta))
+    return [(run, meta) for _, run, meta in sorted(dated, key=lambda d: d[0], reverse=True)]
 
 
 def counting(study_dir: Path) -> Path | None:
     """The run that counts: the newest that finished ok among those of the largest scale that has one."""
     best: tuple[int, Path] | None = None
-    for run in runs_of(study_dir):  # newest first: the first of a rank is the newest of it
-        meta = read_json(run / "run.json")
+    for run, meta in _dated(study_dir):  # newest first: the first of a rank is the newest of it
         if status_of(meta) != "ok" or from_the_future(meta):
             continue
         rank = scale_rank(scale_of(meta.get("params_name")))

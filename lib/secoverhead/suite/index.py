@@ -98,6 +98,9 @@ def glance(root: Path) -> dict[str, str | None]:
     return out
 
 
+FUTURE = "its recorded start is in the future (its host's clock is ahead, or the record was altered): it never counts"
+
+
 def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[str, Any], list[dict]]:
     """One run's line of the index, and its verdicts."""
     meta = read_json(run / "run.json")
@@ -125,17 +128,7 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
         "status": status_of(meta),
         "target": str(meta.get("target") or history.EMBEDDED),
         "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
-        "error": "; ".join(
-            e
-            for e in (
-                str(meta.get("error") or ""),
-                "its recorded start is in the future (its host's clock is ahead, or the record was altered): it "
-                "never counts"
-                if from_the_future(meta)
-                else "",
-            )
-            if e
-        ),
+        "error": "; ".join(filter(None, (str(meta.get("error") or ""), FUTURE if from_the_future(meta) else ""))),
         "duration": meta.get("duration_s", ""),
         "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else "",
         "tally": _tally(listed),

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from secoverhead.core.errors import Stalled
+
 
 @dataclass
 class Measurement:
@@ -38,8 +40,6 @@ def stop_after(planned_s: float) -> float:
 
 def check_against_plan(took_s: float, planned_s: float, what: str) -> None:
     """Raise Stalled when a run took longer than its plan allows (OVERRUN)."""
-    from secoverhead.core.errors import Stalled
-
     if took_s > _past(planned_s, OVERRUN):
         raise Stalled(
             f"{what} ran {took_s:.1f} s of a planned {planned_s:g} s (allowed {_past(planned_s, OVERRUN):.0f} s): the "
@@ -49,8 +49,6 @@ def check_against_plan(took_s: float, planned_s: float, what: str) -> None:
 
 def stalled_at(planned_s: float, what: str) -> Exception:
     """The error for a run stopped at stop_after(planned_s) without finishing."""
-    from secoverhead.core.errors import Stalled
-
     return Stalled(
         f"{what} did not finish {stop_after(planned_s) - planned_s:.0f} s after its planned {planned_s:g} s: the "
         "server, or the path to it, stalled; it was stopped and the run failed, its results so far kept"
