@@ -15,6 +15,7 @@ from secoverhead.core import paths
 from secoverhead.studies import STUDIES
 from secoverhead.studies.tde.declarations import PURGE_THREADS
 from secoverhead.studies.tde.instances import EMULATED
+from secoverhead.studies.tls.declarations import PART_BUILDS
 
 DECLARED = paths.CLAIMS.parent / "environments.yaml"
 CHANGES = paths.CLAIMS.parent / "CHANGES.md"
@@ -56,6 +57,9 @@ def test_the_code_keeps_the_declared_constants():
     tde = declared()["constants"]["tde"]
     assert {k: {"cores": v.cores, "iops": v.iops} for k, v in EMULATED.items()} == tde["instances"]
     assert tde["purge_threads"] == PURGE_THREADS
+    tls = declared()["constants"]["tls"]
+    assert {part: PART_BUILDS[part].label for part in tls["servers"]} == tls["servers"]
+    assert f'"{tls["driver"]}"' in (paths.ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_the_declaration_in_force_has_its_entry_in_the_change_log():

@@ -190,7 +190,7 @@ def test_holm_over_a_studys_claims_steps_down_from_alpha_over_m():
             for k, lv in levels.items()
         ]
 
-    part = SimpleNamespace(name="p", arms=["A"], runs=lambda: None, alpha=0.06, metadata=lambda: {})
+    part = SimpleNamespace(name="p", arms=["A"], runs=lambda: None, alpha=0.06, metadata=lambda: {}, server={})
     result = type("R", (), {"params": SimpleNamespace(claim_errors="holm"), "__iter__": lambda self: iter([part])})()
     got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
     # 0.06/3 = 0.02 decides "strong"; then 0.06/2 = 0.03 decides "middle"; then 0.06/1 decides "weak"

@@ -216,7 +216,7 @@ def test_not_testable_claims_leave_holms_family():
             out.append(v)
         return out
 
-    part = SimpleNamespace(name="p", arms=["A"], runs=lambda: None, alpha=0.05, metadata=lambda: {})
+    part = SimpleNamespace(name="p", arms=["A"], runs=lambda: None, alpha=0.05, metadata=lambda: {}, server={})
     result = type("R", (), {"params": SimpleNamespace(claim_errors="holm"), "__iter__": lambda self: iter([part])})()
     got = {v.id: v for v in study_verdicts(result, lambda p: judge)}
     assert "decided at alpha/2" in got["a"].evidence and "decided at alpha/1" in got["b"].evidence

@@ -46,6 +46,8 @@ class ClaimVerdict:
     preconditions: list[dict[str, Any]] = field(default_factory=list)  # each checked: value, holds, why, where
     testable_where: str = ""  # not testable here: where the claim can be tested
     episodes: str = ""  # a "costs little" claim: what it says of rare stalls in one arm (judging.episodes)
+    part: str = ""  # the part it was judged on
+    server: dict[str, Any] = field(default_factory=dict)  # the server build it ran on: build, version, TLS library
 
     @property
     def decided(self) -> bool:

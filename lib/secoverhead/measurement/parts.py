@@ -26,13 +26,29 @@ class Part:
 
     @property
     def label(self) -> str:
-        """The part as pictures and headings name it: with the engine that stood in for the one it is named
-        after ("MongoDB (FerretDB)", "MySQL (MariaDB)"), as it ran."""
-        engines = dict.fromkeys(
-            str(f.get("engine")) for f in self.servers.values() if isinstance(f, dict) and f.get("engine")
+        """The part as pictures and headings name it: with the server build it ran on where its name does not
+        say it ("MongoDB (mongod 4.2)", "MySQL (MariaDB)"), as it ran."""
+        builds = dict.fromkeys(
+            str(f.get("build") or f.get("engine"))
+            for f in self.servers.values()
+            if isinstance(f, dict) and (f.get("build") or f.get("engine"))
         )
-        other = [e for e in engines if e.lower() not in self.name.lower()]
+        other = [b for b in builds if b.lower() not in self.name.lower()]
         return f"{self.name} ({', '.join(other)})" if other else self.name
+
+    @property
+    def server(self) -> dict[str, Any]:
+        """The server build the part ran on, as its first server described itself: the build, its version, the
+        TLS library it ran with, and the build it stood in for."""
+        f = next((f for f in self.servers.values() if isinstance(f, dict)), {})
+        tls = f.get("openssl") or f.get("version_ssl_library") or f.get("tls_library")
+        found = {
+            "build": f.get("build") or f.get("server") or f.get("engine"),
+            "version": f.get("version"),
+            "tls_library": tls.get("running") if isinstance(tls, dict) else tls,  # mongod: running and compiled
+            "stands_in_for": f.get("stands_in_for"),
+        }
+        return {k: v for k, v in found.items() if v}
 
     def runs(self, include_profiling: bool = False) -> pd.DataFrame:
         return self.store.runs(include_profiling=include_profiling)

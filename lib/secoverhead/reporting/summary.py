@@ -144,6 +144,13 @@ def misread(lines: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> list
     return out
 
 
+def server_name(server: Mapping[str, Any]) -> str:
+    """A verdict's server as a page prints it: 'mongod 4.2 (4.2.6, OpenSSL 1.1.1q)'; a stand-in says so."""
+    inner = ", ".join(str(server[k]) for k in ("version", "tls_library") if server.get(k))
+    name = f"{server.get('build', '')} ({inner})" if inner else str(server.get("build", ""))
+    return name + (f", standing in for {server['stands_in_for']}" if server.get("stands_in_for") else "")
+
+
 def _of(name: str) -> str:
     return f" ({name})" if name else ""
 
@@ -182,6 +189,7 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "episodes": d.get("episodes", ""),
         "sensitivity": d.get("sensitivity", ""),
         "engine_note": d.get("engine_note", ""),
+        "server": server_name(d.get("server") or {}),
     }
 
 

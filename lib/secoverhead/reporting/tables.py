@@ -131,14 +131,15 @@ SOURCE_NAMES = {"published": "published", "extension": "extension of a published
 
 
 def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
-    """One row per claim: where it comes from, the verdict, the reading that decided it and the evidence; the
-    sensitivity check only where a study recorded one."""
-    cols = ["claim", "source", "verdict", "reading", "evidence", "measure", "engine_note"]
+    """One row per claim: where it comes from, the verdict, the reading that decided it, the evidence and the
+    server build that produced it; the sensitivity check only where a study recorded one."""
+    cols = ["claim", "source", "verdict", "reading", "evidence", "server", "measure", "engine_note"]
     rows = [
         {
             **{k: v.as_dict()[k] for k in ("claim", "verdict", "evidence", "measure", "engine_note")},
             "source": SOURCE_NAMES.get(v.source, v.source),
             "reading": v.registered.get("reading_text", ""),
+            "server": summary.server_name(v.server),
             "without one-off duets (check)": v.sensitivity,
         }
         for v in verdicts
@@ -146,6 +147,18 @@ def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
     if any(v.sensitivity for v in verdicts):
         cols.insert(3, "without one-off duets (check)")
     return pd.DataFrame(rows, columns=cols)
+
+
+def across_builds(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
+    """The same claim on every part it was judged on, one row per claim, one column per part as it ran (its
+    server build named): each cell the verdict and the interval it was read from."""
+    rows: dict[str, dict[str, str]] = {}
+    for v in verdicts:
+        build = v.server.get("build")
+        column = v.part if not build or build in v.part else f"{v.part} ({build})"
+        cell = str(v.verdict) + (f": {m}" if (m := summary.measured(v.judged)) else "")
+        rows.setdefault(v.id, {"claim": v.id})[column] = cell
+    return pd.DataFrame(list(rows.values()))
 
 
 def verdict_counts(verdicts: Sequence[ClaimVerdict]) -> str:

@@ -11,7 +11,7 @@ from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import generate_password
 from secoverhead.host.process import ServerProcess, pick_port
 from secoverhead.servers.base import Server
-from secoverhead.servers.certs import CertificateSet, make_certificates
+from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
 from secoverhead.servers.endpoints import MongoEndpoint
 from secoverhead.servers.engines import BUILDS, MONGOD_6_0, Build
 
@@ -21,13 +21,15 @@ ADMIN = "secoverhead_admin"
 
 @dataclass(eq=False, repr=False, kw_only=True)
 class MongodServer(Server):
-    """A throwaway mongod. build: "mongod-6.0.5" or "mongod-4.2.6"; tls: accept TLS too (preferTLS); auth: SCRAM
-    enforced, with a user per mechanism (readWrite on every database) and an administrator (root)."""
+    """A throwaway mongod. build: "mongod-6.0.5" or "mongod-4.2.6"; tls: accept TLS too (preferTLS) with an
+    rsa or ecdsa certificate (cert_type); auth: SCRAM enforced, with a user per mechanism (readWrite on every
+    database) and an administrator (root)."""
 
     kind: ClassVar[str] = "mongod"
 
     build: str = MONGOD_6_0.name
     tls: bool = True
+    cert_type: str = "rsa"
     auth: bool = False
     certificates: CertificateSet | None = None
     port: int | None = None
@@ -37,6 +39,8 @@ class MongodServer(Server):
         super().__post_init__()
         if self.build not in BUILDS or not self.build.startswith("mongod"):
             raise ConfigError(f"build={self.build!r} is not a mongod build ({', '.join(BUILDS)})")
+        if self.cert_type not in KEY_TYPES:
+            raise ConfigError(f"cert_type={self.cert_type!r} is not one of {', '.join(KEY_TYPES)}")
         self.engine: Build = BUILDS[self.build]
         self.binary = self.engine.require()
         self.endpoint: MongoEndpoint | None = None
@@ -50,7 +54,7 @@ class MongodServer(Server):
         argv += ["--wiredTigerCacheSizeGB", str(self.cache_gb), "--nounixsocket", "--logpath", str(d / "mongod.log")]
         if self.tls:
             if self.certificates is None:
-                self.certificates = make_certificates(d / "certs", "rsa", hosts=(self.listen_host,))
+                self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.listen_host,))
             both = d / "certs" / "server-both.pem"
             both.write_bytes(self.certificates.server_cert.read_bytes() + self.certificates.server_key.read_bytes())
             both.chmod(0o600)
@@ -110,8 +114,19 @@ class MongodServer(Server):
             "version": info.get("version"),
             "openssl": (info.get("openssl") or {}).get("running", self.engine.openssl),
             "tls": self.tls,
+            "cert_type": self.cert_type if self.tls else None,
             "auth": self.auth,
             "auth_mechanisms": sorted(USERS) if self.auth else [],
             "cpu_accounting": self.cpu_method,
             "endpoint": self.endpoint.as_dict(),
-        }
+        } | self._negotiated()
+
+    def _negotiated(self) -> dict[str, Any]:
+        """What a client negotiates with the TLS port, and the link the server sits behind."""
+        facts: dict[str, Any] = {}
+        if self.tls:
+            e = self.endpoint
+            facts["negotiated_tls"] = probe_tls(e.host, e.tls_port, e.ca_file).as_dict()
+        if self.link is not None:
+            facts["link"] = self.link.describe()
+        return facts

@@ -8,22 +8,33 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
 from secoverhead.servers.base import Server
-from secoverhead.servers.certs import CertificateSet, make_certificates
-from secoverhead.servers.endpoints import BENCH_DATABASE, BENCH_USER, MYSQL_FACTS, MySQLEndpoint, bench_endpoint
+from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
+from secoverhead.servers.endpoints import (
+    BENCH_DATABASE,
+    BENCH_USER,
+    MYSQL_FACTS,
+    MySQLEndpoint,
+    bench_endpoint,
+    session_tls,
+)
 from secoverhead.servers.engines import MYSQL_8_0
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
 class MySQLServer(Server):
-    """A throwaway MySQL 8.0. tls: offer TLS (server certificate of our own CA); extra_options: more mysqld
-    options (value None = bare flag)."""
+    """A throwaway MySQL 8.0. tls: offer TLS with an rsa or ecdsa server certificate of our own CA (cert_type),
+    the versions mysqld allows by default or only those named (tls_versions, e.g. "TLSv1.2"); extra_options:
+    more mysqld options (value None = bare flag)."""
 
     kind: ClassVar[str] = "mysql"
 
     tls: bool = True
+    cert_type: str = "rsa"
+    tls_versions: str | None = None
     buffer_pool: str = "64M"
     certificates: CertificateSet | None = None
     extra_options: dict[str, Any] | None = None
@@ -31,6 +42,8 @@ class MySQLServer(Server):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.cert_type not in KEY_TYPES:
+            raise ConfigError(f"cert_type={self.cert_type!r} is not one of {', '.join(KEY_TYPES)}")
         self.binary = MYSQL_8_0.require()
         self.extra_options = dict(self.extra_options or {})
         self.endpoint: MySQLEndpoint | None = None
@@ -57,6 +70,8 @@ class MySQLServer(Server):
         if self.tls:
             c = self.certificates
             opts |= {"ssl_ca": c.ca_cert, "ssl_cert": c.server_cert, "ssl_key": c.server_key}
+            if self.tls_versions:
+                opts["tls_version"] = self.tls_versions
         else:  # mysqld makes certificates of its own and offers TLS unless no TLS version is allowed
             opts |= {"tls_version": "", "admin_tls_version": ""}
         opts |= self.extra_options
@@ -66,7 +81,7 @@ class MySQLServer(Server):
         d = self.run_dir
         (d / "tmp").mkdir()
         if self.tls and self.certificates is None:
-            self.certificates = make_certificates(d / "certs", "rsa")
+            self.certificates = make_certificates(d / "certs", self.cert_type)
         self.socket_path = d / "mysqld.sock"
         env = {"LD_LIBRARY_PATH": MYSQL_8_0.library_path()}
         init = [str(self.binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
@@ -120,5 +135,13 @@ class MySQLServer(Server):
             conn.close()
         facts["openssl"] = MYSQL_8_0.openssl
         facts["cpu_accounting"] = self.cpu_method
+        facts["requested"] = {"tls": self.tls, "cert_type": self.cert_type if self.tls else None,
+                              "tls_versions": self.tls_versions, "extra_options": self.extra_options}  # fmt: skip
+        if self.tls and self.endpoint is not None:  # what a client actually negotiates
+            conn = self.endpoint.connect(tls=True)
+            try:
+                facts["negotiated_tls"] = session_tls(conn)
+            finally:
+                conn.close()
         facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
         return facts

@@ -17,7 +17,7 @@ from secoverhead.studies.protocol.params import _check_host
 class ExternalMySQLParams:
     """How a study names a MySQL-protocol server it did not start (empty mysql_host: start MariaDB)."""
 
-    mysql_host: str = param("", "your MySQL/MariaDB host (empty: an embedded MariaDB)", pattern=r"[^\s/@]*")
+    mysql_host: str = param("", "your MySQL/MariaDB host (empty: the study starts its own)", pattern=r"[^\s/@]*")
     mysql_port: int = param(3306, "its port", min=1, max=65535)
     mysql_user: str = param("", "user the load runs as", pattern=r"[^\s]{0,80}")
     mysql_password_env: str = param(
@@ -84,10 +84,10 @@ class ExternalMySQLParams:
 
 @dataclass
 class ExternalMongoParams:
-    """How a study names a MongoDB it did not start (empty mongo_uri: start FerretDB)."""
+    """How a study names a MongoDB it did not start (empty mongo_uri: the study starts its own)."""
 
     mongo_uri: str = param(
-        "", "mongodb://host:port/ of your MongoDB, without credentials (empty: an embedded FerretDB)"
+        "", "mongodb://host:port/ of your MongoDB, without credentials (empty: the study starts its own)"
     )
     mongo_username: str = param("", "user to authenticate as", pattern=r"[^\s]{0,80}")
     mongo_password_env: str = param("", "environment variable holding its password", pattern=r"[A-Za-z_][A-Za-z0-9_]*")

@@ -133,7 +133,7 @@ def study_verdicts(
     ]  # runs read once
     first = {(part.name, v.id): v for part, j, runs in pairs for v in judged(part, j, runs)}
     if result.params.claim_errors != "holm" or not first:
-        return list(first.values())
+        return with_servers(first, [part for part, _, _ in pairs])
     untestable = {key for key, v in first.items() if v.verdict == Verdict.NOT_TESTABLE}
     m, settled = len(first) - len(untestable), {}
     latest: dict[tuple[str, str], ClaimVerdict] = {}
@@ -146,17 +146,25 @@ def study_verdicts(
         for v in newly.values():
             v.evidence += f" [Holm over the study's {m} claims: decided at alpha/{k}]"
         settled |= newly
-    out = []
+    out = {}
     for key, v in first.items():
         if key in untestable:
-            out.append(v)
+            out[key] = v
             continue
         w = settled.get(key) or latest.get(key) or v
         if key not in settled:
             w.evidence += f" [Holm over the study's {m} claims: undecided at alpha/{m - len(settled)}]"
         w.sensitivity = v.sensitivity
-        out.append(w)
-    return out
+        out[key] = w
+    return with_servers(out, [part for part, _, _ in pairs])
+
+
+def with_servers(verdicts: Mapping[tuple[str, str], ClaimVerdict], parts: Sequence[Part]) -> list[ClaimVerdict]:
+    """Each verdict with its part and the server build that part ran on: every number names its server."""
+    by_name = {part.name: part for part in parts}
+    for (part, _), v in verdicts.items():
+        v.part, v.server = part, by_name[part].server
+    return list(verdicts.values())
 
 
 def published(study: str) -> pd.DataFrame:

@@ -9,9 +9,10 @@ from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.servers.builds import BUILDS
 from secoverhead.studies.protocol.conditions import median, ratio
 from secoverhead.studies.protocol.judging import study_verdicts
-from secoverhead.studies.tls.declarations import BASELINE, RTT_PART, STUDY, _engine
+from secoverhead.studies.tls.declarations import BASELINE, RTT_PART, STUDY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,16 +46,17 @@ def claims(result: StudyResult) -> list[ClaimVerdict]:
 
 
 def engine_notes(part: Part) -> dict[str, str]:
-    """How the local engine and set-up differ from the original's, to print next to the numbers."""
+    """How the server build and set-up differ from the original's, to print next to the numbers."""
     notes = {}
+    server = part.server
+    build = BUILDS.get(str(server.get("build")))
+    if build is not None:
+        notes["engine"] = build.about
+        if server.get("stands_in_for"):
+            notes["engine"] += f"; it stands in for {server['stands_in_for']}, which cannot run here"
+    elif part.servers and any(f.get("embedded") for f in part.servers.values()):  # a report from before builds
+        notes["engine"] = f"{part.label}: recorded before a part named its server build"
     embedded = any(f.get("embedded") for f in part.servers.values())
-    if _engine(part.name) == "MongoDB" and embedded:
-        notes["engine"] = (
-            "FerretDB v1.24.0 (SQLite backend) stands in for mongod 4.2: its TLS is Go's crypto/tls, "
-            "its SCRAM its own; absolute times are FerretDB's, only the shape is comparable"
-        )
-    if part.name == "MySQL" and embedded:
-        notes["engine"] = "MariaDB 10.11 stands in for MySQL 8.0 (OpenSSL 3.0 in both server and client)"
     if part.name == RTT_PART:
         notes["network"] = (
             "the server sits in a network namespace behind a user-space delay line set to the original's round "

@@ -9,6 +9,7 @@ from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.params import param
 from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.network import available
+from secoverhead.servers.builds import FERRETDB, MARIADB, MONGOD_42, MONGOD_60, MYSQL_80, ServerBuild
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -28,13 +29,27 @@ PRIMARY_METRICS = (
 )
 
 
-ENGINES = ("MongoDB", "MySQL")
+ENGINES = ("MongoDB", "MySQL")  # the protocol families; a part's server build is PART_BUILDS'
 
 
 BASELINE = "no TLS"
 
 
 RTT_PART = "MongoDB-RTT"  # seed 000's table again, the server behind a link with the original's round trip
+
+
+# The server build each part runs on. Seed 000 measured mongod 4.2: the parts named after an engine run on its
+# original's build (or the nearest one here, named), and their verdicts are the verdicts of record; the other
+# builds run the same claims beside them ("<engine> on <build>"), counted apart, so a DBA sees the claim across
+# builds. The MySQL part runs on MySQL 8.0, the family's build the original's MongoDB era compares with.
+PART_BUILDS: dict[str, ServerBuild] = {
+    "MongoDB": MONGOD_42,
+    RTT_PART: MONGOD_42,
+    "MongoDB on mongod 6.0": MONGOD_60,
+    "MongoDB on FerretDB": FERRETDB,
+    "MySQL": MYSQL_80,
+    "MySQL on MariaDB": MARIADB,
+}
 
 
 @dataclass(frozen=True)
@@ -92,12 +107,13 @@ MEASURES: dict[str, dict[str, str]] = {
 ORIGINAL_RTT_MS = 0.75
 
 
-# Round trips each of the original's measures waits for (pymongo 4 against a single server, SCRAM on), counted
-# from the protocols: the constructor returns before any I/O; the first find_one waits for the monitor's
-# connection (TCP, the TLS handshake, hello) and then opens the pool's own (TCP, TLS, hello, the SCRAM
-# conversation: saslStart and two saslContinue, as FerretDB answers without speculative authentication) before
-# the find itself; a reused client's query is one round trip. A full TLS 1.3 handshake takes one round trip,
-# TLS 1.2's two. An integration test measures these counts at a long round trip.
+# Round trips each of the original's measures waits for (pymongo 4.10 against a single mongod 4.2, SCRAM on),
+# counted from the protocols: the constructor returns before any I/O; the first find_one waits for the monitor's
+# connection (TCP, the TLS handshake, isMaster) and then opens the pool's own (TCP, TLS, isMaster, the SCRAM
+# conversation: saslStart and two saslContinue, as mongod 4.2 has neither speculative authentication nor the
+# skipped empty exchange, both 4.4's) before the find itself; a reused client's query is one round trip. A full
+# TLS 1.3 handshake takes one round trip, TLS 1.2's two. An integration test measures these counts at a long
+# round trip.
 _SCRAM_STEPS = 3
 
 
@@ -152,12 +168,20 @@ PLANS = (
 @dataclass
 class Params(BothEngines, StudyParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
-    # two arms (a loopback engine has three or four): the reused-client claim is decided here, at the round trip
-    PART_WEIGHTS: ClassVar[dict[str, float]] = {RTT_PART: 0.5}
+    # two arms (a loopback engine has three or four): the reused-client claim is decided at the round trip; the
+    # builds beside the verdicts of record run two arms too
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {RTT_PART: 0.5} | {
+        part: 0.5 for part, build in PART_BUILDS.items() if part not in (*ENGINES, RTT_PART)
+    }
     MYSQL_TABLES = ("sbtest1",)  # the probe's table, created in the user's database when absent
     MONGO_COLLECTIONS = ("ycsb.usertable",)  # the YCSB load's collection, filled in the user's MongoDB
     extra_arms: bool = param(True, "also TLS with an ECDSA certificate, and (MySQL) TLS 1.2")
-    mongo_enabled: bool = param(True, "measure MongoDB (FerretDB, or mongo_uri)")
+    beside_builds: bool = param(
+        True,
+        "also each embedded engine's claims on its other server builds (mongod 6.0 and FerretDB beside mongod 4.2, "
+        "MariaDB beside MySQL 8.0), counted apart from the verdicts of record",
+    )
+    mongo_enabled: bool = param(True, "measure MongoDB (mongod 4.2, or mongo_uri)")
     mongo_auth_mechanism: str = param("SCRAM-SHA-256", "SCRAM mechanism", choices=("SCRAM-SHA-1", "SCRAM-SHA-256"))
     mongo_record_count: int = param(
         1000, "YCSB-style documents loaded (the original: 1,000,000)", min=1, max=10_000_000
@@ -168,13 +192,13 @@ class Params(BothEngines, StudyParams):
     )
     rtt_enabled: bool = param(
         True,
-        "also seed 000's table over a link with a set round trip (embedded MongoDB; needs root for a network "
+        "also seed 000's table over a link with a set round trip (embedded mongod; needs root for a network "
         "namespace and the delay line; skipped with a note otherwise)",
     )
     rtt_ms: float = param(
         ORIGINAL_RTT_MS, "the link's round trip in ms (the original's, from its reused query)", min=0.2, max=100.0
     )
-    mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
+    mysql_enabled: bool = param(True, "measure MySQL (MySQL 8.0, or mysql_host)")
     mysql_connect_iterations: int = param(20, "fresh connections per run", min=1, max=100_000)
     mysql_reused_iterations: int = param(200, "queries on one connection per run", min=1, max=1_000_000)
     mysql_query: str = param("SELECT id, k, c, pad FROM sbtest1 WHERE id = 1", "the query each probe runs")
@@ -195,24 +219,43 @@ class Params(BothEngines, StudyParams):
         if not self.rtt_enabled:
             return "rtt_enabled is false"
         if not self.mongo_enabled or self.mongo_uri or self.aa:
-            return "it needs the embedded MongoDB (FerretDB), and an A/A run has no TLS arm"
+            return "it needs the embedded MongoDB (mongod), and an A/A run has no TLS arm"
         return available()
 
-    def parts(self) -> list[str]:
-        """The engines on loopback, then MongoDB over a round trip when it can run."""
-        return self.engines() + ([] if self.rtt_skipped() else [RTT_PART])
+    def external(self, engine: str) -> str:
+        """The user's server for an engine ("" when the project starts its own)."""
+        return self.mongo_uri if engine == "MongoDB" else self.mysql_host
 
-    def arms(self, engine: str) -> list[Arm]:
-        if engine == RTT_PART:
-            return list(ARMS["MongoDB"][:2])
+    def parts(self) -> list[str]:
+        """Each engine on loopback (its builds beside it, unless the user named the server or this is an A/A
+        run), then MongoDB over a round trip when it can run."""
+        beside = self.beside_builds and not self.aa
+        out = []
+        for engine in self.engines():
+            out.append(engine)
+            if beside and not self.external(engine):
+                out += [p for p in self.beside(engine) if PART_BUILDS[p].missing() is None]
+        return out + ([] if self.rtt_skipped() else [RTT_PART])
+
+    @staticmethod
+    def beside(engine: str) -> list[str]:
+        """The parts that run an engine's claims on its other builds."""
+        return [p for p in PART_BUILDS if p.startswith(f"{engine} on ")]
+
+    def arms(self, part: str) -> list[Arm]:
+        engine = _engine(part)
+        if part == RTT_PART:
+            return list(ARMS[engine][:2])
         if self.aa:
             return [ARMS[engine][0], replace(ARMS[engine][0], name=aa_copy(BASELINE))]
-        external = self.mongo_uri if engine == "MongoDB" else self.mysql_host
-        return [a for a in ARMS[engine] if not a.extra or (self.extra_arms and not external)]
+        extra = self.extra_arms and not self.external(engine) and part == engine  # beside builds: the two arms
+        return [a for a in ARMS[engine] if not a.extra or extra]
 
     def planned_runs(self) -> int:
         return sum(len(self.arms(e)) for e in self.parts()) * (self.repetitions + self.warmup + 1)
 
 
 def _engine(part_name: str) -> str:
-    return "MongoDB" if part_name == RTT_PART else part_name
+    """The engine (protocol family) a part measures."""
+    build = PART_BUILDS.get(part_name)
+    return build.engine if build is not None else part_name

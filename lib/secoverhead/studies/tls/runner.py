@@ -8,55 +8,60 @@ from typing import Any
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
-from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.servers.builds import ServerBuild, described, nearest
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
-from secoverhead.studies.tls.declarations import RTT_PART, SERVERS, STUDY, Params
+from secoverhead.studies.tls.declarations import PART_BUILDS, RTT_PART, SERVERS, STUDY, Params, _engine
 from secoverhead.workloads import probes
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import sbtest_table
 from secoverhead.workloads.ycsb import load_usertable
 
 
-def _servers(p: Params, engine: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
     """Server key -> started (or checked) server; facts; notes."""
 
-    notes: list[str] = []
-    needed = {a.server for a in p.arms(engine)}
+    engine = _engine(part)
     if engine == "MongoDB" and p.mongo_uri:
         ext = stack.enter_context(p.external_mongo((p.mongo_auth_mechanism,)))
-        notes.append(
-            "external MongoDB: certificate type and TLS version are the server's own; server CPU is not measured"
-        )
+        notes = ["external MongoDB: certificate type and TLS version are the server's own; server CPU is not measured"]
         return {"rsa": ext}, {"mongodb": ext.describe()}, notes
     if engine == "MySQL" and p.mysql_host:
         ext = stack.enter_context(p.both_ways_mysql())
-        notes.append(
+        notes = [
             "external MySQL: certificate type is the server's own; server CPU is not measured; the probe reads "
             "sbtest1 in the named database (created with 1000 rows if absent)"
-        )
+        ]
         if not p.mysql_ca_file:
             notes.append("no mysql_ca_file: TLS to the server is encrypted but its certificate is not verified")
         return {"rsa": ext}, {"mysql": ext.describe()}, notes
+    build, why = nearest(PART_BUILDS[part])
+    needed = {a.server for a in p.arms(part)}
     servers, facts = {}, {}
     for key, kw in SERVERS[engine].items():
-        if key not in needed:
-            continue
-        if engine == "MongoDB":
-            servers[key] = stack.enter_context(FerretDBServer(tls=True, auth=True, **kw))
-        else:
-            servers[key] = stack.enter_context(MariaDBServer(tls="on", **kw))
-        facts[f"{engine.lower()} {key} ({servers[key].describe()['engine']})"] = servers[key].describe()
+        if key in needed:
+            settings = kw | ({"auth": True} if engine == "MongoDB" else {})
+            servers[key] = stack.enter_context(build.server(tls=True, **settings))
+            facts[f"{part.lower()} {key} ({build.label})"] = described(servers[key], build, PART_BUILDS[part])
+    return servers, facts, _notes(p, part, engine, build, why)
+
+
+def _notes(p: Params, part: str, engine: str, build: ServerBuild, why: str) -> list[str]:
+    """What the part's report says of where it ran: a stand-in and why, the builds not run beside it."""
+    notes = [f"{PART_BUILDS[part].label} cannot run here ({why}): {build.label} stands in"] if why else []
+    if part == engine and p.beside_builds:
+        notes += [f"not run beside: {PART_BUILDS[b].label} ({PART_BUILDS[b].missing()})" for b in p.beside(engine)
+                  if b not in p.parts()]  # fmt: skip
     if engine == "MongoDB":
         notes.append("TLS 1.2 vs 1.3 is not an arm on MongoDB: pymongo offers no protocol-version setting")
         notes.append("auth on (SCRAM) in every arm, as a production MongoDB would have it; the original does not say")
-    return servers, facts, notes
+    return notes
 
 
-def _prepare(p: Params, engine: str, servers: dict[str, Any], notes: list[str]) -> None:
+def _prepare(p: Params, part: str, servers: dict[str, Any], notes: list[str]) -> None:
     for srv in servers.values():
         e = srv.endpoint
-        if engine == "MySQL":
+        if _engine(part) == "MySQL":
             sbtest_table(e)
             continue
         c = e.client(mechanism=p.mongo_auth_mechanism if e.users else None)
@@ -70,14 +75,14 @@ def _prepare(p: Params, engine: str, servers: dict[str, Any], notes: list[str]) 
         )
 
 
-def _measure(p: Params, engine: str, servers: dict[str, Any], *, connections_only: bool = False):
-    arms = {a.name: a for a in p.arms(engine)}
+def _measure(p: Params, part: str, servers: dict[str, Any], *, connections_only: bool = False):
+    arms = {a.name: a for a in p.arms(part)}
 
     def measure(arm_name: str, factors: dict) -> Measurement:
         arm = arms[arm_name]
         srv = servers[arm.server]
         e, cpu = srv.endpoint, srv.cpu
-        if engine in ("MongoDB", RTT_PART):
+        if _engine(part) == "MongoDB":
             mech = p.mongo_auth_mechanism if e.users else None
             kw = {"tls": arm.tls, "mechanism": mech, "server_cpu": cpu}
             conn = probes.mongo_connection_probe(e, iterations=p.mongo_connect_iterations, **kw)
@@ -96,12 +101,15 @@ def _measure(p: Params, engine: str, servers: dict[str, Any], *, connections_onl
 
 
 def _rtt_servers(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
-    """FerretDB in a namespace of its own behind a link set to the original's round trip."""
+    """The original's build (or the nearest here) in a namespace of its own behind a link set to the original's
+    round trip."""
 
+    build, why = nearest(PART_BUILDS[RTT_PART])
     link = stack.enter_context(Link(p.rtt_ms))
-    srv = stack.enter_context(FerretDBServer(tls=True, auth=True, link=link))
-    facts = {f"mongodb rsa behind a {p.rtt_ms} ms link (FerretDB)": srv.describe()}
-    notes = [
+    srv = stack.enter_context(build.server(tls=True, auth=True, link=link))
+    facts = {f"mongodb rsa behind a {p.rtt_ms} ms link ({build.label})": described(srv, build, PART_BUILDS[RTT_PART])}
+    notes = [f"{PART_BUILDS[RTT_PART].label} cannot run here ({why}): {build.label} stands in"] if why else []
+    notes += [
         f"round trip set to {p.rtt_ms} ms, measured {link.measured_ms:.3f} ms (median of {link.probes} TCP "
         f"connects; the path alone {link.floor_ms:.3f} ms): {link.describe()['how']}",
         "the client still shares the machine's 2 cores with the server: only the round trips are emulated",
@@ -120,39 +128,49 @@ def _round_trip(server: Any) -> float | None:
         return None
 
 
-def run(p: Params) -> StudyResult:
-    """Start (or check) the servers, run each engine's experiment, return where the results are."""
+def _rtt_plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
+    """Seed 000's table again, behind the original's round trip."""
+    servers, facts, notes = _rtt_servers(p, stack)
+    _prepare(p, RTT_PART, servers, notes)
+    return PartPlan(
+        arms=[a.name for a in p.arms(RTT_PART)],
+        measure=_measure(p, RTT_PART, servers),
+        facts=facts,
+        notes=notes,
+        extras={"link": servers["rsa"].link.describe()},
+        judge=lambda runs, alpha: part_claims(RTT_PART, runs, alpha),
+        conditions={"round_trip_ms": servers["rsa"].link.measured_ms},
+        baseline_conditions=baseline_conditions,
+    )
 
-    def plan(engine: str, stack: contextlib.ExitStack) -> PartPlan:
-        if engine == RTT_PART:
-            servers, facts, notes = _rtt_servers(p, stack)
-            _prepare(p, "MongoDB", servers, notes)
-            return PartPlan(
-                arms=[a.name for a in p.arms(engine)],
-                measure=_measure(p, engine, servers),
-                facts=facts,
-                notes=notes,
-                extras={"link": servers["rsa"].link.describe()},
-                judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-                conditions={"round_trip_ms": servers["rsa"].link.measured_ms},
-                baseline_conditions=baseline_conditions,
-            )
-        servers, facts, notes = _servers(p, engine, stack)
-        _prepare(p, engine, servers, notes)
-        return PartPlan(
-            arms=[a.name for a in p.arms(engine)],
-            measure=_measure(p, engine, servers),
-            facts=facts,
-            notes=notes,
-            servers={a.name: servers[a.server] for a in p.arms(engine)},
-            judge=lambda runs, alpha: part_claims(engine, runs, alpha),
-            conditions={"round_trip_ms": _round_trip(servers[p.arms(engine)[0].server])},
-            baseline_conditions=baseline_conditions,
-            profile_measure=_measure(p, engine, servers, connections_only=True),  # "per connection" is exact
-            ops_metric="connections",
-            # a profiling run's connections spend 0.02-0.5 s of server CPU; 1 sample per 200 us gives the arms
-            # without TLS 100+ samples and the TLS arms 700+, where 1 ms gave 24 and 147-497
-            profile_period_ns=200_003,
-        )
+
+def _loopback_plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
+    """An engine on one server build, on loopback (or the user's server)."""
+    servers, facts, notes = _servers(p, part, stack)
+    _prepare(p, part, servers, notes)
+    arms = p.arms(part)
+    record = part == _engine(part)  # a verdict-of-record part is profiled; the builds beside it are not
+    return PartPlan(
+        arms=[a.name for a in arms],
+        measure=_measure(p, part, servers),
+        facts=facts,
+        notes=notes,
+        servers={a.name: servers[a.server] for a in arms} if record else {},
+        judge=lambda runs, alpha: part_claims(part, runs, alpha),
+        conditions={"round_trip_ms": _round_trip(servers[arms[0].server])},
+        baseline_conditions=baseline_conditions,
+        profile_measure=_measure(p, part, servers, connections_only=True),  # "per connection" is exact
+        ops_metric="connections",
+        # a profiling run's connections spend 0.02-0.5 s of server CPU; 1 sample per 200 us gives the arms
+        # without TLS 100+ samples and the TLS arms 700+, where 1 ms gave 24 and 147-497
+        profile_period_ns=200_003,
+    )
+
+
+def run(p: Params) -> StudyResult:
+    """Start (or check) the servers, run each part's experiment, return where the results are."""
+
+    def plan(part: str, stack: contextlib.ExitStack) -> PartPlan:
+        return _rtt_plan(p, stack) if part == RTT_PART else _loopback_plan(p, part, stack)
 
     return run_parts(p, STUDY, p.parts(), plan)
