@@ -19,7 +19,7 @@ from secoverhead.suite import benchtable
 ARMS = {"HTTP": 300.0, "TLS 1.2 full, RSA": 1500.0}
 
 
-def _report(d, rng, slow=1.0):
+def _report(d, rng, slow=1.0, noisy=False):
     atomic_write_json(d / "run.json", {"study": "https"})
     store = ResultStore(d / "results", "https")
     store.write_metadata({"status": "complete"})
@@ -27,7 +27,7 @@ def _report(d, rng, slow=1.0):
     for rnd in range(8):
         for arm, cpu in ARMS.items():
             us = cpu * slow * float(np.exp(rng.normal(0, 0.03)))
-            m = {"server_cpu_us_per_op": us, "rps": 1e6 / us}
+            m = {"server_cpu_us_per_op": us, "rps": 1e6 / us, "noise_flagged": noisy and rnd % 2 == 0}
             store.append(RunRecord(run_id, arm, {}, rnd, rnd, False, "", "", 1.0, metrics=m))
             run_id += 1
     return d
@@ -61,6 +61,17 @@ def test_a_20_percent_slowdown_is_flagged_worse_and_exits_1(tmp_path):
     assert text.count("worse") == 4  # CPU per request up, requests per second down, on both arms
     geomean_cpu = next(line for line in text.splitlines() if line.startswith("geomean") and "server_cpu" in line)
     assert 15 < float(geomean_cpu.split()[-2].lstrip("+")) < 25  # the slowdown, give or take the noise
+
+
+def test_a_regression_on_runs_flagged_noisy_is_said_to_rest_on_a_noisy_machine(tmp_path, capsys):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    quiet = _report(tmp_path / "quiet", np.random.default_rng(2), slow=1.2)
+    assert _compare(a, quiet)[0] == 1 and "machine was noisy" not in capsys.readouterr().err
+    loud = _report(tmp_path / "loud", np.random.default_rng(2), slow=1.2, noisy=True)
+    code, _ = _compare(a, loud)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "the machine was noisy" in line]
+    assert code == 1 and len(notes) == 4  # said of every regression; the exit stays the regressions' (issue 53)
+    assert "A 0 of 8, B 4 of 8 runs flagged" in notes[0]
 
 
 @pytest.mark.parametrize("fmt", ["text", "csv", "markdown"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from secoverhead.servers import labels
 from secoverhead.servers.labels import EncryptionState, LabelMismatch, check_encryption
 
 TABLES = ("sbtest1", "sbtest2")
@@ -63,3 +64,35 @@ def test_an_arms_connection_is_the_arm_it_claims_to_be(tls, negotiated, ok):
     else:
         with pytest.raises(LabelMismatch, match="arm's connection to db:3306 negotiated"):
             check_session(tls, negotiated, "db:3306")
+
+
+def _status(created: int, **per: int) -> dict:
+    return {"connections": {"totalCreated": created}, "transportSecurity": {"1.2": 0, "1.3": 0, **per}}
+
+
+def test_a_mongod_without_tls_counts_gives_nothing_to_check():
+    assert labels.transport_counts({"connections": {"totalCreated": 4}}) == {}
+    assert labels.transport_counts(_status(4, **{"1.3": 2})) == {"created": 4, "TLS 1.2": 0, "TLS 1.3": 2}
+
+
+def test_a_tls_arm_whose_every_connection_negotiated_its_version_passes():
+    before = labels.transport_counts(_status(10, **{"1.3": 3}))
+    after = labels.transport_counts(_status(50, **{"1.3": 43}))
+    assert labels.check_transport("1.3", before, after, "h:1") == 40
+
+
+def test_a_plain_arm_with_no_tls_connection_passes_and_one_with_any_fails():
+    before = labels.transport_counts(_status(10))
+    assert labels.check_transport(None, before, labels.transport_counts(_status(30)), "h:1") == 20
+    with pytest.raises(labels.LabelMismatch, match=r"plain arm's 20 connection.* negotiated 1 over TLS 1\.3"):
+        labels.check_transport(None, before, labels.transport_counts(_status(30, **{"1.3": 1})), "h:1")
+
+
+def test_a_tls_arm_with_a_plain_connection_or_another_version_fails():
+    before = labels.transport_counts(_status(10))
+    with pytest.raises(labels.LabelMismatch, match=r"negotiated 19 over TLS 1\.3"):
+        labels.check_transport("1.3", before, labels.transport_counts(_status(30, **{"1.3": 19})), "h:1")
+    with pytest.raises(labels.LabelMismatch, match=r"negotiated 20 over TLS 1\.2"):
+        labels.check_transport("1.3", before, labels.transport_counts(_status(30, **{"1.2": 20})), "h:1")
+    with pytest.raises(labels.LabelMismatch, match="negotiated none over TLS"):
+        labels.check_transport("1.3", before, labels.transport_counts(_status(30)), "h:1")

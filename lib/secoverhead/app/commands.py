@@ -230,6 +230,8 @@ def compare(args: argparse.Namespace) -> int:
         for v in verdicts:
             print(f"  {v.verdict}: {v.claim}\n      {v.evidence}")
     worse = benchtable.regressions(table)
+    for line in benchtable.noisy_regressions(table):
+        print(f"note: the machine was noisy: {line}", file=sys.stderr)
     if worse and args.format == "text":
         print(f"\n{worse} regression(s) beyond the noise (exit 1)", file=sys.stderr)
     return 1 if worse else 0

@@ -122,3 +122,26 @@ def check_audit_toggled(arm: str, state: dict[str, str], baseline: dict[str, str
             f"arm {arm!r}: after its enable statements every audit setting reads as in the baseline ({shown}); "
             "nothing was measured as that arm. Check the arm's SQL"
         )
+
+
+def transport_counts(status: dict[str, Any]) -> dict[str, int]:
+    """From mongod's serverStatus: connections created so far, and of them those per TLS version
+    (transportSecurity, mongod 4.0.2 and later); a server without the section gives {}."""
+    tls = status.get("transportSecurity")
+    if not isinstance(tls, dict):
+        return {}
+    return {"created": int(status["connections"]["totalCreated"])} | {f"TLS {v}": int(n) for v, n in tls.items()}
+
+
+def check_transport(tls_version: str | None, before: dict[str, int], after: dict[str, int], where: str) -> int:
+    """Every connection made between two readings is the arm it claims to be: all of them negotiated
+    `tls_version` ("1.3"), or none negotiated TLS (None). Returns how many were checked; a mismatch fails the run,
+    naming the state the server counted."""
+    made = after["created"] - before["created"]
+    per = {k: after[k] - before.get(k, 0) for k in after if k != "created" and after[k] != before.get(k, 0)}
+    want = {f"TLS {tls_version}": made} if tls_version and made else {}
+    if per != want:
+        seen = ", ".join(f"{n} over {k}" for k, n in per.items()) or "none over TLS"
+        arm = f"TLS {tls_version}" if tls_version else "plain"
+        raise LabelMismatch(f"a {arm} arm's {made} connection(s) to {where} negotiated {seen}: it is not that arm")
+    return made

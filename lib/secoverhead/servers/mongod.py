@@ -14,6 +14,7 @@ from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates, probe_tls
 from secoverhead.servers.endpoints import MongoEndpoint
 from secoverhead.servers.engines import BUILDS, MONGOD_6_0, Build
+from secoverhead.servers.labels import transport_counts
 
 USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
 ADMIN = "secoverhead_admin"
@@ -45,6 +46,7 @@ class MongodServer(Server):
         self.binary = self.engine.require()
         self.endpoint: MongoEndpoint | None = None
         self.admin_endpoint: MongoEndpoint | None = None
+        self._status_client: Any = None
 
     def _start(self) -> None:
         d = self.run_dir
@@ -93,6 +95,20 @@ class MongodServer(Server):
         finally:
             client.close()
         self.endpoint = MongoEndpoint(**common, users=dict(USERS), password=bench_pw)
+
+    def transport(self) -> dict[str, int]:
+        """Connections created so far and, of them, those per TLS version (servers.labels.transport_counts), read
+        on one kept client so that reading adds no connection of its own."""
+        if self._status_client is None:
+            self._status_client = self.admin()
+        return transport_counts(self._status_client.admin.command("serverStatus"))
+
+    def stop(self) -> None:
+        """The kept client first (closed while its server still answers), then the server."""
+        if self._status_client is not None:
+            self._status_client, client = None, self._status_client
+            client.close()
+        super().stop()
 
     def admin(self):
         """A client with every right (the administrator when auth is on), for set-up and checks."""

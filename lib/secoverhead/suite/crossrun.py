@@ -119,9 +119,15 @@ def _side_by_side(ra: pd.DataFrame, rb: pd.DataFrame, arm_a: str, arm_b: str) ->
     )
 
 
+def _flagged(runs: pd.DataFrame) -> int:
+    """How many of the runs the noise monitor flagged (other work took CPU while they ran)."""
+    return int(runs["noise_flagged"].fillna(False).astype(bool).sum()) if "noise_flagged" in runs else 0
+
+
 def _rows(
     exp: str, both: pd.DataFrame, arm_a: str, arm_b: str, wanted: list[str], by: list[str]
 ) -> list[dict[str, Any]]:
+    noisy = {"noisy_a": _flagged(both[both["arm"] == "A"]), "noisy_b": _flagged(both[both["arm"] == "B"])}
     rows = []
     for metric in (m for m in wanted if m in both):
         u, better = unit(metric)
@@ -133,7 +139,7 @@ def _rows(
                 "cell": " ".join(f"{k}={v}" for k, v in c.cell.items()), "metric": metric, "unit": u,
                 "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median, "ratio": c.ratio,
                 "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "change": str(c.change),
-                "n_a": c.n_baseline, "n_b": c.n_candidate,
+                "n_a": c.n_baseline, "n_b": c.n_candidate, **noisy,
             })  # fmt: skip
     return rows
 

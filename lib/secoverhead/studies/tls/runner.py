@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
 from secoverhead.servers.builds import ServerBuild, described, nearest
+from secoverhead.servers.labels import check_transport
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
-from secoverhead.studies.tls.declarations import PART_BUILDS, RTT_PART, SERVERS, STUDY, Params, _engine
+from secoverhead.studies.tls.declarations import (
+    MONGO_TLS_VERSION,
+    PART_BUILDS,
+    RTT_PART,
+    SERVERS,
+    STUDY,
+    Arm,
+    Params,
+    _engine,
+)
 from secoverhead.workloads import probes
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import sbtest_table
@@ -85,10 +96,14 @@ def _measure(p: Params, part: str, servers: dict[str, Any], *, connections_only:
         if _engine(part) == "MongoDB":
             mech = p.mongo_auth_mechanism if e.users else None
             kw = {"tls": arm.tls, "mechanism": mech, "server_cpu": cpu}
-            conn = probes.mongo_connection_probe(e, iterations=p.mongo_connect_iterations, **kw)
+            conn = _checked(
+                srv, arm, lambda: probes.mongo_connection_probe(e, iterations=p.mongo_connect_iterations, **kw)
+            )
             if connections_only:
                 return conn
-            reused = probes.mongo_reused_probe(e, iterations=p.mongo_reused_iterations, **kw)
+            reused = _checked(
+                srv, arm, lambda: probes.mongo_reused_probe(e, iterations=p.mongo_reused_iterations, **kw)
+            )
         else:
             kw = {"tls": arm.tls, "query": p.mysql_query, "server_cpu": cpu}
             conn = probes.mysql_connection_probe(e, iterations=p.mysql_connect_iterations, **kw)
@@ -98,6 +113,19 @@ def _measure(p: Params, part: str, servers: dict[str, Any], *, connections_only:
         return probes.combine(conn, reused)
 
     return measure
+
+
+def _checked(srv: Any, arm: Arm, run: Callable[[], Measurement]) -> Measurement:
+    """The run, every connection it made checked against its arm where the server counts them per TLS version
+    (mongod's serverStatus): a plain arm none over TLS, a TLS arm all over the declared version."""
+    counts = getattr(srv, "transport", None)
+    before = counts() if counts is not None else {}
+    m = run()
+    if before:
+        version = MONGO_TLS_VERSION if arm.tls else None
+        made = check_transport(version, before, counts(), f"{srv.endpoint.host}:{srv.endpoint.port}")
+        m.info["negotiated"] = {"connections": made, "tls": f"TLS {version}" if version else "none"}
+    return m
 
 
 def _rtt_servers(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
