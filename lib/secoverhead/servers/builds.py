@@ -59,6 +59,15 @@ def described(server: Server, build: ServerBuild, wanted: ServerBuild) -> dict[s
     return server.describe() | {"build": build.label} | ({"stands_in_for": wanted.label} if build != wanted else {})
 
 
+def build_note(server: dict[str, Any]) -> str:
+    """What a report says of the build a part ran on (Part.server), and what it stood in for ("" if unknown)."""
+    build = BUILDS.get(str(server.get("build")))
+    if build is None:
+        return ""
+    stands_in = server.get("stands_in_for")
+    return build.about + (f"; it stands in for {stands_in}, which cannot run here" if stands_in else "")
+
+
 MONGOD_42 = ServerBuild(
     "mongod 4.2", "MongoDB", "mongod", MONGOD_4_2, about="mongod 4.2.6, the original's major version (OpenSSL 1.1.1q)"
 )

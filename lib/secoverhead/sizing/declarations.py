@@ -63,7 +63,9 @@ class Params(NotebookParams):
         items=(0, len(FEATURES)),
     )
     engine: str = param(
-        "mysql", "the database: mysql (measured on MariaDB) or mongodb (on FerretDB)", choices=("mysql", "mongodb")
+        "mysql",
+        "the database: mysql (measured on MySQL 8.0 and MariaDB) or mongodb (on mongod 4.2)",
+        choices=("mysql", "mongodb"),
     )
     tls_version: str = param("1.3", "TLS version, database and HTTPS", choices=("1.3", "1.2"))
     tls_key: str = param("rsa", "certificate key: rsa (RSA-2048) or ecdsa (P-256)", choices=("rsa", "ecdsa"))

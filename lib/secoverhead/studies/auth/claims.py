@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 # A duet whose ratio of server CPU per connection strays this far (in log, or 3 robust sd of its cell) from its
 # cell's earlier duets is recorded, kept in the statistics, and its arm shown (analysis/outliers.py): three
-# times the per-round sd measured here (FerretDB 0.09, MariaDB 0.11-0.13, benchmarks/README.md A/A table).
+# times the per-round sd measured here (FerretDB 0.09, MariaDB 0.11-0.13, benchmarks/README.md A/A table; not yet
+# measured on mongod).
 STALL_LOG = 0.3
 OUTLIER = ("server_cpu_us_per_op", STALL_LOG)
 
@@ -28,7 +29,6 @@ RULES: dict[str, tuple[Rule, ...]] = {  # words, metrics, readings, precondition
             "auth-server-cpu",
             (Ratio("auth off", "SCRAM-SHA-256", at="concurrency"),),
             measure="server CPU us per connection, per run",
-            engine_note="FerretDB, not mongod",
             unit="us",
         ),
         Rule(
@@ -44,7 +44,6 @@ RULES: dict[str, tuple[Rule, ...]] = {  # words, metrics, readings, precondition
             "pooling",
             (Ratio("SCRAM-SHA-256", "pooled SCRAM-SHA-256", at="concurrency", through="auth off"),),
             measure="server CPU us per request, per run",
-            engine_note="FerretDB, not mongod",
             unit="us",
         ),
     ),

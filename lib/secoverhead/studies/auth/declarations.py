@@ -11,6 +11,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.core.paths import SCHEDULER_ENV
 from secoverhead.host.calibration import CryptoBound, full_handshake
+from secoverhead.servers.builds import MONGOD_42
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -65,11 +66,16 @@ CRYPTO = (
 )
 
 
+# Seed 001 measured mongod (its SCRAM code, its nonce): the MongoDB part runs on the original's major version, or the
+# nearest build here, said so.
+MONGO_BUILD = MONGOD_42
+
+
 @dataclass(frozen=True)
 class Arm:
     name: str
     engine: str  # mongo | mysql | nonce
-    server: str = ""  # which server: "off" / "on" (FerretDB), "db" (MariaDB)
+    server: str = ""  # which server: "off" / "on" (mongod), "db" (MariaDB)
     mechanism: str | None = None
     tls: bool = False
     pooled: bool = False
@@ -136,7 +142,7 @@ class Params(BothEngines, StudyParams):
         min=0.5,
         max=3600,
     )
-    mongo_enabled: bool = param(True, "measure MongoDB (two FerretDB, auth off and on; or mongo_uri)")
+    mongo_enabled: bool = param(True, "measure MongoDB (two mongod 4.2, auth off and on; or mongo_uri)")
     mongo_mechanisms: list[str] = param(
         ["SCRAM-SHA-256"],
         "for an external MongoDB: mechanisms to try",

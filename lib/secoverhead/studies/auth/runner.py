@@ -6,9 +6,10 @@ import contextlib
 from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.servers import FerretDBServer, MariaDBServer
+from secoverhead.servers import MariaDBServer
+from secoverhead.servers.builds import described, nearest
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
-from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, POOLED_FACTOR, STUDY, Params
+from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, MONGO_BUILD, POOLED_FACTOR, STUDY, Params
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.multihost import run_on_hosts
@@ -30,18 +31,24 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
             ]
             return {"on": ext}, {"mongodb": ext.describe()}, notes
         keys = sorted(set(p.server_keys(part).values()))
-        servers = {k: stack.enter_context(FerretDBServer(tls=True, auth=k.startswith("on"))) for k in keys}
-        notes = [
-            "auth on/off needs FerretDB processes of their own (FerretDB's --test-enable-new-auth); they are "
-            "identical otherwise and all run throughout",
-            "FerretDB stores SCRAM keys and does no PBKDF2 per login; the client (pymongo) does, per new client",
+        build, why = nearest(MONGO_BUILD)
+        servers = {k: stack.enter_context(build.server(tls=True, auth=k.startswith("on"))) for k in keys}
+        notes = [f"{MONGO_BUILD.label} cannot run here ({why}): {build.label} stands in"] if why else []
+        notes += [
+            f"auth on/off needs {build.label} processes of their own; they are identical otherwise and all run "
+            "throughout",
+            f"{build.label} keeps each user's SCRAM keys (derived once, at creation): a login costs the server a "
+            "server nonce and HMACs; the client (pymongo) derives its key with PBKDF2 per new client",
         ]
         if p.part_design(part) == "duet":
             notes.append(
                 "duet: each arm ran at the same time as auth off, each server with its own client, so both met the "
                 "same interference; arms that never ran together (pooling) are compared through auth off"
             )
-        facts = {f"mongodb auth {_SERVER_NAMES[k]} (FerretDB)": srv.describe() for k, srv in servers.items()}
+        facts = {
+            f"mongodb auth {_SERVER_NAMES[k]} ({build.label})": described(srv, build, MONGO_BUILD)
+            for k, srv in servers.items()
+        }
         return servers, facts, notes
     notes = [
         "password auth is mysql_native_password (MariaDB's default); MariaDB's ed25519 plugin is not an arm "

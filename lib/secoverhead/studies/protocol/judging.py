@@ -14,6 +14,7 @@ from secoverhead.analysis.claimcheck import screen
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.servers.builds import build_note
 
 if TYPE_CHECKING:
     from secoverhead.analysis.verdicts import ClaimVerdict
@@ -160,10 +161,12 @@ def study_verdicts(
 
 
 def with_servers(verdicts: Mapping[tuple[str, str], ClaimVerdict], parts: Sequence[Part]) -> list[ClaimVerdict]:
-    """Each verdict with its part and the server build that part ran on: every number names its server."""
+    """Each verdict with its part and the server build that part ran on: every number names its server (and, where
+    its rule says nothing of the engine, what the build is)."""
     by_name = {part.name: part for part in parts}
     for (part, _), v in verdicts.items():
         v.part, v.server = part, by_name[part].server
+        v.engine_note = v.engine_note or build_note(v.server)
     return list(verdicts.values())
 
 

@@ -9,7 +9,7 @@ from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import Part, StudyResult
-from secoverhead.servers.builds import BUILDS
+from secoverhead.servers.builds import build_note
 from secoverhead.studies.protocol.conditions import median, ratio
 from secoverhead.studies.protocol.judging import study_verdicts
 from secoverhead.studies.tls.declarations import BASELINE, RTT_PART, STUDY
@@ -48,12 +48,8 @@ def claims(result: StudyResult) -> list[ClaimVerdict]:
 def engine_notes(part: Part) -> dict[str, str]:
     """How the server build and set-up differ from the original's, to print next to the numbers."""
     notes = {}
-    server = part.server
-    build = BUILDS.get(str(server.get("build")))
-    if build is not None:
-        notes["engine"] = build.about
-        if server.get("stands_in_for"):
-            notes["engine"] += f"; it stands in for {server['stands_in_for']}, which cannot run here"
+    if note := build_note(part.server):
+        notes["engine"] = note
     elif part.servers and any(f.get("embedded") for f in part.servers.values()):  # a report from before builds
         notes["engine"] = f"{part.label}: recorded before a part named its server build"
     embedded = any(f.get("embedded") for f in part.servers.values())
