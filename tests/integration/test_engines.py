@@ -78,3 +78,23 @@ def test_mysql_8_logs_in_plain_and_over_tls_and_says_what_it_negotiated():
                 conn.close()
         pids = list(s.pids)
     assert pids and _gone(pids)
+
+
+@pytest.mark.parametrize("build", [MONGOD_4_2, MONGOD_6_0], ids=lambda b: b.name)
+def test_mongod_asks_the_random_source_once_per_scram_login_and_not_without_auth(build):
+    """Seed 001's mechanism, asked of mongod: a SCRAM conversation's server nonce comes from the kernel's random
+    source (4.2.6: an open and an 8 KiB read of /dev/urandom per login; 6.0.5: a 4 KiB read on a kept descriptor);
+    a connection without auth asks nothing of it."""
+    _need(build)
+    from secoverhead.servers.mongod import MongodServer
+    from secoverhead.workloads.logins import per_connection
+
+    with (
+        MongodServer(build=build.name, auth=False, tls=False) as off,
+        MongodServer(build=build.name, auth=True, tls=False) as on,
+    ):
+        plain = per_connection(off.endpoint, mechanism=None, server_cpu=off.cpu, pids=off.pids, connections=20)
+        scram = per_connection(on.endpoint, mechanism="SCRAM-SHA-256", server_cpu=on.cpu, pids=on.pids, connections=20)
+    assert plain["random_calls_per_op"] < 0.25, plain
+    assert 0.9 <= scram["random_calls_per_op"] <= 1.5 and scram["bytes_per_op"] >= 1024, scram
+    assert scram["server_system_us_per_op"] > 0 and scram["server_cpu_us_per_op"] > 0

@@ -151,6 +151,13 @@ class Params(BothEngines, StudyParams):
     )
     mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
     nonce_enabled: bool = param(True, "measure the nonce mechanism on its own")
+    random_source_connections: int = param(
+        40,
+        "MongoDB: short connections per mongod build and mechanism whose server CPU (untraced) and random-source "
+        "calls (strace) are counted after the part's runs (0: none)",
+        min=0,
+        max=10_000,
+    )
     nonce_workers: list[int] = param(
         [1, 4], "nonce worker processes (the full scale: 1, 2, 4, 8)", min=1, max=64, items=(1, 8)
     )

@@ -7,14 +7,17 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
-from secoverhead.servers.builds import described, nearest
+from secoverhead.servers.builds import MONGOD_42, MONGOD_60, described, nearest
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, MONGO_BUILD, POOLED_FACTOR, STUDY, Params
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
+from secoverhead.workloads.logins import per_connection
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.multihost import run_on_hosts
 from secoverhead.workloads.nonce import nonce_benchmark
 from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
+
+MONGOD_BUILDS = (MONGOD_42, MONGOD_60)  # the original's before (4.2) and a later mongod: the mechanism asked of each
 
 
 def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +116,29 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
     return measure
 
 
+def _random_source(p: Params, servers: dict[str, Any]) -> dict[str, Any]:
+    """Seed 001's mechanism asked of each mongod build here: per short connection, auth off and per SCRAM
+    mechanism, the server's CPU (user, system) and its calls into the kernel's random source. The part's own
+    servers answer for its build; the other builds are started for this alone, after the part's runs."""
+    if p.mongo_uri or p.aa or not p.random_source_connections:
+        return {}
+    own = nearest(MONGO_BUILD)[0]
+    out = {own.label: _ask(p, servers["off"], servers["on"])} if {"off", "on"} <= set(servers) else {}
+    for build in (b for b in MONGOD_BUILDS if b != own and b.missing() is None):
+        with build.server(tls=False, auth=False) as off, build.server(tls=False, auth=True) as on:
+            out[build.label] = _ask(p, off, on)
+    return {"random_source": out} if out else {}
+
+
+def _ask(p: Params, off: Any, on: Any) -> list[dict[str, Any]]:
+    """Auth off on one server, then each SCRAM mechanism on the other: per connection."""
+    n = p.random_source_connections
+    rows = [per_connection(off.endpoint, mechanism=None, server_cpu=off.cpu, pids=off.pids, connections=n)]
+    for mechanism in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
+        rows.append(per_connection(on.endpoint, mechanism=mechanism, server_cpu=on.cpu, pids=on.pids, connections=n))
+    return rows
+
+
 NONCE_NOTE = (
     "nonces of 24 bytes, as a SCRAM server nonce; Python workers, so per-call interpreter overhead is in the "
     "user time of both sources"
@@ -140,6 +166,7 @@ def run(p: Params) -> StudyResult:
             baseline_conditions=baseline_conditions,
             profile_factors=[{"concurrency": top}],
             outlier=OUTLIER if p.part_design(name) == "duet" else None,
+            finish=(lambda store: _random_source(p, servers)) if name == "MongoDB" else None,
         )
 
     return run_parts(p, STUDY, p.parts(), plan)

@@ -48,6 +48,32 @@ def nonce_table(part: Part) -> pd.DataFrame:
     )
 
 
+RANDOM_SOURCE_COLUMNS = {
+    "mechanism": "mechanism",
+    "connections": "connections",
+    "server_cpu_us_per_op": "server CPU, us",
+    "server_user_us_per_op": "user, us",
+    "server_system_us_per_op": "system, us",
+    "random_calls_per_op": "random-source calls",
+    "opens_per_op": "opens of /dev/urandom",
+    "bytes_per_op": "bytes read",
+}
+
+
+def random_source_table(result: Any) -> pd.DataFrame:
+    """Per mongod build and mechanism, per short connection: the server's CPU (untraced) and its calls into the
+    kernel's random source (strace), from the MongoDB part's record; empty where it was not asked."""
+    import pandas as pd  # deferred, as above
+
+    asked = result.parts["MongoDB"].extras.get("random_source", {}) if "MongoDB" in result.parts else {}
+    rows = [{"server build": build} | row for build, each in asked.items() for row in each]
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    keep = ["server build", *(c for c in RANDOM_SOURCE_COLUMNS if c in frame)]
+    return frame[keep].rename(columns=RANDOM_SOURCE_COLUMNS).round(2)
+
+
 def published_table() -> pd.DataFrame:
     return published(STUDY)
 
