@@ -38,6 +38,12 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
     "kernel_version": ("the kernel's version (major, minor)", "", ENVIRONMENT),
     "writes_throttled": ("the data disk limits write IOPS as well as reads", "", ENVIRONMENT),
     "round_trip_ms": ("the round trip between client and server, median of TCP connects", "ms", ENVIRONMENT),
+    "server_random_calls_per_login": (
+        "calls into the kernel's random source per SCRAM login on the MongoDB part's server build, the fewest over "
+        "its mechanisms (strace)",
+        "calls",
+        ENVIRONMENT,
+    ),
     "baseline_setup_over_reused": (
         "the baseline's connection set-up (build + first query) over its reused query, medians",
         "x",

@@ -116,7 +116,7 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
     return measure
 
 
-def _random_source(p: Params, servers: dict[str, Any]) -> dict[str, Any]:
+def _random_source(p: Params, servers: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
     """Seed 001's mechanism asked of each mongod build here: per short connection, auth off and per SCRAM
     mechanism, the server's CPU (user, system) and its calls into the kernel's random source. The part's own
     servers answer for its build; the other builds are started for this alone, after the part's runs."""
@@ -124,6 +124,8 @@ def _random_source(p: Params, servers: dict[str, Any]) -> dict[str, Any]:
         return {}
     own = nearest(MONGO_BUILD)[0]
     out = {own.label: _ask(p, servers["off"], servers["on"])} if {"off", "on"} <= set(servers) else {}
+    scram = [r["random_calls_per_op"] for r in out.get(own.label, []) if r["mechanism"].startswith("SCRAM")]
+    asked["server_random_calls_per_login"] = min(scram) if scram else None  # what the nonce part's claim reads
     for build in (b for b in MONGOD_BUILDS if b != own and b.missing() is None):
         with build.server(tls=False, auth=False) as off, build.server(tls=False, auth=True) as on:
             out[build.label] = _ask(p, off, on)
@@ -147,6 +149,7 @@ NONCE_NOTE = (
 
 def run(p: Params) -> StudyResult:
     top, top_workers = max(p.concurrency), max(p.nonce_workers)
+    asked: dict[str, Any] = {}  # the MongoDB part's count of random-source calls, for the nonce part's claim
 
     def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
         servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
@@ -166,7 +169,8 @@ def run(p: Params) -> StudyResult:
             baseline_conditions=baseline_conditions,
             profile_factors=[{"concurrency": top}],
             outlier=OUTLIER if p.part_design(name) == "duet" else None,
-            finish=(lambda store: _random_source(p, servers)) if name == "MongoDB" else None,
+            conditions=dict(asked) if name == "nonce" else {},
+            finish=(lambda store: _random_source(p, servers, asked)) if name == "MongoDB" else None,
         )
 
     return run_parts(p, STUDY, p.parts(), plan)
