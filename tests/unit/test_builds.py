@@ -75,7 +75,7 @@ def test_a_part_names_its_build_version_and_tls_library():
 
 def test_a_user_mongod_reports_its_running_openssl_and_a_report_before_builds_its_engine():
     user = _part("MongoDB", {"engine": "MongoDB", "version": "6.0.5", "openssl": {"running": "OpenSSL 3.0.2"}})
-    assert user.server == {"build": "MongoDB", "version": "6.0.5", "tls_library": "OpenSSL 3.0.2"}
+    assert user.server == {"build": "MongoDB 6.0.5", "version": "6.0.5", "tls_library": "OpenSSL 3.0.2"}
     old = _part("MongoDB", {"engine": "FerretDB", "version": "v1.24.0"})
     assert old.label == "MongoDB (FerretDB)"
 

@@ -43,7 +43,7 @@ class Part:
         f = next((f for f in self.servers.values() if isinstance(f, dict)), {})
         tls = f.get("openssl") or f.get("version_ssl_library") or f.get("tls_library")
         found = {
-            "build": f.get("build") or f.get("server") or f.get("engine"),
+            "build": f.get("build") or f.get("server") or f"{f.get('engine') or ''} {f.get('version') or ''}".strip(),
             "version": f.get("version"),
             "tls_library": tls.get("running") if isinstance(tls, dict) else tls,  # mongod: running and compiled
             "stands_in_for": f.get("stands_in_for"),
