@@ -98,3 +98,28 @@ def test_mongod_asks_the_random_source_once_per_scram_login_and_not_without_auth
     assert plain["random_calls_per_op"] < 0.25, plain
     assert 0.9 <= scram["random_calls_per_op"] <= 1.5 and scram["bytes_per_op"] >= 1024, scram
     assert scram["server_system_us_per_op"] > 0 and scram["server_cpu_us_per_op"] > 0
+
+
+@pytest.mark.parametrize(
+    "audit, binlog", [("none", False), ("none", True), ("general_log", False), ("init_connect_binlog", False)]
+)
+def test_mysql_8_runs_each_audit_approach_it_has_without_a_plugin(audit, binlog):
+    """The audit study's MySQL-side arms on MySQL 8.0: no binary log for the baseline, the binary log with
+    sync_binlog=1 as MySQL 8.0 ships it, general_log into its file, init_connect's logins into a table beside the
+    binary log; each shown to record a marker (the audit study's own check)."""
+    _need(MYSQL_8_0)
+    from secoverhead.servers.mysql import MySQLServer
+    from secoverhead.studies.audit.declarations import Arm
+    from secoverhead.studies.audit.runner import verify_audit
+
+    with MySQLServer(tls=False, audit=audit, binlog=binlog, cpu_limit=1.0) as s:
+        facts = s.describe()
+        found = verify_audit(s, Arm("x", audit=audit, binlog=binlog, is_audit=audit != "none"))
+        logging = int(facts["log_bin"]) == 1
+        assert logging == (binlog or audit == "init_connect_binlog")
+        if logging:
+            assert int(facts["sync_binlog"]) == 1
+        assert (audit == "general_log") == ("general.log" in found)
+        assert (audit == "init_connect_binlog") == ("login row" in found)
+        assert (binlog and audit == "none") == (found == "binlog")
+        assert facts["cpu_limit_method"] != "none"

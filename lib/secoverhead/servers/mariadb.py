@@ -5,13 +5,11 @@ MariaDB 10.11 stands in for MySQL 8 here (the only MySQL-family server installab
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets as _stdlib_secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,10 +29,15 @@ from secoverhead.servers.endpoints import (
     session_tls,
 )
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
+from secoverhead.servers.mysql_family import (
+    audit_files,
+    general_log_options,
+    init_connect_statements,
+    limits_lifted,
+)
 
 TLS_MODES = ("off", "on", "required")
 AUDIT_MODES = ("none", "general_log", "server_audit", "init_connect_binlog")
-AUDIT_TABLE = "secoverhead_audit.accesslog"
 _OPTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 _SIZE = re.compile(r"^\d+[KMG]?$", re.IGNORECASE)
 
@@ -178,7 +181,7 @@ class MariaDBServer(Server):
     def _audit_options(self) -> dict[str, Any]:
         d = self.run_dir
         if self.audit == "general_log":
-            return {"general_log": "ON", "general_log_file": d / "audit" / "general.log", "log_output": "FILE"}
+            return general_log_options(d / "audit")
         if self.audit == "server_audit":
             return {
                 # A second plugin_load_add line is fine: the option is cumulative.
@@ -279,34 +282,11 @@ class MariaDBServer(Server):
         password = generate_password()
         self._bootstrap(password)
         self.endpoint = self._endpoint(port, password)
-        self.audit_logs = {
-            "general_log": [d / "audit" / "general.log"],
-            "server_audit": [d / "audit" / "server_audit.log"],
-            "init_connect_binlog": [d / "binlog"],
-        }.get(self.audit, [])
+        self.audit_logs = audit_files(self.audit, d)
 
-    @contextlib.contextmanager
-    def limits_lifted(self, *, cpu: bool = True, io: bool = True) -> Iterator[None]:
-        """The server without its CPU quota (the host's cores) and IOPS limit for a while, restored after: the
-        limits emulate the original's server while it is measured, not while it is loaded or written back."""
-        quota = self.limiter.cores if cpu and self.limiter is not None and self.limiter.group is not None else None
-        disk = self.io_limiter
-        iops = (
-            (disk.read_iops, disk.write_iops)
-            if io and disk is not None and any((disk.read_iops, disk.write_iops))
-            else None
-        )
-        if quota is not None:
-            self.limiter.set(len(os.sched_getaffinity(0)))
-        if iops is not None:
-            disk.set(None, None)
-        try:
-            yield
-        finally:
-            if quota is not None:
-                self.limiter.set(quota)
-            if iops is not None:
-                disk.set(iops[0] or None, iops[1] or None)
+    def limits_lifted(self, *, cpu: bool = True, io: bool = True):
+        """The server without its CPU quota and IOPS limit for a while (mysql_family.limits_lifted)."""
+        return limits_lifted(self.limiter, self.io_limiter, cpu=cpu, io=io)
 
     def _limit(self, d: Path) -> None:
         """The CPU limit and the data disk's IOPS limit, removed when the server stops."""
@@ -347,17 +327,7 @@ class MariaDBServer(Server):
             f"GRANT ALL PRIVILEGES ON {BENCH_DATABASE}.* TO '{BENCH_USER}'@'%'",
         ]
         if self.audit == "init_connect_binlog":
-            db = AUDIT_TABLE.split(".")[0]
-            statements += [
-                f"CREATE DATABASE IF NOT EXISTS {db}",
-                f"CREATE TABLE {AUDIT_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, conn_id BIGINT NOT NULL,"
-                " login_time DATETIME(6) NOT NULL, user_host VARCHAR(255), matched_user VARCHAR(255),"
-                " KEY (conn_id)) ENGINE=InnoDB",
-                f"GRANT INSERT ON {AUDIT_TABLE} TO '{BENCH_USER}'@'%'",
-                # The table exists before init_connect is set: a failing init_connect drops connections.
-                f"SET GLOBAL init_connect='INSERT INTO {AUDIT_TABLE} (conn_id, login_time, user_host,"
-                " matched_user) VALUES (CONNECTION_ID(), NOW(6), USER(), CURRENT_USER())'",
-            ]
+            statements += init_connect_statements()
         try:
             for sql in statements:
                 cur.execute(sql)

@@ -1,6 +1,8 @@
 """Oracle's MySQL 8.0.31 Community server (the build `make setup` fetches) started on loopback with TLS offered,
-as it ships: caching_sha2_password accounts, the binary log on with sync_binlog=1. It has no keyring plugin (no
-encryption at rest) and no audit plugin."""
+as it ships: caching_sha2_password accounts, the binary log on with sync_binlog=1 (or off, asked). The audit
+approaches MySQL has without a plugin (general_log; init_connect into a table, beside the binary log) can be
+switched on; a CPU quota emulates a smaller server. It has no keyring plugin (no encryption at rest) and no
+audit plugin (MariaDB's server_audit does not load into it)."""
 
 from __future__ import annotations
 
@@ -22,13 +24,19 @@ from secoverhead.servers.endpoints import (
     session_tls,
 )
 from secoverhead.servers.engines import MYSQL_8_0
+from secoverhead.servers.limits import check_cpu_limit, cpu_limit
+from secoverhead.servers.mysql_family import audit_files, general_log_options, init_connect_statements, limits_lifted
+
+# The audit approaches MySQL 8.0 has without a plugin
+AUDIT_MODES = ("none", "general_log", "init_connect_binlog")
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
 class MySQLServer(Server):
     """A throwaway MySQL 8.0. tls: offer TLS with an rsa or ecdsa server certificate of our own CA (cert_type),
     the versions mysqld allows by default or only those named (tls_versions, e.g. "TLSv1.2"); extra_options:
-    more mysqld options (value None = bare flag)."""
+    more mysqld options (value None = bare flag). audit: none | general_log | init_connect_binlog; binlog: the
+    binary log (on as MySQL 8.0 ships it; init_connect_binlog turns it on); cpu_limit: a CPU quota in cores."""
 
     kind: ClassVar[str] = "mysql"
 
@@ -36,6 +44,10 @@ class MySQLServer(Server):
     cert_type: str = "rsa"
     tls_versions: str | None = None
     buffer_pool: str = "64M"
+    audit: str = "none"
+    binlog: bool = True
+    cpu_limit: float | None = None
+    max_connections: int = 151
     certificates: CertificateSet | None = None
     extra_options: dict[str, Any] | None = None
     port: int | None = None
@@ -44,10 +56,15 @@ class MySQLServer(Server):
         super().__post_init__()
         if self.cert_type not in KEY_TYPES:
             raise ConfigError(f"cert_type={self.cert_type!r} is not one of {', '.join(KEY_TYPES)}")
+        if self.audit not in AUDIT_MODES:
+            raise ConfigError(f"audit={self.audit!r} is not one of {', '.join(AUDIT_MODES)} on MySQL 8.0")
+        self.cpu_limit = check_cpu_limit(self.cpu_limit)
         self.binary = MYSQL_8_0.require()
         self.extra_options = dict(self.extra_options or {})
         self.endpoint: MySQLEndpoint | None = None
         self.socket_path = None
+        self.limiter = None
+        self.audit_logs: list = []
 
     def _argv(self, port: int) -> list[str]:
         d = self.run_dir
@@ -64,7 +81,9 @@ class MySQLServer(Server):
             "pid-file": d / "mysqld.pid",
             "log-error": d / "error.log",
             "innodb_buffer_pool_size": self.buffer_pool,
+            "max_connections": self.max_connections,
         }
+        opts |= self._logs(d)
         if os.geteuid() == 0:
             opts["user"] = "root"
         if self.tls:
@@ -77,9 +96,18 @@ class MySQLServer(Server):
         opts |= self.extra_options
         return [str(self.binary), *(f"--{k}" if v is None else f"--{k}={v}" for k, v in opts.items())]
 
+    def _logs(self, d) -> dict[str, Any]:
+        """The binary log (with the durability MySQL 8.0 ships: sync_binlog=1) or none, and the audit's log."""
+        if self.binlog or self.audit == "init_connect_binlog":
+            opts: dict[str, Any] = {"log-bin": d / "binlog" / "mysql-bin", "server-id": 1, "sync_binlog": 1}
+        else:
+            opts = {"disable-log-bin": None}
+        return opts | (general_log_options(d / "audit") if self.audit == "general_log" else {})
+
     def _start(self) -> None:
         d = self.run_dir
-        (d / "tmp").mkdir()
+        for sub in ("tmp", "binlog", "audit"):
+            (d / sub).mkdir()
         if self.tls and self.certificates is None:
             self.certificates = make_certificates(d / "certs", self.cert_type)
         self.socket_path = d / "mysqld.sock"
@@ -88,13 +116,33 @@ class MySQLServer(Server):
         init += [f"--datadir={d / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
         run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
         port = pick_port(self.port)
-        proc = ServerProcess("mysqld", self._argv(port), log_path=d / "stdout.log", cwd=d, env=env,
-                             groups=self.groups())  # fmt: skip
+        self.limiter = cpu_limit(self.cpu_limit, label=self.kind)
+        if self.limiter is not None:
+            self._cleanups.append(self.limiter.remove)
+        proc = ServerProcess(
+            "mysqld", self._argv(port), log_path=d / "stdout.log", cwd=d, env=env,
+            groups=self.groups(self.limiter.group if self.limiter else None),
+            affinity=self.limiter.cpus if self.limiter is not None and self.limiter.group is None else None,
+        )  # fmt: skip
         self.processes.append(proc)
         proc.wait_ready(self._ping, self.startup_timeout, error_log=d / "error.log")
         password = generate_password()
         self._bootstrap(password)
         self.endpoint = self._endpoint(port, password)
+        self._cache_bench_hash(password)
+        self.audit_logs = audit_files(self.audit, d)
+
+    def _cache_bench_hash(self, password: Secret) -> None:
+        """One login of the bench account over the private socket (secure transport to MySQL), so the server caches
+        its caching_sha2_password hash and plain-TCP logins take the fast path, as on a server in use; a server
+        without TLS would otherwise refuse the Python client's first plain login (it cannot do the RSA exchange)."""
+        import mysql.connector  # deferred: see admin()
+
+        mysql.connector.connect(unix_socket=str(self.socket_path), user=BENCH_USER, password=password.reveal()).close()
+
+    def limits_lifted(self, *, cpu: bool = True, io: bool = True):
+        """The server without its CPU quota for a while (mysql_family.limits_lifted); it has no IOPS limit."""
+        return limits_lifted(self.limiter, None, cpu=cpu)
 
     def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
         return bench_endpoint(port, password, self.socket_path, self.certificates, tls=self.tls)
@@ -116,7 +164,10 @@ class MySQLServer(Server):
             cur = conn.cursor()
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {BENCH_DATABASE}")
             cur.execute(f"CREATE USER '{BENCH_USER}'@'%' IDENTIFIED BY %s", (password.reveal(),))
+            # Database privileges only: no SUPER / CONNECTION_ADMIN, so init_connect applies to the bench user.
             cur.execute(f"GRANT ALL PRIVILEGES ON {BENCH_DATABASE}.* TO '{BENCH_USER}'@'%'")
+            for sql in init_connect_statements() if self.audit == "init_connect_binlog" else []:
+                cur.execute(sql)
         finally:
             conn.close()
 
@@ -136,7 +187,9 @@ class MySQLServer(Server):
         facts["openssl"] = MYSQL_8_0.openssl
         facts["cpu_accounting"] = self.cpu_method
         facts["requested"] = {"tls": self.tls, "cert_type": self.cert_type if self.tls else None,
-                              "tls_versions": self.tls_versions, "extra_options": self.extra_options}  # fmt: skip
+                              "tls_versions": self.tls_versions, "audit": self.audit, "binlog": self.binlog,
+                              "extra_options": self.extra_options}  # fmt: skip
+        facts |= self.limiter.describe() if self.limiter is not None else {"cpu_limit_method": "none"}
         if self.tls and self.endpoint is not None:  # what a client actually negotiates
             conn = self.endpoint.connect(tls=True)
             try:

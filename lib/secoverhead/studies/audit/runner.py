@@ -55,7 +55,7 @@ def verify_audit(db: Any, arm: Arm) -> str:
         if not logins:
             raise SecoverheadError("init_connect recorded no login of the bench user")
         found.append(f"{logins} login row(s)")
-    binlogs = (db.run_dir / "binlog").glob("mariadb-bin.0*")
+    binlogs = (db.run_dir / "binlog").glob("*-bin.0*")  # mariadb-bin.000001, mysql-bin.000001
     if arm.binlog and arm.audit == "none" and any(marker.encode() in p.read_bytes() for p in binlogs):
         found.append("binlog")
     if arm.audit != "none" and not found:
