@@ -140,18 +140,22 @@ def test_https_handshake_resumption_and_keepalive(tmp_path):
 
 
 def test_audit_arms_write_what_they_should(tmp_path):
+    """MySQL's approaches on MySQL 8.0, server_audit on MariaDB, each against its own engine's baseline."""
     p = audit_declarations.Params(output_dir=str(tmp_path), repetitions=2, warmup=0, run_seconds=2, progress="off")
-    part = audit_runner.run(p).first
-    assert set(part.extras["verification"]) == {a.name for a in audit_declarations.ARMS}
-    storage = audit_tables.storage_table(part).set_index("arm")["bytes per transaction"]
+    result = audit_runner.run(p)
+    mysql, mariadb = result["MySQL"], result["MariaDB"]
+    assert mysql.server["build"] == "MySQL 8.0" and mariadb.server["build"] == "MariaDB"
+    assert set(mysql.extras["verification"]) == {a.name for a in audit_declarations.part_arms("MySQL")}
+    assert set(mariadb.extras["verification"]) == {audit_declarations.BASELINE, "server_audit"}
+    storage = {part.name: audit_tables.storage_table(part).set_index("arm")["bytes per transaction"] for part in result}
     # server_audit logs every statement with its connection and table; general_log the statement text only
-    assert storage["server_audit"] > storage["general_log"] > 300
-    assert "A: no audit" not in storage  # the baseline writes no audit log at all
-    assert set(audit_tables.difference_table(part)["arm"]) == {a.name for a in audit_declarations.ARMS} - {
-        audit_declarations.BASELINE
-    }
-    mech = audit_tables.mechanism_table(part).set_index("arm")
+    assert storage["MariaDB"]["server_audit"] > storage["MySQL"]["general_log"] > 300
+    assert all("A: no audit" not in s for s in storage.values())  # the baseline writes no audit log at all
+    assert set(audit_tables.difference_table(mysql)["arm"]) == {"binlog only", "init_connect + binlog", "general_log"}
+    mech = audit_tables.mechanism_table(mysql).set_index("arm")
     assert mech.loc["general_log", "extra server_write_syscalls_per_query over A"] > 0.5  # a write per query
+    facts = next(f for k, f in mysql.servers.items() if "binlog only" in k)
+    assert int(facts["sync_binlog"]) == 1 and int(facts["log_bin"]) == 1  # the binary log as MySQL 8.0 ships it
 
 
 def test_tde_encryption_adds_server_cpu_per_transaction_when_io_bound(tmp_path):

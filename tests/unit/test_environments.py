@@ -13,6 +13,7 @@ import yaml
 from secoverhead.app.pipeline import prepare
 from secoverhead.core import paths
 from secoverhead.studies import STUDIES
+from secoverhead.studies.audit.declarations import PART_BUILDS as AUDIT_BUILDS
 from secoverhead.studies.tde.declarations import PURGE_THREADS
 from secoverhead.studies.tde.instances import EMULATED
 from secoverhead.studies.tls.declarations import PART_BUILDS
@@ -60,6 +61,10 @@ def test_the_code_keeps_the_declared_constants():
     tls = declared()["constants"]["tls"]
     assert {part: PART_BUILDS[part].label for part in tls["servers"]} == tls["servers"]
     assert f'"{tls["driver"]}"' in (paths.ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    audit = declared()["constants"]["audit"]
+    assert {part: AUDIT_BUILDS[part].label for part in audit["servers"]} == audit["servers"] and set(
+        AUDIT_BUILDS
+    ) == set(audit["servers"])
 
 
 def test_the_declaration_in_force_has_its_entry_in_the_change_log():

@@ -248,7 +248,7 @@ def test_the_joint_confidence_widens_each_interval(tmp_path):
     [
         ({"https_new_share": 0.7, "https_resumed_share": 0.4}, "cannot add up to more than 1"),
         ({"features": ["scram"]}, "scram is MongoDB's"),
-        ({"engine": "mongodb", "features": ["audit"]}, "measured on MariaDB only"),
+        ({"engine": "mongodb", "features": ["audit"]}, "measured on the MySQL family only"),
         ({"speed": {"rsa_sign": 3}}, "unknown reference"),
         ({"speed": {"rsa2048_sign_us": -3}}, "positive number"),
         ({"runs": {"nosuch": "x"}}, "not a study the calculator reads"),

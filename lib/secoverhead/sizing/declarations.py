@@ -109,7 +109,10 @@ class Params(NotebookParams):
             )
         for feature in ("encryption_at_rest", "audit"):
             if feature in self.features and self.engine != "mysql":
-                raise ConfigError(f"{feature} is measured on MariaDB only: use engine mysql, or leave it out")
+                raise ConfigError(
+                    f"{feature} is measured on the MySQL family only (MySQL 8.0, MariaDB): use engine mysql, or "
+                    "leave it out"
+                )
         for key, value in self.speed.items():
             if key not in REFERENCES:
                 raise ConfigError(f"speed: unknown reference {key[:60]!r}; known: {', '.join(REFERENCES)}")

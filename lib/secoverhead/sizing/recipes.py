@@ -301,8 +301,8 @@ def _tde_read_write(p: Params, m: Callable[[str], Measure], workloads: set[str])
 def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
     if p.audited_statements_per_s <= 0:
         return []
-    (part,) = AUDIT.parts
-    arm = _arm(src, "audit", part, p.audit_approach)
+    part = next((x for x, arms in AUDIT.parts.items() if p.audit_approach in arms), next(iter(AUDIT.parts)))
+    arm = _arm(src, "audit", part, p.audit_approach)  # each approach against its own engine's baseline
     measure = Measure("audit", part, arm, AUDIT["no audit"], AUDIT.metric("server cpu per query"))
     return [
         Line(

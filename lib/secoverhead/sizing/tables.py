@@ -320,11 +320,11 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
 
 ENGINES = (
     "Costs are server CPU measured by this suite's studies on the server builds their reports name: TLS on mongod "
-    "4.2 and MySQL 8.0, SCRAM on mongod 4.2, encryption at rest and auditing on MariaDB 10.11 standing in for "
-    "MySQL 8, nginx with OpenSSL 3.0 for an HTTPS front end, on a 2-core VM over loopback (the round trips are "
-    "added from your rtt_ms); each study's report says how its server build differs from the original's. "
-    "CPU is what is priced: a feature that makes threads wait (general_log serialises writers) costs throughput "
-    "beyond its CPU, which the audit study measures."
+    "4.2 and MySQL 8.0, SCRAM on mongod 4.2, auditing on MySQL 8.0 (server_audit on MariaDB), encryption at rest "
+    "on MariaDB 10.11 standing in for MySQL 8, nginx with OpenSSL 3.0 for an HTTPS front end, on a 2-core VM over "
+    "loopback (the round trips are added from your rtt_ms); each study's report says how its server build differs "
+    "from the original's. CPU is what is priced: a feature that makes threads wait (general_log serialises "
+    "writers) costs throughput beyond its CPU, which the audit study measures."
 )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import override, param
+from secoverhead.servers.builds import MARIADB, MYSQL_80, ServerBuild
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -36,12 +37,20 @@ class Rig(NamedTuple):
     toggle: Any
 
 
+# The parts, each on its server build: the approaches MySQL has without a plugin on MySQL 8.0 (the original
+# measured MySQL; 8.0.31 is the MySQL build here, with the binary log's durability as it ships, sync_binlog=1),
+# and server_audit, MariaDB's own plugin (it does not load into MySQL 8.0), on MariaDB against MariaDB's own
+# no-audit arm: an approach is only ever compared with the baseline of its own engine.
+PART_BUILDS: dict[str, ServerBuild] = {"MySQL": MYSQL_80, "MariaDB": MARIADB}
+
+
 @dataclass(frozen=True)
 class Arm:
     name: str
-    audit: str = "none"  # MariaDBServer audit mode
+    audit: str = "none"  # the server's audit mode (MySQLServer, MariaDBServer)
     binlog: bool = False
     is_audit: bool = True  # binlog alone is a control, not an audit approach
+    part: str = "MySQL"  # the part (server build) it runs on
 
 
 ARMS = (
@@ -49,13 +58,19 @@ ARMS = (
     Arm("binlog only", binlog=True, is_audit=False),
     Arm("init_connect + binlog", "init_connect_binlog"),
     Arm("general_log", "general_log"),
-    Arm("server_audit", "server_audit"),
+    Arm("server_audit", "server_audit", part="MariaDB"),
 )
+
+
+def part_arms(part: str, names: list[str] | tuple[str, ...] | None = None) -> tuple[Arm, ...]:
+    """A part's arms (of those named), its own baseline first."""
+    mine = tuple(a for a in ARMS[1:] if a.part == part and (names is None or a.name in names))
+    return (replace(ARMS[0], part=part), *mine) if mine or part == "MySQL" else ()
 
 
 # The names other code asks for by role (the calculator prices an audit approach from them).
 VOCABULARY = Vocabulary(
-    parts={STUDY: tuple(a.name for a in ARMS)},
+    parts={part: tuple(a.name for a in part_arms(part)) for part in PART_BUILDS},
     roles={"no audit": BASELINE},
     metrics={"server cpu per query": "server_cpu_us_per_query"},
     groups={"approaches": tuple(a.name for a in ARMS[1:])},
@@ -171,14 +186,22 @@ class Params(StudyParams, ExternalMySQLParams):
         )
 
     DUET_ABLE = True
+    # a part's share of the time budget by its comparisons: MySQL's three approaches against A, MariaDB's one
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MySQL": 3.0, "MariaDB": 1.0}
 
-    def arm_list(self) -> list[Arm]:
+    def parts(self) -> list[str]:
+        """MySQL's part (or the user's server alone), and MariaDB's where server_audit is asked for."""
+        if self.mysql_host or self.aa:
+            return ["MySQL"]
+        return [part for part in PART_BUILDS if len(part_arms(part, self.arms)) > 1 or part == "MySQL"]
+
+    def arm_list(self, part: str = "MySQL") -> list[Arm]:
         if self.aa:
             return [ARMS[0], replace(ARMS[0], name=aa_copy(BASELINE))]
-        return [a for a in ARMS if a.name in self.arms]
+        return list(part_arms(part, self.arms))
 
-    def arm_names(self) -> list[str]:
-        return [BASELINE, *self.external_arms] if self.mysql_host else [a.name for a in self.arm_list()]
+    def arm_names(self, part: str = "MySQL") -> list[str]:
+        return [BASELINE, *self.external_arms] if self.mysql_host else [a.name for a in self.arm_list(part)]
 
     def planned_runs(self) -> int:
-        return len(self.arm_names()) * (self.repetitions + self.warmup + 1)
+        return sum(len(self.arm_names(part)) for part in self.parts()) * (self.repetitions + self.warmup + 1)

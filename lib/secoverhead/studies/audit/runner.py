@@ -17,10 +17,11 @@ from secoverhead.core.errors import SecoverheadError
 from secoverhead.host.metrics import bytes_in
 from secoverhead.host.threadwaits import WaitMeter
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.servers import MariaDBServer, labels
+from secoverhead.servers import labels
+from secoverhead.servers.builds import described, nearest
 from secoverhead.servers.journal import Journal
 from secoverhead.studies.audit.claims import environment_conditions, part_claims
-from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, STUDY, Arm, Params, Rig
+from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -76,12 +77,12 @@ def _proc_io(pid: int) -> dict[str, int]:
 
 
 def run(p: Params) -> StudyResult:
-    return run_parts(p, STUDY, [STUDY], lambda name, stack: _plan(p, stack))
+    return run_parts(p, STUDY, p.parts(), lambda name, stack: _plan(p, name, stack))
 
 
-def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
-    """The audit part: its targets (the user's server with SQL-toggled arms, or one embedded server per arm), a
-    sysbench run per measurement, audit bytes and server writes per query beside TPS."""
+def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
+    """One part: its targets (the user's server with SQL-toggled arms, or one embedded server of the part's build
+    per arm), a sysbench run per measurement, audit bytes and server writes per query beside TPS."""
     opts = SysbenchOptions(
         script="oltp_read_write",
         tables=p.tables,
@@ -90,19 +91,19 @@ def _plan(p: Params, stack: contextlib.ExitStack) -> PartPlan:
         time=p.run_seconds,
         report_interval=p.report_interval,
     )
-    notes = [f"{arm}: not run - {why}" for arm, why in NOT_RUN.items()]
+    notes = [f"{arm}: not run - {why}" for arm, why in NOT_RUN.items()] if part == "MySQL" else []
     verification: dict[str, Any] = {}
     if p.mysql_host:
         targets, facts = _external_targets(p, stack, opts, notes)
     else:
-        targets, facts = _embedded_targets(p, stack, opts, notes, verification)
+        targets, facts = _embedded_targets(p, part, stack, opts, notes, verification)
     return PartPlan(
         arms=list(targets),
         measure=functools.partial(_measure, targets, opts),
         facts=facts,
         notes=notes,
         servers={a: t.db for a, t in targets.items() if t.db is not None},
-        judge=functools.partial(part_claims, STUDY),
+        judge=functools.partial(part_claims, part),
         conditions=environment_conditions(p),
         ops_metric="queries",
         extras={"verification": verification},
@@ -141,18 +142,27 @@ def _audit_state(admin: Any) -> dict[str, str]:
 
 
 def _embedded_targets(
-    p: Params, stack: contextlib.ExitStack, opts: SysbenchOptions, notes: list[str], verification: dict[str, Any]
+    p: Params,
+    part: str,
+    stack: contextlib.ExitStack,
+    opts: SysbenchOptions,
+    notes: list[str],
+    verification: dict[str, Any],
 ) -> tuple[dict[str, Rig], dict[str, Any]]:
-    """One MariaDB per arm, its audit mode verified, loaded at once."""
+    """One server of the part's build per arm, its audit mode verified, loaded at once."""
+    build, why = nearest(PART_BUILDS[part])
+    if why:
+        notes.append(f"{PART_BUILDS[part].label} cannot run here ({why}): {build.label} stands in")
     if p.server_cpu_limit:
         notes.append(
             f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "
             "its sysbench client keeps room, as the original's server near its VM's CPU with the client elsewhere"
         )
     targets: dict[str, Rig] = {}
-    for arm in p.arm_list():
+    for arm in p.arm_list(part):
         db = stack.enter_context(
-            MariaDBServer(
+            build.server(
+                tls=False,  # sysbench loads it over the private socket
                 buffer_pool="128M",
                 max_connections=max(600, 2 * p.threads + 50),
                 audit=arm.audit,
@@ -167,7 +177,9 @@ def _embedded_targets(
         logs = list(db.audit_logs) or ([db.run_dir / "binlog"] if arm.binlog else [])
         targets[arm.name] = Rig(sb, db, logs, None)
     _load(targets, opts)
-    return targets, {f"mysql {arm} (MariaDB)": t.db.describe() for arm, t in targets.items()}
+    return targets, {
+        f"{part.lower()} {arm} ({build.label})": described(t.db, build, PART_BUILDS[part]) for arm, t in targets.items()
+    }
 
 
 def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: dict) -> Measurement:
