@@ -26,7 +26,6 @@ from secoverhead.servers.endpoints import (
     MYSQL_FACTS,
     MySQLEndpoint,
     bench_endpoint,
-    session_tls,
 )
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
 from secoverhead.servers.mysql_family import (
@@ -34,6 +33,7 @@ from secoverhead.servers.mysql_family import (
     general_log_options,
     init_connect_statements,
     limits_lifted,
+    negotiated_tls,
 )
 
 TLS_MODES = ("off", "on", "required")
@@ -439,10 +439,6 @@ class MariaDBServer(Server):
             )
         facts["cpu_accounting"] = self.cpu_method
         if self.tls != "off" and self.endpoint is not None:  # what a client actually negotiates
-            conn = self.endpoint.connect(tls=True)
-            try:
-                facts["negotiated_tls"] = session_tls(conn)
-            finally:
-                conn.close()
+            facts["negotiated_tls"] = negotiated_tls(self.endpoint)
         facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
         return facts

@@ -21,11 +21,16 @@ from secoverhead.servers.endpoints import (
     MYSQL_FACTS,
     MySQLEndpoint,
     bench_endpoint,
-    session_tls,
 )
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.limits import check_cpu_limit, cpu_limit
-from secoverhead.servers.mysql_family import audit_files, general_log_options, init_connect_statements, limits_lifted
+from secoverhead.servers.mysql_family import (
+    audit_files,
+    general_log_options,
+    init_connect_statements,
+    limits_lifted,
+    negotiated_tls,
+)
 
 # The audit approaches MySQL 8.0 has without a plugin
 AUDIT_MODES = ("none", "general_log", "init_connect_binlog")
@@ -191,10 +196,6 @@ class MySQLServer(Server):
                               "extra_options": self.extra_options}  # fmt: skip
         facts |= self.limiter.describe() if self.limiter is not None else {"cpu_limit_method": "none"}
         if self.tls and self.endpoint is not None:  # what a client actually negotiates
-            conn = self.endpoint.connect(tls=True)
-            try:
-                facts["negotiated_tls"] = session_tls(conn)
-            finally:
-                conn.close()
+            facts["negotiated_tls"] = negotiated_tls(self.endpoint)
         facts["endpoint"] = self.endpoint.as_dict() if self.endpoint else None
         return facts

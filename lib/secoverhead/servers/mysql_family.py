@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from secoverhead.servers.endpoints import BENCH_USER
+from secoverhead.servers.endpoints import BENCH_USER, MySQLEndpoint, session_tls
 
 AUDIT_TABLE = "secoverhead_audit.accesslog"
 
@@ -66,3 +66,12 @@ def limits_lifted(limiter: Any, io_limiter: Any = None, *, cpu: bool = True, io:
             limiter.set(quota)
         if iops is not None:
             io_limiter.set(iops[0] or None, iops[1] or None)
+
+
+def negotiated_tls(endpoint: MySQLEndpoint) -> dict[str, str]:
+    """What a client negotiates with the server over TLS (version, cipher), from the server's own report."""
+    conn = endpoint.connect(tls=True)
+    try:
+        return session_tls(conn)
+    finally:
+        conn.close()
