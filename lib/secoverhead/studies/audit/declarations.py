@@ -190,10 +190,11 @@ class Params(StudyParams, ExternalMySQLParams):
     PART_WEIGHTS: ClassVar[dict[str, float]] = {"MySQL": 3.0, "MariaDB": 1.0}
 
     def parts(self) -> list[str]:
-        """MySQL's part (or the user's server alone), and MariaDB's where server_audit is asked for."""
+        """The parts with an approach asked for (MySQL's, MariaDB's server_audit), or the baseline's alone; the
+        user's server is one part."""
         if self.mysql_host or self.aa:
             return ["MySQL"]
-        return [part for part in PART_BUILDS if len(part_arms(part, self.arms)) > 1 or part == "MySQL"]
+        return [part for part in PART_BUILDS if len(part_arms(part, self.arms)) > 1] or ["MySQL"]
 
     def arm_list(self, part: str = "MySQL") -> list[Arm]:
         if self.aa:
