@@ -99,8 +99,8 @@ class MongodServer(Server):
     def transport(self) -> dict[str, int]:
         """Connections created so far and, of them, those per TLS version (servers.labels.transport_counts), read
         on one kept client so that reading adds no connection of its own."""
-        if self._status_client is None:
-            self._status_client = self.admin()
+        if self._status_client is None:  # polled, so it opens no second (round-trip) monitoring connection later
+            self._status_client = self.admin(serverMonitoringMode="poll")
         return transport_counts(self._status_client.admin.command("serverStatus"))
 
     def stop(self) -> None:
@@ -110,11 +110,11 @@ class MongodServer(Server):
             client.close()
         super().stop()
 
-    def admin(self):
+    def admin(self, **extra: Any):
         """A client with every right (the administrator when auth is on), for set-up and checks."""
         if self.admin_endpoint is None:
-            return self.endpoint.client()
-        return self.admin_endpoint.client(mechanism="SCRAM-SHA-256")
+            return self.endpoint.client(**extra)
+        return self.admin_endpoint.client(mechanism="SCRAM-SHA-256", **extra)
 
     def describe(self) -> dict[str, Any]:
         client = self.admin()
