@@ -123,3 +123,29 @@ def test_mysql_8_runs_each_audit_approach_it_has_without_a_plugin(audit, binlog)
         assert (audit == "init_connect_binlog") == ("login row" in found)
         assert (binlog and audit == "none") == (found == "binlog")
         assert facts["cpu_limit_method"] != "none"
+
+
+def test_a_mongodb_arm_whose_connections_are_not_what_it_declares_fails_the_run():
+    """mongod counts each connection it accepted by TLS version: a run declared TLS whose probe connected plain
+    (or the reverse) fails, naming what was negotiated; a run that is what it says passes and says how many."""
+    _need(MONGOD_4_2)
+    from secoverhead.servers.labels import LabelMismatch
+    from secoverhead.servers.mongod import MongodServer
+    from secoverhead.studies.tls.declarations import Arm
+    from secoverhead.studies.tls.runner import _checked
+    from secoverhead.workloads import probes
+
+    with MongodServer(build=MONGOD_4_2.name, auth=True, tls=True) as m:
+        e, mech = m.endpoint, "SCRAM-SHA-256"
+
+        def probe(tls: bool):
+            return lambda: probes.mongo_connection_probe(e, iterations=3, tls=tls, mechanism=mech)
+
+        ok = _checked(m, Arm("TLS", "rsa", True), probe(True))
+        assert ok.info["negotiated"] == {"connections": ok.info["negotiated"]["connections"], "tls": "TLS 1.3"}
+        assert ok.info["negotiated"]["connections"] >= 3
+        assert _checked(m, Arm("no TLS", "rsa", False), probe(False)).info["negotiated"]["tls"] == "none"
+        with pytest.raises(LabelMismatch, match=r"a TLS 1\.3 arm's \d+ connection.*negotiated none over TLS"):
+            _checked(m, Arm("TLS", "rsa", True), probe(False))
+        with pytest.raises(LabelMismatch, match=r"a plain arm's \d+ connection.*over TLS 1\.3"):
+            _checked(m, Arm("no TLS", "rsa", False), probe(True))
