@@ -62,28 +62,37 @@ class MongodServer(Server):
             both.chmod(0o600)
             argv += ["--tlsMode", "preferTLS", "--tlsCertificateKeyFile", str(both)]
             argv += ["--tlsAllowConnectionsWithoutCertificates"]
-        if self.auth:
-            argv.append("--auth")
+        self.endpoint = MongoEndpoint(host=self.listen_host, port=port, tls_port=port if self.tls else None,
+                                      ca_file=self.certificates.ca_cert if self.certificates else None)  # fmt: skip
+        if self.auth and self.link is not None:
+            # Behind a link the client is not on the server's localhost, so the localhost exception that creates
+            # the first user does not apply: the users are made before auth is on, then it restarts with auth.
+            self._launch(argv)
+            self._create_users()
+            self.processes.pop().stop()
+        self._launch(argv + (["--auth"] if self.auth else []))
+        if self.auth and self.link is None:
+            self._create_users()
+
+    def _launch(self, argv: list[str]) -> None:
+        d = self.run_dir
         env = {"LD_LIBRARY_PATH": self.engine.library_path()} if self.engine.libraries else {}
         proc = ServerProcess("mongod", self.command(argv), log_path=d / "stdout.log", cwd=d, env=env,
                              groups=self.groups())  # fmt: skip
         self.processes.append(proc)
-        ca = self.certificates.ca_cert if self.certificates else None
-        tls_port = port if self.tls else None
-        self.endpoint = MongoEndpoint(host=self.listen_host, port=port, tls_port=tls_port, ca_file=ca)
         proc.wait_ready(self.endpoint.answers, self.startup_timeout, error_log=d / "mongod.log")
-        if self.auth:
-            self._create_users(port, tls_port, ca)
 
-    def _create_users(self, port: int, tls_port: int | None, ca: Any) -> None:
-        """The administrator through the localhost exception, then a user per mechanism through it."""
+    def _create_users(self) -> None:
+        """The administrator (through the localhost exception when auth is on), then a user per mechanism through
+        it."""
         admin_pw, bench_pw = generate_password(), generate_password()
+        e = self.endpoint
+        common = {"host": e.host, "port": e.port, "tls_port": e.tls_port, "ca_file": e.ca_file}
         client = self.endpoint.client()
         try:
             client.admin.command("createUser", ADMIN, pwd=admin_pw.reveal(), roles=["root"])
         finally:
             client.close()
-        common = {"host": self.listen_host, "port": port, "tls_port": tls_port, "ca_file": ca}
         self.admin_endpoint = MongoEndpoint(**common, users={"SCRAM-SHA-256": ADMIN}, password=admin_pw)
         client = self.admin()
         try:
