@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from secoverhead.reporting.tables import across_builds
 from secoverhead.studies.audit import declarations as audit_declarations
 from secoverhead.studies.audit import runner as audit_runner
 from secoverhead.studies.audit import tables as audit_tables
@@ -47,7 +48,7 @@ def test_tls_makes_mysql_connection_setup_slower_but_not_reused_queries_much(tmp
     assert set(part.runs()["connection_server_cpu_ns_resolution"]) == {True}  # nanosecond server CPU
 
 
-def test_tls_on_ferretdb_records_pool_checkout(tmp_path):
+def test_tls_on_mongod_records_pool_checkout_and_runs_the_other_builds_beside_it(tmp_path):
     p = tls_declarations.Params(
         output_dir=str(tmp_path),
         mysql_enabled=False,
@@ -75,6 +76,20 @@ def test_tls_on_ferretdb_records_pool_checkout(tmp_path):
     if p.rtt_skipped() is None:
         rtt = reused[f"{tls_declarations.RTT_PART}:reused"]
         assert rtt.verdict != "not testable here" and rtt.preconditions[0]["holds"] is True
+    # the verdicts of record on mongod 4.2.6, the same claims on mongod 6.0.5 and FerretDB beside them
+    assert part.server["build"] == "mongod 4.2" and part.server["version"] == "4.2.6"
+    assert "1.1.1" in part.server["tls_library"]
+    beside = {"MongoDB on mongod 6.0": "mongod 6.0", "MongoDB on FerretDB": "FerretDB"}
+    assert {name: result[name].server["build"] for name in beside} == beside
+    verdicts = tls_claims.claims(result)
+    by_part = {v.part for v in verdicts}
+    assert set(beside) <= by_part and all(v.server.get("build") for v in verdicts)
+    assert {v.source for v in verdicts if v.part in beside} == {"extension"}  # counted apart
+    assert len(across_builds(verdicts).columns) >= 4  # the claim, and a column per part
+    # every mongod run checked what its connections negotiated, FerretDB's rest on the driver's setting
+    infos = [r.info for r in part.store.records()]
+    assert {i["negotiated"]["tls"] for i in infos} == {"none", "TLS 1.3"}
+    assert all("negotiated" not in r.info for r in result["MongoDB on FerretDB"].store.records())
 
 
 def test_auth_pooling_and_nonce_mechanism(tmp_path):
@@ -116,6 +131,11 @@ def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
     part = result["MongoDB"]
     assert part.metadata()["plan"]["design"] == "duet"
     assert len(part.servers) == 3  # auth off, auth on, and a second auth-off server for auth off + TLS
+    assert part.server["build"] == "mongod 4.2"
+    asked = part.extras["random_source"]  # seed 001's mechanism asked of each mongod build
+    assert set(asked) >= {"mongod 4.2"}
+    rows = {r["mechanism"]: r for r in asked["mongod 4.2"]}
+    assert rows["auth off"]["random_calls_per_op"] < 0.25 <= 0.9 <= rows["SCRAM-SHA-256"]["random_calls_per_op"]
     runs = part.runs()
     assert (runs.groupby("block")["arm"].nunique() == 2).all()  # each duet: auth off beside one other arm
     assert set(runs[runs["arm"] != "auth off"]["partner"]) == {"auth off"}

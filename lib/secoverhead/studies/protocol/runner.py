@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -120,10 +121,16 @@ def run_parts(
     return StudyResult(study, p, parts, tuple(p.PRIMARY_METRICS))
 
 
+def experiment_of(p: StudyParams, study: str, part: str) -> str:
+    """A part's experiment id: the study's, or the study's and the part's name in letters, digits and dashes
+    ("tls-mongodb-on-mongod-6.0")."""
+    return p.experiment_id if part == study else f"{p.experiment_id}-{re.sub(r'[^a-z0-9_.-]+', '-', part.lower())}"
+
+
 def _run_part(p: StudyParams, study: str, name: str, pp: PartPlan, cal: Mapping[str, Any], seconds: float) -> Part:
     """One part, its servers up: its conditions recorded before any run, its claims screened by their
     preconditions, its experiment run within its share of the budget, its extras kept."""
-    exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+    exp_id = experiment_of(p, study, name)
     environment = host() | pp.conditions  # this machine's, then what the study knows of its servers
     judge = None
     if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
@@ -162,7 +169,7 @@ def replay(p: StudyParams, study: str, names: Sequence[str]) -> StudyResult:
     left out."""
     parts: dict[str, Part] = {}
     for name in names:
-        exp_id = p.experiment_id if name == study else f"{p.experiment_id}-{name.lower()}"
+        exp_id = experiment_of(p, study, name)
         if not (p.results_dir() / exp_id / "metadata.json").is_file():
             continue
         store = ResultStore(p.results_dir(), exp_id, readonly=True)
