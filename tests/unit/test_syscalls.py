@@ -37,3 +37,15 @@ def test_per_operation():
         "opens_per_op": 1.0, "reads_per_op": 1.0, "getrandom_per_op": 0.0, "bytes_per_op": 8191.0,
         "random_calls_per_op": 1.0,
     }  # fmt: skip
+
+
+def test_a_call_interrupted_by_another_thread_counts_once_with_the_bytes_it_resumed_with():
+    lines = [
+        "6700  read(52</dev/urandom>,  <unfinished ...>",
+        '6701  read(49<TCPv6:[::1]:27017->[::1]:5>, "x", 16) = 16',
+        '6700  <... read resumed>"\\1\\2"..., 8191) = 8191',
+        "6702  getrandom( <unfinished ...>",
+        '6702  <... getrandom resumed>"\\x1a"..., 32, 0) = 32',
+        '6701  <... read resumed>"y", 16) = 16',  # a socket read's resumption: not the random source
+    ]
+    assert count(lines) == RandomSourceUse(opens=0, reads=1, getrandom=1, bytes=8191 + 32)

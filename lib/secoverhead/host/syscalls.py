@@ -43,18 +43,37 @@ class RandomSourceUse:
 
 
 def count(lines: Iterable[str]) -> RandomSourceUse:
-    """The random-source calls in strace's output (-y names each descriptor's file)."""
+    """The random-source calls in strace's output (-y names each descriptor's file). A call another thread
+    interrupted comes in two lines, "<unfinished ...>" then "<... read resumed>": it counts once, with the bytes the
+    second line returns."""
     opens = reads = getrandom = nbytes = 0
+    pending: dict[str, str] = {}  # thread -> the random-source call it left unfinished
     for line in lines:
-        result = _RESULT.search(line.rsplit(")", 1)[-1]) if ")" in line else None
-        got = int(result.group(1)) if result else -1
+        tid = line.split(" ", 1)[0]
+        got = _returned(line)
+        if "resumed>" in line:
+            if pending.pop(tid, "") in ("read", "getrandom"):
+                nbytes += max(got, 0)
+            continue
+        unfinished = "<unfinished ...>" in line
         if "getrandom(" in line:
-            getrandom, nbytes = getrandom + 1, nbytes + max(got, 0)
+            getrandom, nbytes = getrandom + 1, nbytes + (0 if unfinished else max(got, 0))
+            kind = "getrandom"
         elif ("read(" in line or "pread64(" in line) and _DEVICE.search(line.split(",", 1)[0]):
-            reads, nbytes = reads + 1, nbytes + max(got, 0)
-        elif ("openat(" in line or "open(" in line) and re.search(r'"/dev/u?random"', line) and got >= 0:
-            opens += 1
+            reads, nbytes = reads + 1, nbytes + (0 if unfinished else max(got, 0))
+            kind = "read"
+        else:
+            opens += ("openat(" in line or "open(" in line) and bool(re.search(r'"/dev/u?random"', line)) and got >= 0
+            continue
+        if unfinished:
+            pending[tid] = kind
     return RandomSourceUse(opens, reads, getrandom, nbytes)
+
+
+def _returned(line: str) -> int:
+    """What a call returned (-1 when the line has no result: unfinished, or an error)."""
+    result = _RESULT.search(line.rsplit(")", 1)[-1]) if ")" in line else None
+    return int(result.group(1)) if result else -1
 
 
 def random_source_use(pids: Sequence[int], action: Callable[[], None]) -> RandomSourceUse:
