@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from secoverhead.measurement.results import ResultStore
+
+
+def part_slug(part: str) -> str:
+    """A part's name as an experiment id ends: letters, digits and dashes ("mongodb-on-mongod-6.0")."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", part.lower())
 
 
 @dataclass

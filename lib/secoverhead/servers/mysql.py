@@ -6,13 +6,17 @@ audit plugin (MariaDB's server_audit does not load into it)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
+from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
 from secoverhead.servers.endpoints import (
@@ -34,6 +38,25 @@ from secoverhead.servers.mysql_family import (
 
 # The audit approaches MySQL 8.0 has without a plugin
 AUDIT_MODES = ("none", "general_log", "init_connect_binlog")
+
+
+_TEMPLATE: dict[str, Path] = {}  # this process's freshly initialised data directory, copied for each server
+
+
+def _initialised(binary: Path, env: dict[str, str]) -> Path:
+    """A data directory as `mysqld --initialize-insecure` leaves it, made once per process (in a run directory of
+    its own, removed at exit, swept if the process dies) and copied for every server: identical to initialising
+    each, seconds faster (a quick run starts seven)."""
+    data = _TEMPLATE.get("data")
+    if data is not None and data.is_dir():
+        return data
+    base = make_run_dir("mysql-template")
+    atexit.register(shutil.rmtree, base, True)
+    init = [str(binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
+    init += [f"--datadir={base / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
+    run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
+    _TEMPLATE["data"] = base / "data"
+    return base / "data"
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -117,9 +140,7 @@ class MySQLServer(Server):
             self.certificates = make_certificates(d / "certs", self.cert_type)
         self.socket_path = d / "mysqld.sock"
         env = {"LD_LIBRARY_PATH": MYSQL_8_0.library_path()}
-        init = [str(self.binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
-        init += [f"--datadir={d / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
-        run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
+        shutil.copytree(_initialised(self.binary, env), d / "data", symlinks=True)
         port = pick_port(self.port)
         self.limiter = cpu_limit(self.cpu_limit, label=self.kind)
         if self.limiter is not None:

@@ -133,8 +133,9 @@ def _total_sentence(c: Calculation) -> str:
 def _storage(p: Params, book: Book, confidence: float) -> Storage | None:
     if "audit" not in p.features:
         return None
-    per, _ = book.level("audit", "audit", p.audit_approach, "audit_bytes_per_query", confidence)
-    compressor, ratio = book.compression("audit", "audit", p.audit_approach)
+    part = recipes.audit_part(p.audit_approach)
+    per, _ = book.level("audit", part, p.audit_approach, "audit_bytes_per_query", confidence)
+    compressor, ratio = book.compression("audit", part, p.audit_approach)
     return Storage(p.audit_approach, per, p.audited_statements_per_s, p.retention_months, compressor, ratio)
 
 

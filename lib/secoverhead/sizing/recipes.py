@@ -298,10 +298,15 @@ def _tde_read_write(p: Params, m: Callable[[str], Measure], workloads: set[str])
     )
 
 
+def audit_part(approach: str) -> str:
+    """The audit study's part (server build) an approach ran on (MySQL's approaches, MariaDB's server_audit)."""
+    return next((x for x, arms in AUDIT.parts.items() if approach in arms), next(iter(AUDIT.parts)))
+
+
 def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
     if p.audited_statements_per_s <= 0:
         return []
-    part = next((x for x, arms in AUDIT.parts.items() if p.audit_approach in arms), next(iter(AUDIT.parts)))
+    part = audit_part(p.audit_approach)
     arm = _arm(src, "audit", part, p.audit_approach)  # each approach against its own engine's baseline
     measure = Measure("audit", part, arm, AUDIT["no audit"], AUDIT.metric("server cpu per query"))
     return [

@@ -16,6 +16,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_bounded, read_json
 from secoverhead.core.paths import MAX_INPUT_BYTES, file_problem, user_path
 from secoverhead.core.runs import counting
+from secoverhead.measurement.parts import part_slug
 from secoverhead.sizing.scaling import REFERENCES
 
 
@@ -39,7 +40,7 @@ class Source:
     experiments: dict[str, Measured]  # part name (as the study names it) -> experiment
 
     def experiment(self, part: str) -> Measured | None:
-        return self.experiments.get(part.lower())
+        return self.experiments.get(part_slug(part))
 
     @property
     def calibration(self) -> dict[str, Any]:

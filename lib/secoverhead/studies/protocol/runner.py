@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.host import calibration
 from secoverhead.host.profiling import PERIOD_NS, profiler_for
 from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Profiling
-from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.measurement.parts import Part, StudyResult, part_slug
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies.protocol.conditions import host
@@ -124,7 +123,7 @@ def run_parts(
 def experiment_of(p: StudyParams, study: str, part: str) -> str:
     """A part's experiment id: the study's, or the study's and the part's name in letters, digits and dashes
     ("tls-mongodb-on-mongod-6.0")."""
-    return p.experiment_id if part == study else f"{p.experiment_id}-{re.sub(r'[^a-z0-9_.-]+', '-', part.lower())}"
+    return p.experiment_id if part == study else f"{p.experiment_id}-{part_slug(part)}"
 
 
 def _run_part(p: StudyParams, study: str, name: str, pp: PartPlan, cal: Mapping[str, Any], seconds: float) -> Part:
