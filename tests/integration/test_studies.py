@@ -85,7 +85,7 @@ def test_tls_on_mongod_records_pool_checkout_and_runs_the_other_builds_beside_it
     by_part = {v.part for v in verdicts}
     assert set(beside) <= by_part and all(v.server.get("build") for v in verdicts)
     assert {v.source for v in verdicts if v.part in beside} == {"extension"}  # counted apart
-    assert len(across_builds(verdicts).columns) >= 4  # the claim, and a column per part
+    assert len(across_builds(verdicts)) >= 3  # a row per part: mongod 4.2, mongod 6.0, FerretDB (and the link's)
     # every mongod run checked what its connections negotiated, FerretDB's rest on the driver's setting
     infos = [r.info for r in part.store.records()]
     assert {i["negotiated"]["tls"] for i in infos} == {"none", "TLS 1.3"}

@@ -90,21 +90,24 @@ def test_a_stand_in_says_what_it_stands_in_for():
 def _verdict(part: str, build: str, verdict: Verdict, claim_id: str = "setup") -> ClaimVerdict:
     judged = [{"effect": "set-up time, TLS / no TLS", "quantity": "ratio", "unit": "×", "intervals": [[1.5, 2.0]]}]
     return ClaimVerdict(
-        claim=f"{part}: set-up slower", verdict=verdict, evidence="5 rounds", id=claim_id, part=part,
+        claim=f"{part}: set-up slower", verdict=verdict, evidence="5 rounds", id=f"{part}:{claim_id}", part=part,
         server={"build": build, "version": "x"}, judged=judged,
     )  # fmt: skip
 
 
-def test_the_same_claim_across_builds_is_one_row_with_a_column_per_part():
+def test_the_same_claim_across_builds_is_one_column_with_a_row_per_part():
     vs = [
         _verdict("MongoDB", "mongod 4.2", Verdict.REPRODUCED),
         _verdict("MongoDB on FerretDB", "FerretDB", Verdict.INCONCLUSIVE),
         _verdict("MongoDB", "mongod 4.2", Verdict.NOT_TESTABLE, "reused"),
     ]
-    t = across_builds(vs)
-    assert list(t.columns) == ["claim", "MongoDB (mongod 4.2)", "MongoDB on FerretDB"]
-    assert list(t["claim"]) == ["setup", "reused"]
-    setup = t.iloc[0]
-    assert setup["MongoDB (mongod 4.2)"].startswith("reproduced") and "inconclusive" in setup["MongoDB on FerretDB"]
-    assert "set-up time" in setup["MongoDB (mongod 4.2)"]
+    t = across_builds(vs).set_index("part")
+    assert list(t.index) == ["MongoDB (mongod 4.2)", "MongoDB on FerretDB"]
+    assert list(t.columns) == ["setup", "reused"]
+    assert t.loc["MongoDB (mongod 4.2)", "setup"].startswith("reproduced")
+    assert (
+        "inconclusive" in t.loc["MongoDB on FerretDB", "setup"]
+        and "set-up time" in t.loc["MongoDB on FerretDB", "setup"]
+    )
+    assert t.isna().loc["MongoDB on FerretDB", "reused"]  # not judged there
     assert verdict_table(vs)["server"].iloc[0] == "mongod 4.2 (x)"

@@ -70,12 +70,12 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
 def across_builds(verdicts: Sequence[ClaimVerdict]) -> None:
     """The same claim on every server build it ran on: the verdicts of record beside the builds run with them."""
     table = tables.across_builds(verdicts)
-    if table.shape[1] > 2:  # a claim column and more than one part
+    if len(table) > 1:  # more than one part
         show(
             table,
-            caption="Each claim on every part it was judged on, its server build named: the parts named after an "
-            "engine alone hold the verdicts of record (the original's build, or the nearest here, said so); "
-            "'<engine> on <build>' runs the same claim beside them, counted apart. Each cell is the verdict and "
+            caption="Each part as it ran, its server build named, and the study's claims on it: the parts named after "
+            "an engine alone hold the verdicts of record (the original's build, or the nearest here, said so); "
+            "'<engine> on <build>' runs the same claims beside them, counted apart. Each cell is the verdict and "
             "the interval it read.",
         )
 

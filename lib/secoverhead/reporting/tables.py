@@ -150,14 +150,15 @@ def verdict_table(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
 
 
 def across_builds(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
-    """The same claim on every part it was judged on, one row per claim, one column per part as it ran (its
-    server build named): each cell the verdict and the interval it was read from."""
+    """The same claims on every part they were judged on: one row per part as it ran (its server build named),
+    one column per claim, each cell the verdict and the interval it was read from."""
     rows: dict[str, dict[str, str]] = {}
     for v in verdicts:
         build = v.server.get("build")
-        column = v.part if not build or build in v.part else f"{v.part} ({build})"
+        part = v.part if not build or build in v.part else f"{v.part} ({build})"
+        claim = v.registered.get("id") or v.id.rsplit(":", 1)[-1]  # the claim itself, whatever part it was read on
         cell = str(v.verdict) + (f": {m}" if (m := summary.measured(v.judged)) else "")
-        rows.setdefault(v.id, {"claim": v.id})[column] = cell
+        rows.setdefault(part, {"part": part})[claim] = cell
     return pd.DataFrame(list(rows.values()))
 
 
