@@ -19,6 +19,21 @@ def part_slug(part: str) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", part.lower())
 
 
+def server_of(facts: dict[str, Any]) -> dict[str, Any]:
+    """A server as its facts describe it: the build, its version, the TLS library it ran with (mongod reports its
+    running and compiled OpenSSL), and the build it stood in for."""
+    tls = facts.get("openssl") or facts.get("version_ssl_library") or facts.get("tls_library")
+    found = {
+        "build": facts.get("build")
+        or facts.get("server")
+        or f"{facts.get('engine') or ''} {facts.get('version') or ''}".strip(),
+        "version": facts.get("version"),
+        "tls_library": tls.get("running") if isinstance(tls, dict) else tls,
+        "stands_in_for": facts.get("stands_in_for"),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
 @dataclass
 class Part:
     """One experiment of a study: an engine, an instance profile, or the whole study."""
@@ -44,17 +59,8 @@ class Part:
 
     @property
     def server(self) -> dict[str, Any]:
-        """The server build the part ran on, as its first server described itself: the build, its version, the
-        TLS library it ran with, and the build it stood in for."""
-        f = next((f for f in self.servers.values() if isinstance(f, dict)), {})
-        tls = f.get("openssl") or f.get("version_ssl_library") or f.get("tls_library")
-        found = {
-            "build": f.get("build") or f.get("server") or f"{f.get('engine') or ''} {f.get('version') or ''}".strip(),
-            "version": f.get("version"),
-            "tls_library": tls.get("running") if isinstance(tls, dict) else tls,  # mongod: running and compiled
-            "stands_in_for": f.get("stands_in_for"),
-        }
-        return {k: v for k, v in found.items() if v}
+        """The server build the part ran on, as its first server described itself (server_of)."""
+        return server_of(next((f for f in self.servers.values() if isinstance(f, dict)), {}))
 
     def runs(self, include_profiling: bool = False) -> pd.DataFrame:
         return self.store.runs(include_profiling=include_profiling)

@@ -19,6 +19,7 @@ from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import unit
 from secoverhead.host.noise import reason
+from secoverhead.measurement.parts import server_of
 from secoverhead.reporting import summary
 
 
@@ -215,8 +216,9 @@ def environment_table(
     for name, facts in servers.items():
         if not facts.get("engine") and not facts.get("version"):
             continue  # not a server (a link, a delay line): said in the notes
+        server = server_of(dict(facts))
         version = facts.get("version", "?")
-        tls = facts.get("version_ssl_library") or facts.get("tls_library") or "-"
+        tls = server.get("tls_library") or "-"
         neg = facts.get("negotiated_tls") or {}
         if neg.get("cipher"):
             tls += f", negotiates {neg.get('protocol') or neg.get('tls_version')} {neg['cipher']}"
@@ -224,7 +226,7 @@ def environment_table(
         rows.append(
             {
                 "what": f"server: {name}",
-                "value": f"{facts.get('engine')} {version}; TLS library {tls}"
+                "value": f"{server.get('build')} ({facts.get('engine')} {version}); TLS library {tls}"
                 + (f"; stands in for {facts['emulates']}" if facts.get("emulates") else "")
                 + (f"; server CPU from {accounting}" if accounting else ""),
             }
