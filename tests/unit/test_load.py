@@ -15,12 +15,14 @@ from secoverhead.measurement.results import ResultStore, RunRecord
 def make_run(reports, study: str, name: str, params_name: str, tps: float) -> None:
     d = reports / study / name
     store = ResultStore(d / "results", f"{study}-x")
-    store.write_metadata({"study": study})
+    server = {"engine": "MariaDB", "build": "MariaDB", "version": "10.11.19", "version_ssl_library": "OpenSSL 3.0.19"}
+    store.write_metadata({"study": study, "servers": {"db off": server}})
     for i, arm in enumerate(("off", "on")):
         store.append(RunRecord(i, arm, {"threads": 16}, 0, 0, False, "t0", "t1", 1.0,
                                metrics={"tps": tps * (1 - 0.1 * i)}))  # fmt: skip
     (d / "run.json").write_text(json.dumps({"study": study, "params_name": params_name, "status": "ok"}))
-    verdict = {"id": "4c16g:high-concurrency-loss", "claim": "c", "verdict": "reproduced", "ratio": 0.9}
+    verdict = {"id": "4c16g:high-concurrency-loss", "claim": "c", "verdict": "reproduced", "ratio": 0.9,
+               "part": "4c16g", "server": {"build": "MariaDB", "version": "10.11.19"}}  # fmt: skip
     (d / "verdicts.json").write_text(json.dumps({"verdicts": [verdict]}))
 
 
@@ -34,6 +36,9 @@ def test_a_study_loads_every_run_once_with_its_scale_and_nothing_is_written(tmp_
     assert set(r.runs["run"]) == {"2026-11-26-quick", "2026-11-26-smoke"} and len(r.runs) == 4
     assert set(r.runs["scale"]) == {"quick", "smoke"} and {"arm", "threads", "tps", "experiment"} <= set(r.runs)
     assert list(r.verdicts["verdict"]) == ["reproduced", "reproduced"] and "scale" in r.verdicts
+    # every number names the server build that produced it
+    assert set(r.runs["server_build"]) == {"MariaDB"} and set(r.runs["server_tls_library"]) == {"OpenSSL 3.0.19"}
+    assert set(r.verdicts["server_version"]) == {"10.11.19"} and set(r.verdicts["part"]) == {"4c16g"}
     quick = secoverhead.load("tde", reports=tmp_path, scale="quick")
     assert set(quick.runs["scale"]) == {"quick"} and len(quick.verdicts) == 1
     one = secoverhead.load(tmp_path / "tde" / "2026-11-26-smoke")

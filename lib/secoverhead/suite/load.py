@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -22,10 +23,12 @@ from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
 from secoverhead.core.runs import scale_of, status_of
+from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
 
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
+SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
 
 
 @dataclass
@@ -33,7 +36,8 @@ class Results:
     """Runs of one study or several, as tidy frames."""
 
     runs: pd.DataFrame  # one row per measured run: run, study, scale, status, experiment, arm, factors, metrics
-    verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source
+    verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source, part,
+    # and the server build that produced it
     stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
 
     def samples(self) -> pd.DataFrame:
@@ -70,6 +74,17 @@ def _why_unread(path: Path) -> str:
     return f"larger than {MAX_JSON_BYTES >> 20} MB" if size > MAX_JSON_BYTES else "not a readable JSON record"
 
 
+def _first_server(store: ResultStore) -> dict[str, Any]:
+    """The server an experiment ran on, as its first server described itself (measurement.parts.server_of)."""
+    facts = next((f for f in (store.metadata().get("servers") or {}).values() if isinstance(f, dict)), {})
+    return server_of(facts)
+
+
+def _server(server: dict[str, Any]) -> dict[str, Any]:
+    """The server build, version and TLS library as columns of a frame (None where a record has none)."""
+    return {column: server.get(key) for key, column in SERVER_COLUMNS.items()}
+
+
 def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None = None) -> Results:
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
     given), read-only."""
@@ -91,14 +106,17 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
             stores.append(({**ids, "experiment": exp.name}, store))
             frame = store.runs()
             if len(frame):
-                runs.append(frame.assign(**ids, experiment=exp.name))
+                runs.append(frame.assign(**ids, experiment=exp.name, **_server(_first_server(store))))
         for v in (read_verdicts(d) or {}).get("verdicts", []):
             if isinstance(v, dict):
-                verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}})
+                where = {"part": v.get("part", ""), **_server(v.get("server") or {})}
+                verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}, **where})
     if skipped:  # never empty frames without a word
         warnings.warn(f"secoverhead.load skipped {len(skipped)}: {'; '.join(skipped[:5])}", stacklevel=2)
     return Results(
         pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
-        pd.DataFrame(verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS]),
+        pd.DataFrame(
+            verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS, "part", *SERVER_COLUMNS.values()]
+        ),
         stores,
     )
