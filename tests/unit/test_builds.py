@@ -111,3 +111,13 @@ def test_the_same_claim_across_builds_is_one_column_with_a_row_per_part():
     )
     assert t.isna().loc["MongoDB on FerretDB", "reused"]  # not judged there
     assert verdict_table(vs)["server"].iloc[0] == "mongod 4.2 (x)"
+
+
+def test_a_stand_in_and_a_missing_original_are_said_in_the_verdicts_note():
+    from secoverhead.servers.builds import build_note
+
+    assert build_note({"build": "mongod 4.2"}).startswith("mongod 4.2.6")
+    assert build_note({"build": "FerretDB"}).startswith("measured on a stand-in: FerretDB")
+    note = build_note({"build": "mongod 6.0", "stands_in_for": "mongod 4.2"})
+    assert note.endswith("stands in for mongod 4.2, which cannot run here: not measured on the original's engine")
+    assert build_note({"build": "a build of the user's"}) == ""

@@ -65,7 +65,12 @@ def build_note(server: dict[str, Any]) -> str:
     if build is None:
         return ""
     stands_in = server.get("stands_in_for")
-    return build.about + (f"; it stands in for {stands_in}, which cannot run here" if stands_in else "")
+    note = ("measured on a stand-in: " if build.stand_in else "") + build.about
+    return note + (
+        f"; it stands in for {stands_in}, which cannot run here: not measured on the original's engine"
+        if stands_in
+        else ""
+    )
 
 
 MONGOD_42 = ServerBuild(
