@@ -6,9 +6,10 @@ audit plugin (MariaDB's server_audit does not load into it)."""
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,7 +17,6 @@ from typing import Any, ClassVar
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
-from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
 from secoverhead.servers.endpoints import (
@@ -40,23 +40,24 @@ from secoverhead.servers.mysql_family import (
 AUDIT_MODES = ("none", "general_log", "init_connect_binlog")
 
 
-_TEMPLATE: dict[str, Path] = {}  # this process's freshly initialised data directory, copied for each server
-
-
 def _initialised(binary: Path, env: dict[str, str]) -> Path:
-    """A data directory as `mysqld --initialize-insecure` leaves it, made once per process (in a run directory of
-    its own, removed at exit, swept if the process dies) and copied for every server: identical to initialising
-    each, seconds faster (a quick run starts seven)."""
-    data = _TEMPLATE.get("data")
-    if data is not None and data.is_dir():
-        return data
-    base = make_run_dir("mysql-template")
-    atexit.register(shutil.rmtree, base, True)
-    init = [str(binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
-    init += [f"--datadir={base / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
-    run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
-    _TEMPLATE["data"] = base / "data"
-    return base / "data"
+    """A data directory as `mysqld --initialize-insecure` leaves it, made once beside the build in the cache (like
+    the build, it outlives every run, so nothing is left in a run's directories) and copied for every server:
+    identical to initialising each, seconds faster (a quick run starts seven). Made aside and renamed into place,
+    so two processes never see half of one."""
+    home = MYSQL_8_0.root.parent / f"{MYSQL_8_0.name}-initialised"
+    if (home / "data").is_dir():
+        return home / "data"
+    aside = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
+    try:
+        init = [str(binary), "--no-defaults", "--initialize-insecure", f"--basedir={MYSQL_8_0.root}"]
+        init += [f"--datadir={aside / 'data'}"] + (["--user=root"] if os.geteuid() == 0 else [])
+        run_command(init, what="mysqld --initialize-insecure", timeout=120, env=server_env(env))
+        with contextlib.suppress(OSError):  # another process put one there first: theirs is as good
+            aside.rename(home)
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+    return home / "data"
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
