@@ -17,7 +17,7 @@ def first_screen(run_dir: Path) -> dict[str, Any]:
     """What a reviewer's first 1280x800 shows, measured in Chromium, its screenshot kept with the results, and
     the verdicts whose shown numbers differ from the recorded ones (`misread`)."""
     from secoverhead.reporting import browser  # deferred: Playwright
-    from secoverhead.reporting.summary import misread
+    from secoverhead.reporting.summary import misread, on_the_first_screen
 
     shot, error, t0 = run_dir / "results" / "screens" / "first-screen.png", "", time.monotonic()
     recorded = [v for v in (read_verdicts(run_dir) or {}).get("verdicts") or [] if isinstance(v, dict)]
@@ -25,7 +25,8 @@ def first_screen(run_dir: Path) -> dict[str, Any]:
         try:
             seen = dataclasses.asdict(browser.first_screen(run_dir / "report.html", shot))
             took = round(time.monotonic() - t0, 1)  # what the review costs a run (make reports has 15 min)
-            return seen | {"misread": misread(seen.pop("claim_lines"), recorded), "seconds": took}
+            shown = [v for v in recorded if on_the_first_screen(v)]  # the builds beside fold below them
+            return seen | {"misread": misread(seen.pop("claim_lines"), shown), "seconds": took}
         except Exception as exc:
             # Playwright's message is its first line; the lines after it are its call log
             first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")

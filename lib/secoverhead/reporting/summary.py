@@ -9,6 +9,7 @@ import html
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import Any
 
 import jinja2
@@ -144,6 +145,13 @@ def misread(lines: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> list
     return out
 
 
+def _on(verdict: Mapping[str, Any]) -> str:
+    """The build a claim's line names, short, where its words do not already ("on mongod 4.2"): the version and
+    TLS library are in the detail, so the first screen keeps one line a claim."""
+    build = str((verdict.get("server") or {}).get("build") or "")
+    return build if build and build not in str(verdict.get("claim", "")) else ""
+
+
 def server_name(server: Mapping[str, Any]) -> str:
     """A verdict's server as a page prints it: 'mongod 4.2 (4.2.6, OpenSSL 1.1.1q)'; a stand-in says so."""
     inner = ", ".join(str(server[k]) for k in ("version", "tls_library") if server.get(k))
@@ -190,14 +198,28 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "sensitivity": d.get("sensitivity", ""),
         "engine_note": d.get("engine_note", ""),
         "server": server_name(d.get("server") or {}),
+        "on": _on(d),
     }
 
 
+def on_the_first_screen(verdict: Mapping[str, Any]) -> bool:
+    """A verdict whose line the summary shows at once: not one of the same claims on a build run beside the
+    verdicts of record (a part named "<engine> on <build>"), which fold under one line below them."""
+    return " on " not in str(verdict.get("part") or "")
+
+
 def claims_html(verdicts: Sequence[Mapping[str, Any]], *, details: bool = True) -> str:
-    """One line per claim (the originals' first, extensions and the suite's own after), each with its detail."""
-    rows = [_plain(v) for v in verdicts]
-    rows.sort(key=lambda r: r["rank"])
-    return template("claims.html.j2").render(rows=rows, details=details)
+    """One line per claim (the originals' first, extensions and the suite's own after), each with its detail; the
+    same claims on the builds beside the verdicts of record folded under one line, with their tally."""
+    rows = sorted((_plain(v) for v in verdicts if on_the_first_screen(v)), key=lambda r: r["rank"])
+    beside = [v for v in verdicts if not on_the_first_screen(v)]
+    html = template("claims.html.j2").render(rows=rows, details=details)
+    if not beside:
+        return html
+    # a box of their own: the first screen's count (browser._PROBE, '.claims .chip') is the verdicts of record
+    folded = template("claims.html.j2").render(rows=[_plain(v) for v in beside], details=details, box="beside-claims")
+    head = f"The same claims on {len({v.get('part') for v in beside})} other server build(s) here: {tally(beside)}"
+    return f'{html}<details class="beside"><summary>{escape(head)}</summary>{folded}</details>'
 
 
 def tally(verdicts: Sequence[Mapping[str, Any]]) -> str:
