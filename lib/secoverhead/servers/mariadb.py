@@ -9,7 +9,6 @@ import os
 import re
 import secrets as _stdlib_secrets
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -17,7 +16,6 @@ from typing import Any, ClassVar
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command
-from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
 from secoverhead.servers.endpoints import (
@@ -34,6 +32,7 @@ from secoverhead.servers.mysql_family import (
     init_connect_statements,
     limits_lifted,
     negotiated_tls,
+    socket_path,
 )
 
 TLS_MODES = ("off", "on", "required")
@@ -234,16 +233,6 @@ class MariaDBServer(Server):
         plain.unlink()  # only the encrypted key file stays on disk
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def _socket_path(self, d: Path) -> Path:
-        """The private socket in the run directory, or, when that path exceeds what a Unix socket address holds
-        (108 bytes; a deep TMPDIR or run base), in a short private directory of the system's temp dir."""
-        path = d / "mariadb.sock"
-        if len(os.fsencode(path)) < 100:
-            return path
-        short = make_run_dir("sock", tempfile.gettempdir())
-        self._cleanups.append(lambda: shutil.rmtree(short, ignore_errors=True))
-        return short / "m.sock"
-
     def _start(self) -> None:
         d = self.run_dir
         for sub in ("data", "tmp", "binlog", "audit"):
@@ -252,7 +241,7 @@ class MariaDBServer(Server):
             self.certificates = make_certificates(d / "certs", self.cert_type)
         if self.encryption:
             self._make_keys()
-        self.socket_path = self._socket_path(d)
+        self.socket_path = socket_path(d, "mariadb.sock", self._cleanups)
         port = pick_port(self.port)
         cnf = self._write_cnf(port)
         run_command(

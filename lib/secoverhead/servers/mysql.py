@@ -34,6 +34,7 @@ from secoverhead.servers.mysql_family import (
     init_connect_statements,
     limits_lifted,
     negotiated_tls,
+    socket_path,
 )
 
 # The audit approaches MySQL 8.0 has without a plugin
@@ -139,7 +140,7 @@ class MySQLServer(Server):
             (d / sub).mkdir()
         if self.tls and self.certificates is None:
             self.certificates = make_certificates(d / "certs", self.cert_type)
-        self.socket_path = d / "mysqld.sock"
+        self.socket_path = socket_path(d, "mysqld.sock", self._cleanups)  # a deep run base: a short one
         env = {"LD_LIBRARY_PATH": MYSQL_8_0.library_path()}
         shutil.copytree(_initialised(self.binary, env), d / "data", symlinks=True)
         port = pick_port(self.port)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.endpoints import BENCH_USER, MySQLEndpoint, session_tls
 
 AUDIT_TABLE = "secoverhead_audit.accesslog"
@@ -75,3 +78,15 @@ def negotiated_tls(endpoint: MySQLEndpoint) -> dict[str, str]:
         return session_tls(conn)
     finally:
         conn.close()
+
+
+def socket_path(run_dir: Path, name: str, cleanups: list) -> Path:
+    """The server's private socket in its run directory, or, when that path exceeds what a Unix socket address
+    holds (108 bytes; a deep TMPDIR or run base), in a short private directory of the system's temp dir, removed
+    with the server (its removal appended to `cleanups`)."""
+    path = run_dir / name
+    if len(os.fsencode(path)) < 100:
+        return path
+    short = make_run_dir("sock", tempfile.gettempdir())
+    cleanups.append(lambda: shutil.rmtree(short, ignore_errors=True))
+    return short / "m.sock"
