@@ -54,6 +54,11 @@ class ServerBuild:
         return MariaDBServer(tls="on" if tls else "off", **settings)
 
 
+def stand_in_note(wanted: ServerBuild, build: ServerBuild, why: str) -> list[str]:
+    """What a part's notes say when `build` runs in place of the one wanted (nothing when it is that one)."""
+    return [f"{wanted.label} cannot run here ({why}): {build.label} stands in"] if why else []
+
+
 def described(server: Server, build: ServerBuild, wanted: ServerBuild) -> dict[str, Any]:
     """The server's own description, with the build it is and the one the part asked for (when it stands in)."""
     return server.describe() | {"build": build.label} | ({"stands_in_for": wanted.label} if build != wanted else {})

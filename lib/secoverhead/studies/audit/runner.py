@@ -18,7 +18,7 @@ from secoverhead.host.metrics import bytes_in
 from secoverhead.host.threadwaits import WaitMeter
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import labels
-from secoverhead.servers.builds import described, nearest
+from secoverhead.servers.builds import described, nearest, stand_in_note
 from secoverhead.servers.journal import Journal
 from secoverhead.studies.audit.claims import environment_conditions, part_claims
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
@@ -151,8 +151,7 @@ def _embedded_targets(
 ) -> tuple[dict[str, Rig], dict[str, Any]]:
     """One server of the part's build per arm, its audit mode verified, loaded at once."""
     build, why = nearest(PART_BUILDS[part])
-    if why:
-        notes.append(f"{PART_BUILDS[part].label} cannot run here ({why}): {build.label} stands in")
+    notes += stand_in_note(PART_BUILDS[part], build, why)
     if p.server_cpu_limit:
         notes.append(
             f"each server limited to {p.server_cpu_limit:g} core (the facts say how): CPU-bound at its quota while "

@@ -7,7 +7,7 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
-from secoverhead.servers.builds import MONGOD_42, MONGOD_60, described, nearest
+from secoverhead.servers.builds import MONGOD_42, MONGOD_60, described, nearest, stand_in_note
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, MONGO_BUILD, POOLED_FACTOR, STUDY, Params
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
@@ -36,7 +36,7 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
         keys = sorted(set(p.server_keys(part).values()))
         build, why = nearest(MONGO_BUILD)
         servers = {k: stack.enter_context(build.server(tls=True, auth=k.startswith("on"))) for k in keys}
-        notes = [f"{MONGO_BUILD.label} cannot run here ({why}): {build.label} stands in"] if why else []
+        notes = stand_in_note(MONGO_BUILD, build, why)
         notes += [
             f"auth on/off needs {build.label} processes of their own; they are identical otherwise and all run "
             "throughout",

@@ -9,7 +9,7 @@ from typing import Any
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
-from secoverhead.servers.builds import ServerBuild, described, nearest
+from secoverhead.servers.builds import ServerBuild, described, nearest, stand_in_note
 from secoverhead.servers.labels import check_transport
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
@@ -59,7 +59,7 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
 
 def _notes(p: Params, part: str, engine: str, build: ServerBuild, why: str) -> list[str]:
     """What the part's report says of where it ran: a stand-in and why, the builds not run beside it."""
-    notes = [f"{PART_BUILDS[part].label} cannot run here ({why}): {build.label} stands in"] if why else []
+    notes = stand_in_note(PART_BUILDS[part], build, why)
     if part == engine and p.beside_builds:
         notes += [f"not run beside: {PART_BUILDS[b].label} ({PART_BUILDS[b].missing()})" for b in p.beside(engine)
                   if b not in p.parts()]  # fmt: skip
@@ -136,7 +136,7 @@ def _rtt_servers(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any]
     link = stack.enter_context(Link(p.rtt_ms))
     srv = stack.enter_context(build.server(tls=True, auth=True, link=link))
     facts = {f"mongodb rsa behind a {p.rtt_ms} ms link ({build.label})": described(srv, build, PART_BUILDS[RTT_PART])}
-    notes = [f"{PART_BUILDS[RTT_PART].label} cannot run here ({why}): {build.label} stands in"] if why else []
+    notes = stand_in_note(PART_BUILDS[RTT_PART], build, why)
     notes += [
         f"round trip set to {p.rtt_ms} ms, measured {link.measured_ms:.3f} ms (median of {link.probes} TCP "
         f"connects; the path alone {link.floor_ms:.3f} ms): {link.describe()['how']}",
