@@ -82,3 +82,23 @@ def test_a_signal_during_finalisation_waits_for_it_and_then_ends_the_run():
         assert done and caught.value.signum == signal.SIGHUP and caught.value.exit_code == 129
     finally:
         signals.restore(old)
+
+
+def test_run_json_names_each_experiments_server_builds_once(tmp_path):
+    """Every number names its server: run.json lists the builds each experiment's metadata recorded, one entry per
+    distinct build (two certificates on one build are one entry), and an unreadable metadata file is skipped."""
+    run_dir = tmp_path / "tls" / "run1"
+    one = {"build": "mongod 4.2", "version": "4.2.6", "openssl": {"running": "OpenSSL 1.1.1q"}}
+    meta = {"servers": {"a rsa": one, "a ecdsa": one | {"cert_type": "ecdsa"}, "b": {"build": "MySQL 8.0"}}}
+    (run_dir / "results" / "tls-x").mkdir(parents=True)
+    (run_dir / "results" / "tls-x" / "metadata.json").write_text(json.dumps(meta))
+    (run_dir / "results" / "tls-y").mkdir()
+    (run_dir / "results" / "tls-y" / "metadata.json").write_text("{not json")
+    assert _finalise(run_dir) == ("ok", None)
+    recorded = json.loads((run_dir / "run.json").read_text())["servers"]
+    assert recorded == {
+        "tls-x": [
+            {"build": "mongod 4.2", "version": "4.2.6", "tls_library": "OpenSSL 1.1.1q"},
+            {"build": "MySQL 8.0"},
+        ]
+    }

@@ -17,6 +17,7 @@ from typing import Any
 from secoverhead.core import owners
 from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
 from secoverhead.host import environment
+from secoverhead.measurement.parts import server_of
 
 RUN_JSON_RESERVE = 256 << 10  # run.json's first write is padded to this size, so a full disk can still record
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json", ".html", ".ipynb", ".svg")
@@ -91,6 +92,7 @@ class ReportRecord:
             finished=environment.utc_now(),
             duration_s=round(time.monotonic() - self.t0, 1),
             environment=environment.collect(),
+            servers=servers(self.run_dir),
             outputs=outputs(self.run_dir),
         )
 
@@ -103,6 +105,19 @@ def write_record(path: Path, fields: dict[str, Any], *, reserve: bool = False) -
         if reserve or not path.is_file():
             raise
         write_in_place(path, data)
+
+
+def servers(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The server builds each experiment ran on (build, version, the TLS library it ran with), as its metadata
+    recorded them: every number in the run's tables names one of these."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for meta_path in sorted((run_dir / "results").glob("*/metadata.json")):
+        meta = read_json(meta_path)
+        facts = meta.get("servers") if isinstance(meta, dict) else None
+        if isinstance(facts, dict):
+            named = [server_of(f) for f in facts.values() if isinstance(f, dict)]
+            found[meta_path.parent.name] = [dict(t) for t in dict.fromkeys(tuple(sorted(n.items())) for n in named)]
+    return found
 
 
 def outputs(run_dir: Path) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from secoverhead.core.units import QUANTITIES, shown, shown_interval
+from secoverhead.servers.builds import BESIDE_MARK
 
 COLOURS = {
     "reproduced": "#1a7f37",
@@ -205,7 +206,7 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
 def on_the_first_screen(verdict: Mapping[str, Any]) -> bool:
     """A verdict whose line the summary shows at once: not one of the same claims on a build run beside the
     verdicts of record (a part named "<engine> on <build>"), which fold under one line below them."""
-    return " on " not in str(verdict.get("part") or "")
+    return BESIDE_MARK not in str(verdict.get("part") or "")
 
 
 def claims_html(verdicts: Sequence[Mapping[str, Any]], *, details: bool = True) -> str:

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from secoverhead.servers.base import Server
 
 
+BESIDE_MARK = " on "  # "<engine> on <build>": a part beside the verdicts of record
+
+
 @dataclass(frozen=True)
 class ServerBuild:
     """One server build as parts, tables and verdicts name it."""
@@ -36,6 +39,12 @@ class ServerBuild:
             return None if ferretdb_binary().is_file() else "FerretDB is not built (make setup)"
         found = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin:/usr/local/sbin")
         return None if found else "MariaDB is not installed (make setup)"
+
+    @property
+    def beside(self) -> str:
+        """The name of a part that runs its engine's claims on this build beside the verdicts of record
+        ("MongoDB on mongod 6.0"); the summary folds such parts below the record's."""
+        return f"{self.engine}{BESIDE_MARK}{self.label}"
 
     def server(self, *, tls: bool, **settings: Any) -> Server:
         """An unstarted server of this build, TLS offered or not, with the class's own settings."""

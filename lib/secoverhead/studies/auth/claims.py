@@ -8,7 +8,7 @@ from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.auth.declarations import STUDY
+from secoverhead.studies.auth.declarations import STUDY, engine_of
 from secoverhead.studies.protocol.conditions import median
 from secoverhead.studies.protocol.judging import study_verdicts
 
@@ -76,7 +76,7 @@ def part_claims(
     """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
     each at the highest concurrency (or worker count) measured (top, top_workers: the plan's, when given)."""
     levels = {k: v for k, v in (("concurrency", top), ("workers", top_workers)) if v is not None}
-    return judge(RULES.get(part, ()), runs, alpha, part=part, levels=levels)
+    return judge(RULES.get(engine_of(part), ()), runs, alpha, part=part, levels=levels)
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.core.paths import SCHEDULER_ENV
 from secoverhead.host.calibration import CryptoBound, full_handshake
-from secoverhead.servers.builds import MONGOD_42
+from secoverhead.servers.builds import MONGOD_42, MONGOD_60, ServerBuild
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -67,8 +67,17 @@ CRYPTO = (
 
 
 # Seed 001 measured mongod (its SCRAM code, its nonce): the MongoDB part runs on the original's major version, or the
-# nearest build here, said so.
-MONGO_BUILD = MONGOD_42
+# nearest build here, said so, and its verdicts are the verdicts of record; a later mongod runs the same claims beside
+# it ("MongoDB on mongod 6.0"), counted apart: the original's before and after.
+BESIDE = MONGOD_60.beside
+PART_BUILDS: dict[str, ServerBuild] = {"MongoDB": MONGOD_42, BESIDE: MONGOD_60}
+MONGO_BUILD = PART_BUILDS["MongoDB"]
+
+
+def engine_of(part: str) -> str:
+    """The protocol family a part measures ("MongoDB on mongod 6.0" measures MongoDB)."""
+    build = PART_BUILDS.get(part)
+    return build.engine if build is not None else part
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,9 @@ ARMS: dict[str, tuple[Arm, ...]] = {
     ),
     "nonce": (Arm("syscall", "nonce", mechanism="syscall"), Arm("userspace", "nonce", mechanism="userspace")),
 }
+# the build beside runs the arms its claims read (auth off, SCRAM-SHA-256, pooled): both mechanisms' server CPU and
+# random-source calls per login are asked of it after the runs (runner._random_source)
+ARMS[BESIDE] = tuple(a for a in ARMS["MongoDB"] if not a.tls and a.mechanism in (None, "SCRAM-SHA-256"))
 
 
 # The names other code asks for by role (the calculator prices SCRAM from the MongoDB part's mechanisms).
@@ -123,7 +135,7 @@ class Params(BothEngines, StudyParams):
     # MariaDB's CPU per connection is the noisiest metric (duet A/A per-round sd 0.11-0.17): its part gets more.
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
     AA_METRICS = ("system_ns_per_nonce",)  # the nonce part's: the syscall's cost per nonce
-    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 2.0, "MySQL": 1.5}
+    PART_WEIGHTS: ClassVar[dict[str, float]] = {"MongoDB": 2.0, BESIDE: 1.0, "MySQL": 1.5}
     # duet: each arm runs beside the part's baseline (auth off; password), every arm on a server of its own
     # (FerretDB, MariaDB); the nonce part, which has no server, stays interleaved
     DUET_ABLE = True
@@ -143,6 +155,9 @@ class Params(BothEngines, StudyParams):
         max=3600,
     )
     mongo_enabled: bool = param(True, "measure MongoDB (two mongod 4.2, auth off and on; or mongo_uri)")
+    beside_builds: bool = param(
+        True, "also the MongoDB claims on mongod 6.0 beside mongod 4.2, counted apart from the verdicts of record"
+    )
     mongo_mechanisms: list[str] = param(
         ["SCRAM-SHA-256"],
         "for an external MongoDB: mechanisms to try",
@@ -197,7 +212,7 @@ class Params(BothEngines, StudyParams):
     def part_design(self, part: str) -> str:
         """Duets need a server per arm: the nonce part has none, and a user's server is one, so those parts run
         interleaved whatever the design (the report's design table says which ran how)."""
-        external = (part == "MongoDB" and self.mongo_uri) or (part == "MySQL" and self.mysql_host)
+        external = (engine_of(part) == "MongoDB" and self.mongo_uri) or (part == "MySQL" and self.mysql_host)
         return "interleaved" if part == "nonce" or external else self.design
 
     def server_keys(self, part: str) -> dict[str, str]:
@@ -213,7 +228,14 @@ class Params(BothEngines, StudyParams):
         return tuple(self.mongo_mechanisms)
 
     def parts(self) -> list[str]:
-        flags = {"MongoDB": self.mongo_enabled, "MySQL": self.mysql_enabled, "nonce": self.nonce_enabled}
+        """MongoDB (the build beside it too, on the embedded servers of a run that is not A/A), MySQL, nonce."""
+        beside = self.beside_builds and not self.aa and not self.mongo_uri and PART_BUILDS[BESIDE].missing() is None
+        flags = {
+            "MongoDB": self.mongo_enabled,
+            BESIDE: self.mongo_enabled and beside,
+            "MySQL": self.mysql_enabled,
+            "nonce": self.nonce_enabled,
+        }
         return [name for name, on in flags.items() if on]
 
     def arms(self, part: str) -> tuple[Arm, ...]:
@@ -234,5 +256,5 @@ class Params(BothEngines, StudyParams):
     def planned_runs(self) -> int:
         rounds = self.repetitions + self.warmup + 1
         per_round = {e: len(self.arms(e)) * (2 if self.part_design(e) == "duet" else 1) for e in self.parts()}
-        n = sum(per_round[e] * len(self.concurrency) for e in ("MongoDB", "MySQL") if e in per_round)
+        n = sum(n * len(self.concurrency) for e, n in per_round.items() if e != "nonce")
         return (n + (2 * len(self.nonce_workers) if self.nonce_enabled else 0)) * rounds

@@ -7,9 +7,16 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
-from secoverhead.servers.builds import MONGOD_42, MONGOD_60, described, nearest, stand_in_note
+from secoverhead.servers.builds import described, nearest, stand_in_note
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
-from secoverhead.studies.auth.declarations import DUET_COUNT_FACTOR, MONGO_BUILD, POOLED_FACTOR, STUDY, Params
+from secoverhead.studies.auth.declarations import (
+    DUET_COUNT_FACTOR,
+    PART_BUILDS,
+    POOLED_FACTOR,
+    STUDY,
+    Params,
+    engine_of,
+)
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.logins import per_connection
 from secoverhead.workloads.measurement import Measurement
@@ -17,7 +24,7 @@ from secoverhead.workloads.multihost import run_on_hosts
 from secoverhead.workloads.nonce import nonce_benchmark
 from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
 
-MONGOD_BUILDS = (MONGOD_42, MONGOD_60)  # the original's before (4.2) and a later mongod: the mechanism asked of each
+MONGOD_BUILDS = tuple(PART_BUILDS.values())  # the original's before (4.2) and a later mongod: each is asked
 
 
 def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
@@ -25,7 +32,7 @@ def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
-    if part == "MongoDB":
+    if engine_of(part) == "MongoDB":
         if p.mongo_uri:
             ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
             notes = [
@@ -34,9 +41,9 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
             ]
             return {"on": ext}, {"mongodb": ext.describe()}, notes
         keys = sorted(set(p.server_keys(part).values()))
-        build, why = nearest(MONGO_BUILD)
+        build, why = nearest(PART_BUILDS[part])
         servers = {k: stack.enter_context(build.server(tls=True, auth=k.startswith("on"))) for k in keys}
-        notes = stand_in_note(MONGO_BUILD, build, why)
+        notes = stand_in_note(PART_BUILDS[part], build, why)
         notes += [
             f"auth on/off needs {build.label} processes of their own; they are identical otherwise and all run "
             "throughout",
@@ -49,7 +56,7 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
                 "same interference; arms that never ran together (pooling) are compared through auth off"
             )
         facts = {
-            f"mongodb auth {_SERVER_NAMES[k]} ({build.label})": described(srv, build, MONGO_BUILD)
+            f"mongodb auth {_SERVER_NAMES[k]} ({build.label})": described(srv, build, PART_BUILDS[part])
             for k, srv in servers.items()
         }
         return servers, facts, notes
@@ -116,19 +123,22 @@ def _measure(p: Params, part: str, servers: dict[str, Any]):
     return measure
 
 
-def _random_source(p: Params, servers: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
+def _random_source(p: Params, part: str, servers: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
     """Seed 001's mechanism asked of each mongod build here: per short connection, auth off and per SCRAM
-    mechanism, the server's CPU (user, system) and its calls into the kernel's random source. The part's own
-    servers answer for its build; the other builds are started for this alone, after the part's runs."""
+    mechanism, the server's CPU (user, system) and its calls into the kernel's random source. A part's own
+    servers answer for its build; the record part also starts each build no part of this run runs on, after its
+    runs, for this alone."""
     if p.mongo_uri or p.aa or not p.random_source_connections:
         return {}
-    own = nearest(MONGO_BUILD)[0]
+    own = nearest(PART_BUILDS[part])[0]
     out = {own.label: _ask(p, servers["off"], servers["on"])} if {"off", "on"} <= set(servers) else {}
-    scram = [r["random_calls_per_op"] for r in out.get(own.label, []) if r["mechanism"].startswith("SCRAM")]
-    asked["server_random_calls_per_login"] = min(scram) if scram else None  # what the nonce part's claim reads
-    for build in (b for b in MONGOD_BUILDS if b != own and b.missing() is None):
-        with build.server(tls=False, auth=False) as off, build.server(tls=False, auth=True) as on:
-            out[build.label] = _ask(p, off, on)
+    if part == "MongoDB":
+        scram = [r["random_calls_per_op"] for r in out.get(own.label, []) if r["mechanism"].startswith("SCRAM")]
+        asked["server_random_calls_per_login"] = min(scram) if scram else None  # what the nonce part's claim reads
+        ran = {nearest(PART_BUILDS[q])[0] for q in p.parts() if q in PART_BUILDS}
+        for build in (b for b in MONGOD_BUILDS if b not in ran and b.missing() is None):
+            with build.server(tls=False, auth=False) as off, build.server(tls=False, auth=True) as on:
+                out[build.label] = _ask(p, off, on)
     return {"random_source": out} if out else {}
 
 
@@ -154,7 +164,7 @@ def run(p: Params) -> StudyResult:
     def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
         servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
         arms, keys = p.arms(name), p.server_keys(name) if name != "nonce" else {}
-        refused = getattr(servers.get("on"), "tls_error", "") if name == "MongoDB" else ""
+        refused = getattr(servers.get("on"), "tls_error", "") if engine_of(name) == "MongoDB" else ""
         if refused:  # a user's server without TLS (or one we cannot verify): its TLS arms cannot run
             arms = tuple(a for a in arms if not a.tls)
             notes = [*notes, f"TLS arms skipped: the server refused a TLS client ({refused})"]
@@ -170,7 +180,7 @@ def run(p: Params) -> StudyResult:
             profile_factors=[{"concurrency": top}],
             outlier=OUTLIER if p.part_design(name) == "duet" else None,
             conditions=dict(asked) if name == "nonce" else {},
-            finish=(lambda store: _random_source(p, servers, asked)) if name == "MongoDB" else None,
+            finish=(lambda store: _random_source(p, name, servers, asked)) if name in PART_BUILDS else None,
         )
 
     return run_parts(p, STUDY, p.parts(), plan)

@@ -62,10 +62,10 @@ RANDOM_SOURCE_COLUMNS = {
 
 def random_source_table(result: Any) -> pd.DataFrame:
     """Per mongod build and mechanism, per short connection: the server's CPU (untraced) and its calls into the
-    kernel's random source (strace), from the MongoDB part's record; empty where it was not asked."""
+    kernel's random source (strace), from the MongoDB parts' records; empty where it was not asked."""
     import pandas as pd  # deferred, as above
 
-    asked = result.parts["MongoDB"].extras.get("random_source", {}) if "MongoDB" in result.parts else {}
+    asked = {b: rows for part in result for b, rows in part.extras.get("random_source", {}).items()}
     rows = [{"server build": build} | row for build, each in asked.items() for row in each]
     if not rows:
         return pd.DataFrame()

@@ -45,10 +45,10 @@ RTT_PART = "MongoDB-RTT"  # seed 000's table again, the server behind a link wit
 PART_BUILDS: dict[str, ServerBuild] = {
     "MongoDB": MONGOD_42,
     RTT_PART: MONGOD_42,
-    "MongoDB on mongod 6.0": MONGOD_60,
-    "MongoDB on FerretDB": FERRETDB,
+    MONGOD_60.beside: MONGOD_60,
+    FERRETDB.beside: FERRETDB,
     "MySQL": MYSQL_80,
-    "MySQL on MariaDB": MARIADB,
+    MARIADB.beside: MARIADB,
 }
 
 
@@ -245,7 +245,7 @@ class Params(BothEngines, StudyParams):
     @staticmethod
     def beside(engine: str) -> list[str]:
         """The parts that run an engine's claims on its other builds."""
-        return [p for p in PART_BUILDS if p.startswith(f"{engine} on ")]
+        return [p for p, build in PART_BUILDS.items() if p == build.beside and build.engine == engine]
 
     def arms(self, part: str) -> list[Arm]:
         engine = _engine(part)

@@ -1,0 +1,72 @@
+"""The auth study's MongoDB claims on the original's build (mongod 4.2, the verdicts of record) and on mongod 6.0
+beside it when it is here; nothing beside a user's server or in an A/A run; the build beside is judged by the
+MongoDB rules under its own name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from secoverhead.app.pipeline import prepare
+from secoverhead.servers.builds import ServerBuild
+from secoverhead.studies.auth.claims import part_claims
+from secoverhead.studies.auth.declarations import BESIDE, PART_BUILDS, engine_of
+
+
+@pytest.fixture
+def here(monkeypatch):
+    gone: set[str] = set()
+    monkeypatch.setattr(ServerBuild, "missing", lambda self: "gone" if self.label in gone else None)
+    return gone
+
+
+def _params(*overrides: tuple[str, str]):
+    return prepare("auth", overrides=list(overrides), check_servers=False).params
+
+
+def test_mongod_6_0_runs_beside_mongod_4_2(here):
+    p = _params()
+    assert p.parts() == ["MongoDB", BESIDE, "MySQL", "nonce"]
+    assert [PART_BUILDS[x].label for x in ("MongoDB", BESIDE)] == ["mongod 4.2", "mongod 6.0"]
+    assert engine_of(BESIDE) == "MongoDB" and engine_of("nonce") == "nonce"
+    assert p.planned_runs() > _params(("beside_builds", "false")).planned_runs()
+
+
+def test_the_build_beside_runs_the_arms_its_claims_read(here):
+    p = _params()
+    assert [a.name for a in p.arms(BESIDE)] == ["auth off", "SCRAM-SHA-256", "pooled SCRAM-SHA-256"]
+    assert p.part_design(BESIDE) == p.design
+    assert set(p.server_keys(BESIDE).values()) == {"off", "on"}
+
+
+def test_nothing_beside_when_missing_asked_not_to_a_users_server_or_a_a(here):
+    assert _params(("beside_builds", "false")).parts() == ["MongoDB", "MySQL", "nonce"]
+    assert _params(("aa", "true")).parts() == ["MongoDB", "MySQL", "nonce"]
+    assert BESIDE not in _params(("mongo_uri", "mongodb://db.example:27017/")).parts()
+    assert BESIDE not in _params(("mongo_enabled", "false")).parts()
+    here.add("mongod 6.0")
+    assert _params().parts() == ["MongoDB", "MySQL", "nonce"]
+
+
+def test_the_build_beside_is_judged_by_the_mongodb_rules_under_its_own_name():
+    rng = np.random.default_rng(1)
+    rows = [
+        {
+            "arm": arm,
+            "concurrency": 2,
+            "round": r,
+            "status": "ok",
+            "warmup": False,
+            "profiling": False,
+            "server_cpu_us_per_op": base * rng.uniform(0.98, 1.02),
+            "client_cpu_us_per_op": base * 3,
+        }
+        for r in range(6)
+        for arm, base in (("auth off", 1000.0), ("SCRAM-SHA-256", 1500.0), ("pooled SCRAM-SHA-256", 100.0))
+    ]
+    ours = part_claims(BESIDE, pd.DataFrame(rows), top=2)
+    record = part_claims("MongoDB", pd.DataFrame(rows), top=2)
+    assert [v.id.replace(BESIDE, "MongoDB") for v in ours] == [v.id for v in record] and len(ours) == 3
+    assert all(v.claim.startswith(f"{BESIDE}: ") for v in ours)
+    assert [v.verdict for v in ours] == [v.verdict for v in record]
