@@ -43,6 +43,35 @@ def test_mongod_logs_in_with_both_scram_mechanisms_plain_and_over_tls(build):
     assert pids and _gone(pids)
 
 
+def test_seed_000s_replica_set_reads_from_a_secondary_and_counts_every_members_connections():
+    """Three members and a hidden read-only one, auth and TLS: a client seeded with the three reads from a
+    secondary, each arm's connections are counted over every member, and every member stops."""
+    _need(MONGOD_4_2)
+    from secoverhead.servers.labels import check_transport
+    from secoverhead.servers.replica_set import MongodReplicaSet
+
+    with MongodReplicaSet(build=MONGOD_4_2.name, auth=True, tls=True) as rs:
+        facts = rs.describe()
+        assert facts["topology"]["members"] == 3 and facts["topology"]["read_only_members"] == 1
+        assert len(rs.pids) == 4 and "replicaSet=" in rs.endpoint.uri
+        client = rs.endpoint.client(mechanism="SCRAM-SHA-256")
+        client.ycsb.usertable.insert_one({"_id": "user1"})
+        client.close()
+        rs.settle()
+        for tls, version in ((False, None), (True, "1.3")):
+            before = rs.transport()
+            client = rs.endpoint.client(tls=tls, mechanism="SCRAM-SHA-256")
+            try:
+                cursor = client.ycsb.usertable.find().limit(1)
+                assert next(cursor)["_id"] == "user1"
+                assert cursor.address in client.secondaries and cursor.address != client.primary
+            finally:
+                client.close()
+            assert check_transport(version, before, rs.transport(), "the set") >= 3  # a monitor per seed, a pool
+        pids = list(rs.pids)
+    assert _gone(pids)
+
+
 def test_mongod_refuses_a_wrong_password_for_each_mechanism():
     _need(MONGOD_6_0)
     import pymongo

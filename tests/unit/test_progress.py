@@ -121,3 +121,15 @@ def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_pat
     assert w.waiting is not None and "between parts" in w.waiting.desc
     w._finish()
     assert "tls-mysql complete" in capsys.readouterr().err
+
+
+def test_a_noisy_warm_up_run_is_not_taken_again(tmp_path, monkeypatch):
+    """No statistic reads a warm-up run, so the noise monitor's flag on one costs no second run; a measured one
+    flagged the same way is taken again."""
+    _noisy(monkeypatch, [1.0, 1.0, 0.0, 1.0] + [0.0] * 100)  # both warm-up runs flagged, then one measured run
+    store = ResultStore(tmp_path, "warm")
+    exp = ex.Experiment(ex.ExperimentPlan("warm", arms=["a", "b"], repetitions=2, warmup=1, max_retakes=5), store)
+    exp.run(lambda arm, factors: ex.Measurement({"x": 1.0}))
+    records = store.records()
+    assert sum(r.warmup for r in records) == 2
+    assert len(records) == 2 + 4 + 1  # warm-up, measured, one retake

@@ -50,3 +50,58 @@ def test_the_builds_beside_run_the_two_main_arms_and_the_record_part_all_of_them
     assert [a.name for a in p.arms("MySQL on MariaDB")] == ["no TLS", "TLS"]
     assert [a.name for a in p.arms("MySQL")] == ["no TLS", "TLS", "TLS ECDSA", "TLS 1.2"]
     assert p.PART_WEIGHTS["MongoDB on mongod 6.0"] == 0.5 and "MongoDB" not in p.PART_WEIGHTS
+
+
+class _Store:
+    def __init__(self, runs):
+        self._runs = runs
+
+    def runs(self, include_profiling=False):
+        return self._runs
+
+
+def _rtt_result(scale_tls: float):
+    """A round-trip part whose runs give each measure's mean: a published-like set-up without TLS and `scale_tls`
+    times it with TLS (a reused query 0.76 ms either way)."""
+    import pandas as pd
+
+    from secoverhead.measurement.parts import Part, StudyResult
+
+    base = {"construct_ms_mean": 3.7, "first_query_ms_mean": 20.7, "total_ms_mean": 24.4, "query_ms_mean": 0.76}
+    rows = []
+    for r in range(3):
+        rows.append({"arm": "no TLS", "round": r, "checkout_ms_mean": 9.0} | base)
+        tls = {k: v * (scale_tls if k != "query_ms_mean" else 1.0) for k, v in base.items()}
+        rows.append({"arm": "TLS", "round": r, "checkout_ms_mean": 20.0} | tls)
+    extras = {"link": {"rtt_measured_ms": 0.75}, "calibration": {"pbkdf2_sha256_15000_ms": 4.4}}
+    part = Part(RTT_PART, _Store(pd.DataFrame(rows)), ["no TLS", "TLS"], {}, [], extras)
+    return StudyResult("tls", None, {RTT_PART: part})
+
+
+def test_seed_000s_table_is_predicted_here_with_a_reason_only_where_it_differs_by_more_than_a_quarter():
+    from secoverhead.studies.tls.tables import prediction_table
+
+    near = prediction_table(_rtt_result(2.6)).set_index("measure")
+    assert list(near.index) == [
+        "build connection",
+        "first query after building",
+        "build + first query",
+        "query on a reused client",
+        "TLS / no TLS, build + first query",
+        "TLS / no TLS, reused",
+    ]
+    assert near.loc["build + first query", "residual no TLS"] == "-0%"
+    assert near.loc["TLS / no TLS, build + first query", "here"] == pytest.approx(2.6)
+    assert near.loc["first query after building", "why, where over 25 %"] == ""
+    far = prediction_table(_rtt_result(1.5)).set_index("measure")
+    why = far.loc["first query after building", "why, where over 25 %"]
+    assert "9.0 / 20.0 ms" in why and "4.4 ms" in why and "0.75 ms" in why  # the run's own figures, quoted
+    assert far.loc["TLS / no TLS, build + first query", "why, where over 25 %"]
+    assert far.loc["query on a reused client", "why, where over 25 %"] == ""  # +1 %: within a quarter
+
+
+def test_no_round_trip_part_no_prediction_table():
+    from secoverhead.measurement.parts import StudyResult
+    from secoverhead.studies.tls.tables import prediction_table
+
+    assert prediction_table(StudyResult("tls", None, {})).empty

@@ -253,8 +253,9 @@ class Experiment:
                 s.duets[unit[-1].block] = (unit, records)
             # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what hit both
             # (taking duets again when the host's steal rose to 8-20 % cost TDE a fifth of its rounds); a one-off
-            # in one arm (outliers.py) is what a duet cannot cancel.
-            noisy = len(unit) == 1 and any(r.metrics.get("noise_flagged") for r in records)
+            # in one arm (outliers.py) is what a duet cannot cancel. A warm-up run is never taken again: no
+            # statistic reads it (TDE's 8c32g took all eight of its warm-up runs twice, 26 s).
+            noisy = len(unit) == 1 and not first.warmup and any(r.metrics.get("noise_flagged") for r in records)
             self._retake(unit, records, s, measure, noisy=noisy)
 
     def _look(self, rnd: list[Unit], s: _Session, looks: Looks | None, decide: DecideFn | None) -> bool:

@@ -46,16 +46,19 @@ class ServerBuild:
         ("MongoDB on mongod 6.0"); the summary folds such parts below the record's."""
         return f"{self.engine}{BESIDE_MARK}{self.label}"
 
-    def server(self, *, tls: bool, **settings: Any) -> Server:
-        """An unstarted server of this build, TLS offered or not, with the class's own settings."""
+    def server(self, *, tls: bool, replica_set: bool = False, **settings: Any) -> Server:
+        """An unstarted server of this build, TLS offered or not, with the class's own settings; a mongod build
+        as seed 000's replica set when asked (servers/replica_set.py; other builds have no such topology here)."""
         # deferred: the server classes import the host layer's process machinery, not needed to name a build
         from secoverhead.servers.ferretdb import FerretDBServer
         from secoverhead.servers.mariadb import MariaDBServer
         from secoverhead.servers.mongod import MongodServer
         from secoverhead.servers.mysql import MySQLServer
+        from secoverhead.servers.replica_set import MongodReplicaSet
 
         if self.kind == "mongod":
-            return MongodServer(build=self.fetched.name, tls=tls, **settings)
+            cls = MongodReplicaSet if replica_set else MongodServer
+            return cls(build=self.fetched.name, tls=tls, **settings)
         if self.kind == "mysql":
             return MySQLServer(tls=tls, **settings)
         if self.kind == "ferretdb":

@@ -151,7 +151,8 @@ class MongoEndpoint:
     users: dict[str, str] = field(default_factory=dict)
     password: Secret | None = field(default=None, repr=False)
     auth_source: str = "admin"
-    uri: str | None = None  # external servers: a URI without credentials
+    uri: str | None = None  # external servers and replica sets: a URI without credentials
+    direct: bool = True  # talk to the one server named; False: discover the replica set the URI seeds
 
     @property
     def auth(self) -> bool:
@@ -167,7 +168,9 @@ class MongoEndpoint:
             args: dict[str, Any] = {"host": self.uri}
         else:
             args = {"host": self.host, "port": self.tls_port if tls else self.port}
-        args.update(directConnection=True, serverSelectionTimeoutMS=5000, socketTimeoutMS=WAIT_BOUND_S * 1000)
+        args.update(serverSelectionTimeoutMS=5000, socketTimeoutMS=WAIT_BOUND_S * 1000)
+        if self.direct:
+            args["directConnection"] = True
         if tls:
             args["tls"] = True
             if self.ca_file is not None:

@@ -5,6 +5,7 @@ administrator made through the localhost exception."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
@@ -49,38 +50,52 @@ class MongodServer(Server):
         self._status_client: Any = None
 
     def _start(self) -> None:
-        d = self.run_dir
-        (d / "data").mkdir()
         port = pick_port(self.port)
-        argv = [str(self.binary), "--dbpath", str(d / "data"), "--bind_ip", self.listen_host, "--port", str(port)]
-        argv += ["--wiredTigerCacheSizeGB", str(self.cache_gb), "--nounixsocket", "--logpath", str(d / "mongod.log")]
-        if self.tls:
-            if self.certificates is None:
-                self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.listen_host,))
-            both = d / "certs" / "server-both.pem"
-            both.write_bytes(self.certificates.server_cert.read_bytes() + self.certificates.server_key.read_bytes())
-            both.chmod(0o600)
-            argv += ["--tlsMode", "preferTLS", "--tlsCertificateKeyFile", str(both)]
-            argv += ["--tlsAllowConnectionsWithoutCertificates"]
+        argv = self.base_argv(port, "data", tls_mode="preferTLS")
+        self._prepare_certificates()
         self.endpoint = MongoEndpoint(host=self.listen_host, port=port, tls_port=port if self.tls else None,
                                       ca_file=self.certificates.ca_cert if self.certificates else None)  # fmt: skip
         if self.auth and self.link is not None:
             # Behind a link the client is not on the server's localhost, so the localhost exception that creates
             # the first user does not apply: the users are made before auth is on, then it restarts with auth.
-            self._launch(argv)
+            self._launch(argv, self.endpoint)
             self._create_users()
             self.processes.pop().stop()
-        self._launch(argv + (["--auth"] if self.auth else []))
+        self._launch(argv + (["--auth"] if self.auth else []), self.endpoint)
         if self.auth and self.link is None:
             self._create_users()
 
-    def _launch(self, argv: list[str]) -> None:
+    def base_argv(self, port: int, data: str, *, tls_mode: str) -> list[str]:
+        """mongod on `port` with its data in the run directory's `data` folder, its log beside it, and TLS offered
+        in `tls_mode` (preferTLS, allowTLS) when the server has TLS."""
+        d = self.run_dir
+        (d / data).mkdir()
+        argv = [str(self.binary), "--dbpath", str(d / data), "--bind_ip", self.listen_host, "--port", str(port)]
+        argv += ["--wiredTigerCacheSizeGB", str(self.cache_gb), "--nounixsocket", "--logpath", str(d / f"{data}.log")]
+        if self.tls:
+            argv += ["--tlsMode", tls_mode, "--tlsCertificateKeyFile", str(d / "certs" / "server-both.pem")]
+            argv += ["--tlsAllowConnectionsWithoutCertificates"]
+        return argv
+
+    def _prepare_certificates(self) -> None:
+        if not self.tls:
+            return
+        d = self.run_dir
+        if self.certificates is None:
+            self.certificates = make_certificates(d / "certs", self.cert_type, hosts=(self.listen_host,))
+        both = d / "certs" / "server-both.pem"
+        both.write_bytes(self.certificates.server_cert.read_bytes() + self.certificates.server_key.read_bytes())
+        both.chmod(0o600)
+
+    def _launch(self, argv: list[str], ready: MongoEndpoint) -> None:
+        """One mongod process, waited for until `ready` answers (its log quoted when it does not start)."""
         d = self.run_dir
         env = {"LD_LIBRARY_PATH": self.engine.library_path()} if self.engine.libraries else {}
-        proc = ServerProcess("mongod", self.command(argv), log_path=d / "stdout.log", cwd=d, env=env,
+        log = Path(argv[argv.index("--logpath") + 1])
+        proc = ServerProcess("mongod", self.command(argv), log_path=log.with_suffix(".stdout"), cwd=d, env=env,
                              groups=self.groups())  # fmt: skip
         self.processes.append(proc)
-        proc.wait_ready(self.endpoint.answers, self.startup_timeout, error_log=d / "mongod.log")
+        proc.wait_ready(ready.answers, self.startup_timeout, error_log=log)
 
     def _create_users(self) -> None:
         """The administrator (through the localhost exception when auth is on), then a user per mechanism through

@@ -13,7 +13,16 @@ from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.studies.protocol.judging import published
 from secoverhead.studies.tls.claims import engine_notes as engine_notes
-from secoverhead.studies.tls.declarations import BASELINE, MEASURES, ROUND_TRIPS, RTT_PART, STUDY, _engine
+from secoverhead.studies.tls.declarations import (
+    BASELINE,
+    MEASURES,
+    RESIDUAL_SHOWN,
+    RESIDUAL_WHY,
+    ROUND_TRIPS,
+    RTT_PART,
+    STUDY,
+    _engine,
+)
 from secoverhead.studies.tls.declarations import CRYPTO as CRYPTO
 
 
@@ -35,10 +44,10 @@ def round_trip_summary(result: StudyResult) -> str:
         return f"Not measured in this run: {result.params.rtt_skipped() or 'no MongoDB part ran on loopback'}."
     link = result.parts[RTT_PART].extras.get("link", {})
     return (
-        f"The server behind a link set to the original's round trip of {link.get('rtt_set_ms')} ms (measured "
-        f"{link.get('rtt_measured_ms')} ms; the path alone {link.get('rtt_floor_ms')} ms). *Predicted* is this "
-        "machine's loopback median plus the round trips the protocols count times the measured round trip; "
-        "TLS 1.2 is predicted only (pymongo cannot choose the version)."
+        f"The servers behind a link set to the original's round trip of {link.get('rtt_set_ms')} ms (measured "
+        f"{link.get('rtt_measured_ms')} ms; the path alone {link.get('rtt_floor_ms')} ms). In the second table "
+        "*predicted* is this machine's loopback median (one mongod) plus the round trips the protocols count times "
+        "the measured round trip; TLS 1.2 is predicted only (pymongo cannot choose the version)."
     )
 
 
@@ -67,6 +76,57 @@ def round_trip_table(result: StudyResult) -> pd.DataFrame:
         row["round trips TLS 1.2"] = k12
         rows.append(row)
     return pd.DataFrame(rows).round(3)
+
+
+def prediction_table(result: StudyResult) -> pd.DataFrame:
+    """Seed 000's four published means and both ratios beside this machine's figure for each (the round-trip part:
+    the original's build and topology behind its round trip; the median over runs of each run's mean, as the
+    original published means), the residual, and why where it is over RESIDUAL_SHOWN."""
+    if RTT_PART not in result.parts:
+        return pd.DataFrame()
+    far = result.parts[RTT_PART]
+    pub = published(STUDY)
+    facts = _residual_facts(result)
+    rows, means = [], {}
+    for metric, label in MEASURES["MongoDB"].items():
+        here = _medians(far, metric.replace("_median", "_mean"))
+        for arm in (BASELINE, "TLS"):
+            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
+            means[(label, arm)] = (float(value.iloc[0]) if len(value) else float("nan"), here.get(arm, float("nan")))
+        rows.append(_residual_row(label, "ms", [means[(label, a)] for a in (BASELINE, "TLS")], facts))
+    for label, measure in (("build + first query", "build + first query"), ("reused", "query on a reused client")):
+        (p0, h0), (p1, h1) = means[(measure, BASELINE)], means[(measure, "TLS")]
+        rows.append(_residual_row(f"TLS / no TLS, {label}", "×", [(p1 / p0, h1 / h0)], facts))
+    return pd.DataFrame(rows)
+
+
+def _residual_row(label: str, unit: str, pairs: list[tuple[float, float]], facts: dict[str, str]) -> dict[str, Any]:
+    """One row: published and here per arm (one pair for a ratio), the residuals, and the reason when one is large."""
+    arms = (BASELINE, "TLS") if len(pairs) == 2 else ("",)
+    row: dict[str, Any] = {"measure": label, "unit": unit}
+    residuals = []
+    for arm, (pub, here) in zip(arms, pairs, strict=True):
+        name = f" {arm}" if arm else ""
+        residual = here / pub - 1 if pub and here == here else float("nan")
+        residuals.append(residual)
+        row |= {f"published{name}": round(pub, 4), f"here{name}": round(here, 4), f"residual{name}": f"{residual:+.0%}"}
+    large = any(abs(r) > RESIDUAL_SHOWN for r in residuals if r == r)
+    row["why, where over 25 %"] = RESIDUAL_WHY[label].format(**facts) if large else ""
+    return row
+
+
+def _residual_facts(result: StudyResult) -> dict[str, Any]:
+    """The run's figures a reason quotes: the link's round trip, this CPU's PBKDF2 time, the pool's set-up."""
+    far = result.parts[RTT_PART]
+    checkout = _medians(far, "checkout_ms_mean")
+    trips = ROUND_TRIPS["first_query_ms_median"]
+    return {
+        "rtt_ms": _link_rtt(result),
+        "pbkdf2_ms": float(far.extras.get("calibration", {}).get("pbkdf2_sha256_15000_ms", float("nan"))),
+        "checkout": " / ".join(f"{checkout.get(a, float('nan')):.1f}" for a in (BASELINE, "TLS"))
+        + " ms without / with TLS",
+        "trips": f"{trips[BASELINE]} / {trips['TLS 1.3']}",
+    }
 
 
 def comparisons(part: Part) -> dict:
