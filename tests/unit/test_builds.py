@@ -121,3 +121,27 @@ def test_a_stand_in_and_a_missing_original_are_said_in_the_verdicts_note():
     note = build_note({"build": "mongod 6.0", "stands_in_for": "mongod 4.2"})
     assert note.endswith("stands in for mongod 4.2, which cannot run here: not measured on the original's engine")
     assert build_note({"build": "a build of the user's"}) == ""
+
+
+def test_a_users_server_is_named_as_the_builds_here_are():
+    from secoverhead.servers.builds import BUILDS, identified
+
+    assert identified("MongoDB", "6.0.5") == "mongod 6.0" and identified("MongoDB", "4.2.6") == "mongod 4.2"
+    assert identified("MongoDB", "7.0.42", ferretdb=True) == "FerretDB"
+    assert (
+        identified("MySQL", "8.0.31") == "MySQL 8.0" and identified("MySQL", "8.0.36-0ubuntu0.22.04.1") == "MySQL 8.0"
+    )
+    assert identified("MySQL", "10.11.19-MariaDB-0+deb12u1") == "MariaDB"
+    assert {
+        identified("MongoDB", "4.2.6"),
+        identified("MySQL", "8.0.31"),
+        identified("MySQL", "10.11.6-MariaDB"),
+    } <= set(BUILDS)
+
+
+def test_a_users_server_of_another_version_is_described_by_what_it_reported():
+    from secoverhead.servers.builds import build_note
+
+    theirs = build_note({"build": "mongod 6.0", "version": "6.0.14", "tls_library": "OpenSSL 3.0.2"})
+    assert theirs == "mongod 6.0: version 6.0.14, OpenSSL 3.0.2"
+    assert "6.0.5" in build_note({"build": "mongod 6.0", "version": "6.0.5"})  # the fetched build: its own words

@@ -76,13 +76,27 @@ def described(server: Server, build: ServerBuild, wanted: ServerBuild) -> dict[s
     return server.describe() | {"build": build.label} | ({"stands_in_for": wanted.label} if build != wanted else {})
 
 
+def identified(engine: str, version: str, *, ferretdb: bool = False) -> str:
+    """A user's server named as the builds here are: "mongod 6.0", "FerretDB", "MySQL 8.0", "MariaDB" (from what it
+    reports of itself: its version, and FerretDB's own buildInfo field)."""
+    if engine == "MongoDB":
+        return "FerretDB" if ferretdb else f"mongod {'.'.join(version.split('.')[:2])}"
+    if "mariadb" in version.lower():
+        return "MariaDB"
+    return f"MySQL {'.'.join(version.split('-')[0].split('.')[:2])}"
+
+
 def build_note(server: dict[str, Any]) -> str:
-    """What a report says of the build a part ran on (Part.server), and what it stood in for ("" if unknown)."""
+    """What a report says of the build a part ran on (Part.server), and what it stood in for ("" if unknown). A
+    server of another version than the one fetched here (a user's) is described by what it reported itself."""
     build = BUILDS.get(str(server.get("build")))
     if build is None:
         return ""
+    version, tls = server.get("version"), server.get("tls_library")
+    ours = build.fetched is None or not version or build.fetched.server.endswith(str(version))
+    about = build.about if ours else f"{build.label}: version {version}" + (f", {tls}" if tls else "")
     stands_in = server.get("stands_in_for")
-    note = ("measured on a stand-in: " if build.stand_in else "") + build.about
+    note = ("measured on a stand-in: " if build.stand_in else "") + about
     return note + (
         f"; it stands in for {stands_in}, which cannot run here: not measured on the original's engine"
         if stands_in

@@ -18,6 +18,7 @@ from secoverhead.core.paths import file_problem
 from secoverhead.core.secrets import Secret, redact, secret_from
 from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
+from secoverhead.servers.builds import identified
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
 
@@ -190,9 +191,10 @@ class ExternalMySQL(Server):
         }
 
     def describe(self) -> dict[str, Any]:
-        engine = "MariaDB" if "mariadb" in str(self._facts.get("version", "")).lower() else "MySQL"
+        version = str(self._facts.get("version", ""))
         return {
-            "engine": engine,
+            "engine": "MariaDB" if "mariadb" in version.lower() else "MySQL",
+            "build": identified("MySQL", version),
             "embedded": False,
             "kind": self.kind,
             "instance_class": self.instance_class,
@@ -302,6 +304,9 @@ class ExternalMongo(Server):
     def describe(self) -> dict[str, Any]:
         return {
             "engine": "MongoDB",
+            "build": identified(
+                "MongoDB", str(self._build_info.get("version", "")), ferretdb="ferretdbVersion" in self._build_info
+            ),
             "embedded": False,
             "kind": self.kind,
             "instance_class": self.instance_class,
