@@ -102,7 +102,7 @@ class MongodReplicaSet(MongodServer):
 
     def _restart_with_key_file(self, argvs: list[list[str]]) -> None:
         key = self.run_dir / "keyfile"
-        key.write_text(secrets.token_urlsafe(48))
+        key.write_text(secrets.token_hex(48))  # base64 characters only, as mongod wants
         key.chmod(0o400)
         while self.processes:
             self.processes.pop().stop()
