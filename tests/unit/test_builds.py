@@ -73,6 +73,17 @@ def test_a_part_names_its_build_version_and_tls_library():
     assert beside.label == "MongoDB on FerretDB" and beside.server["tls_library"] == "Go"
 
 
+def test_a_part_whose_first_fact_is_not_a_server_names_the_server_after_it():
+    """TDE's parts record their data disk first: the part's server is the first fact that describes a server."""
+    part = Part(
+        name="4c16g",
+        store=None,
+        arms=["encryption off", "encryption on"],
+        servers={"data disk": {"data_disk": "ramdisk"}, "mysql off": {"build": "MariaDB", "version": "10.11.19"}},
+    )
+    assert part.server == {"build": "MariaDB", "version": "10.11.19"}
+
+
 def test_a_user_mongod_reports_its_running_openssl_and_a_report_before_builds_its_engine():
     user = _part("MongoDB", {"engine": "MongoDB", "version": "6.0.5", "openssl": {"running": "OpenSSL 3.0.2"}})
     assert user.server == {"build": "MongoDB 6.0.5", "version": "6.0.5", "tls_library": "OpenSSL 3.0.2"}

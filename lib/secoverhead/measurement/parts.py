@@ -59,8 +59,10 @@ class Part:
 
     @property
     def server(self) -> dict[str, Any]:
-        """The server build the part ran on, as its first server described itself (server_of)."""
-        return server_of(next((f for f in self.servers.values() if isinstance(f, dict)), {}))
+        """The server build the part ran on, as its first server described itself (server_of); facts that are not
+        a server's (a data disk's) are passed over."""
+        servers = (f for f in self.servers.values() if isinstance(f, dict) and ("engine" in f or "build" in f))
+        return server_of(next(servers, {}))
 
     def runs(self, include_profiling: bool = False) -> pd.DataFrame:
         return self.store.runs(include_profiling=include_profiling)

@@ -7,7 +7,7 @@ from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
-from secoverhead.servers.builds import described, nearest, stand_in_note
+from secoverhead.servers.builds import MARIADB, described, nearest, stand_in_note
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import (
     DUET_COUNT_FACTOR,
@@ -76,7 +76,10 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
         )
     return (
         dbs,
-        {f"mysql (MariaDB{', a second' if k.endswith('2') else ''})": d.describe() for k, d in dbs.items()},
+        {
+            f"mysql (MariaDB{', a second' if k.endswith('2') else ''})": described(d, MARIADB, MARIADB)
+            for k, d in dbs.items()
+        },
         notes,
     )
 

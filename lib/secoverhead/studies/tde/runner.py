@@ -14,6 +14,7 @@ from secoverhead.host.metrics import CpuMeter
 from secoverhead.host.ramdisk import RamDisk
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
+from secoverhead.servers.builds import MARIADB, described
 from secoverhead.servers.mariadb import BENCH_DATABASE
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
@@ -120,7 +121,7 @@ def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) 
     pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, instance)
     for arm, t in targets.items():
         sizing = pools[arm]
-        facts[f"mysql {arm} (MariaDB, {name})"] = t.db.describe() | {"buffer_pool_sizing": sizing}
+        facts[f"mysql {arm} (MariaDB, {name})"] = described(t.db, MARIADB, MARIADB) | {"buffer_pool_sizing": sizing}
         notes.append(
             f"{arm}: {sizing['data_bytes'] / 2**20:.1f} MiB of data, buffer pool "
             f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']}; free-page "
