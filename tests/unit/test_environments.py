@@ -4,6 +4,7 @@ data/claims/CHANGES.md naming its fingerprint."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -12,8 +13,10 @@ import yaml
 
 from secoverhead.app.pipeline import prepare
 from secoverhead.core import paths
+from secoverhead.servers.replica_set import READ_PREFERENCE, MongodReplicaSet
 from secoverhead.studies import STUDIES
 from secoverhead.studies.audit.declarations import PART_BUILDS as AUDIT_BUILDS
+from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
 from secoverhead.studies.tde.declarations import PURGE_THREADS
 from secoverhead.studies.tde.instances import EMULATED
 from secoverhead.studies.tls.declarations import PART_BUILDS
@@ -61,6 +64,11 @@ def test_the_code_keeps_the_declared_constants():
     tls = declared()["constants"]["tls"]
     assert {part: PART_BUILDS[part].label for part in tls["servers"]} == tls["servers"]
     assert f'"{tls["driver"]}"' in (paths.ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    rs = {f.name: f.default for f in dataclasses.fields(MongodReplicaSet)}
+    topology = {"members": rs["voting"], "read_only_members": rs["read_only"], "read_preference": READ_PREFERENCE}
+    assert topology == tls["rtt_topology"]
+    auth = declared()["constants"]["auth"]
+    assert {part: AUTH_BUILDS[part].label for part in auth["servers"]} == auth["servers"]
     audit = declared()["constants"]["audit"]
     assert {part: AUDIT_BUILDS[part].label for part in audit["servers"]} == audit["servers"] and set(
         AUDIT_BUILDS
