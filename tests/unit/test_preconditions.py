@@ -288,3 +288,25 @@ def test_the_audit_note_concludes_cpu_only_when_threads_blocked_no_more(blocked,
         for arm, t, b in (("A: no audit", 1000.0, 1.0), ("general_log", 900.0, blocked))
     ]
     assert expected in audit_claims.contention_note(pd.DataFrame(rows), room=2.0)
+
+
+def test_tde_reads_the_iops_cap_at_both_ends_each_at_its_strictest_workload():
+    """At the fewest threads every workload must wait on its reads (the highest workload's share is read), at the
+    most every workload must sit at the cap (the lowest's): a workload at the cap with one thread makes the
+    latency-bound condition fail, one below the cap at sixteen the cap-bound one."""
+    cap = 1050.0
+    shares = {("oltp_read_only", 1): 0.5, ("oltp_write_only", 1): 0.95, ("oltp_read_only", 16): 0.99,
+              ("oltp_write_only", 16): 0.7}  # fmt: skip
+    rows = [
+        {"arm": "encryption off", "round": r, "workload": w, "threads": t, "iops_read": s * cap}
+        for r in range(3)
+        for (w, t), s in shares.items()
+    ]
+    got = tde_claims.baseline_conditions(SimpleNamespace(emulate_iops="reads"), "4c16g", pd.DataFrame(rows))
+    assert got["baseline_read_iops_share_fewest"] == pytest.approx(0.95)
+    assert got["baseline_read_iops_share_most"] == pytest.approx(0.7)
+    claim = registry.get("tde", "low-concurrency-loss")
+    v = screen([_verdict(claim)], _all_passing(claim) | got)[0]
+    assert v.verdict == Verdict.NOT_TESTABLE
+    failed = {c["condition"] for c in v.preconditions if c["holds"] is False}
+    assert failed == {"baseline_read_iops_share_fewest", "baseline_read_iops_share_most"}

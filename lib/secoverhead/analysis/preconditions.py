@@ -56,8 +56,13 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
         "share",
         BASELINE,
     ),
-    "baseline_read_iops_share": (
-        "the baseline server's read IOPS as a share of its limit at the most threads, median, the highest workload",
+    "baseline_read_iops_share_fewest": (
+        "the baseline server's read IOPS as a share of its limit at the fewest threads, median, the highest workload",
+        "share",
+        BASELINE,
+    ),
+    "baseline_read_iops_share_most": (
+        "the baseline server's read IOPS as a share of its limit at the most threads, median, the lowest workload",
         "share",
         BASELINE,
     ),

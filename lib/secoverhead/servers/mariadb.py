@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import Secret, generate_password
+from secoverhead.host import iodelay
+from secoverhead.host.iodelay import ReadLatency
 from secoverhead.host.process import ServerProcess, pick_port, run_command
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
@@ -64,6 +66,7 @@ class MariaDBServer(Server):
     audit: none | general_log | server_audit | init_connect_binlog; binlog: binary log on its own
     buffer_pool: innodb_buffer_pool_size, e.g. "64M"; cpu_limit: cores (cgroup v1 quota, else affinity)
     iops: (read, write) IOPS limit on the data disk (cgroup v1 blkio), e.g. (7000, 7000); None: unlimited
+    read_latency_us: every read of a data file takes at least this long (host/iodelay.py); None: the disk's own
     extra_options: more my.cnf options for [mariadbd] (value None = bare flag)
     """
 
@@ -80,6 +83,7 @@ class MariaDBServer(Server):
     cpu_limit: float | None = None
     cpu_limit_method: str = "auto"
     iops: tuple[int | None, int | None] | None = None
+    read_latency_us: float | None = None
     max_connections: int = 600
     extra_options: dict[str, Any] | None = None
     port: int | None = None  # the port asked for (None: a free one)
@@ -94,6 +98,7 @@ class MariaDBServer(Server):
         self.iops = tuple(int(x) if x else None for x in self.iops) if self.iops else None
         self.limiter = None
         self.io_limiter = None
+        self.read_latency: ReadLatency | None = None
         self.endpoint: MySQLEndpoint | None = None
         self.audit_logs: list[Path] = []
         self.socket_path: Path | None = None
@@ -118,6 +123,8 @@ class MariaDBServer(Server):
             certificates.check()
         if iops is not None and (len(iops) != 2 or any(x is not None and x < 1 for x in iops) or not any(iops)):
             raise ConfigError(f"iops={iops!r} must be (read, write), each >= 1 or None (unlimited), not both None")
+        if self.read_latency_us is not None and not 0 <= float(self.read_latency_us) <= 100_000:
+            raise ConfigError(f"read_latency_us={self.read_latency_us!r} is outside 0..100000")
 
     # -- configuration ---------------------------------------------------------------------------
     def _options(self, port: int) -> dict[str, Any]:
@@ -261,6 +268,7 @@ class MariaDBServer(Server):
             [_binary("mariadbd"), f"--defaults-file={cnf}"],
             log_path=d / "stdout.log",
             cwd=d,
+            env=self.read_latency.env() if self.read_latency is not None else None,
             groups=self.groups(
                 self.limiter.group if self.limiter else None, self.io_limiter.group if self.io_limiter else None
             ),
@@ -275,7 +283,7 @@ class MariaDBServer(Server):
 
     def limits_lifted(self, *, cpu: bool = True, io: bool = True):
         """The server without its CPU quota and IOPS limit for a while (mysql_family.limits_lifted)."""
-        return limits_lifted(self.limiter, self.io_limiter, cpu=cpu, io=io)
+        return limits_lifted(self.limiter, self.io_limiter, cpu=cpu, io=io, latency=self.read_latency)
 
     def _limit(self, d: Path) -> None:
         """The CPU limit and the data disk's IOPS limit, removed when the server stops."""
@@ -286,6 +294,8 @@ class MariaDBServer(Server):
             self.io_limiter = iops_limit(*self.iops, d / "data", label=self.kind)
             if self.io_limiter is not None:
                 self._cleanups.append(self.io_limiter.remove)
+        if self.read_latency_us is not None and iodelay.missing() is None:
+            self.read_latency = ReadLatency.create(d / "data", d, self.read_latency_us)
 
     def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
         return bench_endpoint(port, password, self.socket_path, self.certificates, tls=self.tls != "off",
@@ -425,6 +435,12 @@ class MariaDBServer(Server):
         if self.iops:
             facts.update(
                 self.io_limiter.describe() if self.io_limiter else {"iops_limit_method": "unavailable (no blkio)"}
+            )
+        if self.read_latency_us is not None:
+            facts.update(
+                self.read_latency.describe()
+                if self.read_latency
+                else {"read_latency_method": f"unavailable ({iodelay.missing()})"}
             )
         facts["cpu_accounting"] = self.cpu_method
         if self.tls != "off" and self.endpoint is not None:  # what a client actually negotiates

@@ -49,9 +49,11 @@ def audit_files(audit: str, run_dir: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def limits_lifted(limiter: Any, io_limiter: Any = None, *, cpu: bool = True, io: bool = True) -> Iterator[None]:
-    """A server without its CPU quota (the host's cores) and IOPS limit for a while, restored after: the limits
-    emulate the original's server while it is measured, not while it is loaded or written back."""
+def limits_lifted(
+    limiter: Any, io_limiter: Any = None, *, cpu: bool = True, io: bool = True, latency: Any = None
+) -> Iterator[None]:
+    """A server without its CPU quota (the host's cores), IOPS limit and read latency for a while, restored after:
+    the limits emulate the original's server while it is measured, not while it is loaded or written back."""
     quota = limiter.cores if cpu and limiter is not None and limiter.group is not None else None
     iops = (
         (io_limiter.read_iops, io_limiter.write_iops)
@@ -63,7 +65,8 @@ def limits_lifted(limiter: Any, io_limiter: Any = None, *, cpu: bool = True, io:
     if iops is not None:
         io_limiter.set(None, None)
     try:
-        yield
+        with latency.lifted() if io and latency is not None else contextlib.nullcontext():
+            yield
     finally:
         if quota is not None:
             limiter.set(quota)

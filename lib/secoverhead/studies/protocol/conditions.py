@@ -31,11 +31,21 @@ def median(runs: pd.DataFrame, metric: str) -> float | None:
 
 def highest_cell(runs: pd.DataFrame, metric: str, by: list[str]) -> float | None:
     """The highest of the metric's medians per cell of `by` (None when no run has it)."""
+    cells = _cell_medians(runs, metric, by)
+    return float(cells.max()) if cells is not None and len(cells) else None
+
+
+def lowest_cell(runs: pd.DataFrame, metric: str, by: list[str]) -> float | None:
+    """The lowest of the metric's medians per cell of `by` (None when no run has it)."""
+    cells = _cell_medians(runs, metric, by)
+    return float(cells.min()) if cells is not None and len(cells) else None
+
+
+def _cell_medians(runs: pd.DataFrame, metric: str, by: list[str]) -> pd.Series | None:
     if not len(runs) or metric not in runs or any(b not in runs for b in by):
         return None
     x = pd.to_numeric(runs[metric], errors="coerce")
-    cells = x.groupby([runs[b] for b in by]).median().dropna()
-    return float(cells.max()) if len(cells) else None
+    return x.groupby([runs[b] for b in by]).median().dropna()
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

@@ -10,7 +10,7 @@ from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.reads import Contrast, Pooled, Ratio, cell_name
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.studies.protocol.conditions import highest_cell, host
+from secoverhead.studies.protocol.conditions import highest_cell, host, lowest_cell
 from secoverhead.studies.protocol.judging import study_verdicts
 from secoverhead.studies.tde.declarations import OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
 from secoverhead.studies.tde.instances import EMULATED, iops_limits
@@ -194,16 +194,26 @@ def environment_conditions(p: Any, instance: str) -> dict[str, Any]:
 
 def baseline_conditions(p: Any, instance: str, runs: pd.DataFrame) -> dict[str, Any]:
     """The plain server's regime: its CPU against its quota (the highest cell), and its read IOPS against the
-    limit at the most threads (the highest workload): whether it is bound by the disk where the original's
-    many-thread mechanism acts."""
+    limit at both ends: at the fewest threads the highest workload's (every workload waits on its reads, below the
+    cap, where the original's one thread paid each read's decryption in full), at the most the lowest workload's
+    (every workload at the cap, where the original's I/O merging acts)."""
     reads = iops_limits(p.emulate_iops, EMULATED.get(instance))[0]
     share = highest_cell(runs, "server_cpu_pct_of_limit", ["workload", "threads"])
-    most = runs[runs["threads"] == runs["threads"].max()] if len(runs) and "threads" in runs else runs
-    iops = highest_cell(most, "iops_read", ["workload"])
+    at = {end: _at_threads(runs, end) for end in ("min", "max")}
+    fewest, most = highest_cell(at["min"], "iops_read", ["workload"]), lowest_cell(at["max"], "iops_read", ["workload"])
     return {
         "baseline_cpu_share_of_quota": share / 100 if share is not None else None,
-        "baseline_read_iops_share": iops / reads if iops is not None and reads else None,
+        "baseline_read_iops_share_fewest": fewest / reads if fewest is not None and reads else None,
+        "baseline_read_iops_share_most": most / reads if most is not None and reads else None,
     }
+
+
+def _at_threads(runs: pd.DataFrame, end: str) -> pd.DataFrame:
+    """The runs at the fewest ('min') or most ('max') threads."""
+    if not len(runs) or "threads" not in runs:
+        return runs
+    level = runs["threads"].min() if end == "min" else runs["threads"].max()
+    return runs[runs["threads"] == level]
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:

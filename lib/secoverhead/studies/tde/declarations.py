@@ -109,6 +109,11 @@ class Params(StudyParams, ExternalMySQLParams):
         "throttled writes stall the filesystem journal here), or off",
         choices=("reads", "both", "off"),
     )
+    emulate_latency: bool = param(
+        True,
+        "make each read of the servers' data files on the RAM-backed disk take the instance's device latency (a "
+        "local SSD's 150 us, dilated like the instance's cores and IOPS; host/iodelay.py)",
+    )
     write_back: bool = param(
         True,
         "after each run, write back the table pages it dirtied (IOPS limit lifted meanwhile) and charge that CPU "

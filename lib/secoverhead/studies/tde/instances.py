@@ -11,6 +11,13 @@ DATA_GB = 41.0
 SCALE = 0.15  # this machine's share of an original instance: cores and IOPS alike
 
 
+# A read from the original's local SSD (RDS local-SSD instances: 100-200 us; the middle taken), declared before any
+# data. An emulated instance runs at SCALE of the original's cores and IOPS, so its reads are dilated by 1/SCALE as
+# well: each cell's balance of CPU, waiting for reads and the IOPS cap is then the original's (one thread waits on
+# each read in turn, well below the cap; sixteen reach the cap), not the RAM disk's microseconds.
+SSD_READ_LATENCY_US = 150.0
+
+
 class Rig(NamedTuple):
     """One arm's load and server: sysbench, the server (None when external), how to read its counters."""
 
@@ -46,12 +53,20 @@ class Emulated:
     data_to_buffer_pool: float | None  # None: the data fits in the buffer pool (in-memory)
     iops: int | None  # emulated: read and write IOPS limit each (None: the disk's own)
     original: str
+    read_latency_us: float | None = None  # emulated: each data-file read takes at least this long (None: the disk's)
 
 
 def emulated(name: str, inst: Instance) -> Emulated:
-    """The original's instance on this machine: its cores and IOPS scaled by SCALE, its data-to-buffer-pool
-    ratio kept."""
-    return Emulated(name, inst.cores * SCALE, DATA_GB / inst.buffer_pool_gb, round(inst.iops * SCALE), inst.describe())
+    """The original's instance on this machine: its cores and IOPS scaled by SCALE, its reads' latency dilated by
+    1/SCALE, its data-to-buffer-pool ratio kept."""
+    return Emulated(
+        name,
+        inst.cores * SCALE,
+        DATA_GB / inst.buffer_pool_gb,
+        round(inst.iops * SCALE),
+        inst.describe(),
+        round(SSD_READ_LATENCY_US / SCALE, 1),
+    )
 
 
 EMULATED = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {

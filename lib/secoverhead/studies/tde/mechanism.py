@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -63,6 +65,59 @@ def ceilings(result: StudyResult) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+# A cell is bound by a limit it uses this much of (the preconditions' cap-bound line, the utilisation law's
+# queue); below the latency-bound line (0.8) a read waits on the device, not on the cap.
+BOUND_SHARE = 0.9
+
+
+def regime_table(result: StudyResult) -> pd.DataFrame:
+    """What bounds each cell, before any verdict is read: for the baseline arm (encryption off), per workload and
+    thread count, where a transaction's time goes (server CPU, the wait for its reads at the device's latency, the
+    rest: queueing for the CPU quota, the IOPS cap, locks and the client) and how much of the IOPS cap and the CPU
+    quota it uses. Medians over the arm's runs."""
+    rows = []
+    for part in result:
+        facts = next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+        runs = part.runs()
+        if part.name == "external" or not len(runs) or "threads" not in runs:
+            continue
+        base = runs[runs["arm"] == OFF].groupby(["workload", "threads"]).median(numeric_only=True)
+        for (workload, threads), c in base.iterrows():
+            rows.append(_regime_row(part.name, workload, int(threads), c, facts))
+    return pd.DataFrame(rows)
+
+
+def _regime_row(instance: str, workload: str, threads: int, c: pd.Series, facts: dict[str, Any]) -> dict[str, Any]:
+    """One cell's regime: a transaction's time split, the shares of the cap and the quota, and what bounds it."""
+    cap, latency_ms = facts.get("iops_limit_read"), (facts.get("read_latency_us") or 0) / 1000
+    per_txn_ms = threads / c["tps"] * 1000 if c.get("tps") else float("nan")
+    cpu_ms = c.get("server_cpu_us_per_op", float("nan")) / 1000
+    wait_ms = c.get("data_reads_per_txn", float("nan")) * latency_ms
+    iops_share = c.get("iops_read", float("nan")) / cap if cap else float("nan")
+    cpu_share = c.get("server_cpu_pct_of_limit", float("nan")) / 100
+    bound = (
+        "the IOPS cap"
+        if iops_share >= BOUND_SHARE
+        else "the CPU quota"
+        if cpu_share >= BOUND_SHARE
+        else "its reads' latency"
+        if wait_ms >= cpu_ms
+        else "CPU"
+    )
+    return {
+        "instance": instance,
+        "workload": workload,
+        "threads": threads,
+        "ms per transaction (a thread's)": per_txn_ms,
+        "server CPU, ms": cpu_ms,
+        "waiting for reads, ms": wait_ms,
+        "the rest, ms": per_txn_ms - cpu_ms - wait_ms,
+        "share of IOPS cap": iops_share,
+        "share of CPU quota": cpu_share,
+        "bound by": bound,
+    }
 
 
 def mechanism_table(part: Part) -> pd.DataFrame:

@@ -19,7 +19,14 @@ from secoverhead.servers.mariadb import BENCH_DATABASE
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
 from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
-from secoverhead.studies.tde.instances import EMULATED, Emulated, Rig, _size_buffer_pools, iops_limits
+from secoverhead.studies.tde.instances import (
+    EMULATED,
+    SSD_READ_LATENCY_US,
+    Emulated,
+    Rig,
+    _size_buffer_pools,
+    iops_limits,
+)
 from secoverhead.workloads import server_status
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -75,6 +82,7 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig]
 
     first = EMULATED[p.instances[0]]
     iops = iops_limits(p.emulate_iops, next((EMULATED[n] for n in p.instances if EMULATED[n].iops), first))
+    latency = p.emulate_latency and p.data_disk == "ram" and any(EMULATED[n].read_latency_us for n in p.instances)
     targets, disk = {}, {}
     for arm in p.arm_names():
         base, disk = _disk(p, stack)
@@ -84,6 +92,7 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig]
                 encryption=arm == ON,
                 cpu_limit=first.cores,
                 iops=iops if any(iops) else None,
+                read_latency_us=0.0 if latency else None,  # each instance sets its own (_apply)
                 buffer_pool="64M",
                 max_connections=max(600, 2 * max(p.threads) + 50),
                 extra_options={
@@ -118,6 +127,8 @@ def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) 
             db.limiter.set(instance.cores)
         if db.io_limiter is not None:
             db.io_limiter.set(*iops_limits(p.emulate_iops, instance))
+        if db.read_latency is not None:
+            db.read_latency.set(instance.read_latency_us or 0.0)
     pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, instance)
     for arm, t in targets.items():
         sizing = pools[arm]
@@ -141,7 +152,21 @@ def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) 
         )
         + " and the buffer pool above"
     )
+    notes.append(_latency_note(p, limit, instance))
     return facts, notes, instance
+
+
+def _latency_note(p: Params, limit: dict[str, Any], instance: Emulated) -> str:
+    """What the data files' reads waited: the instance's device latency, or why they did not."""
+    if limit.get("read_latency_us"):
+        return (
+            f"each read of a data file took at least {limit['read_latency_us']:g} us: a local SSD's "
+            f"{SSD_READ_LATENCY_US:g} us dilated like the instance ({limit['read_latency_method']})"
+        )
+    why = limit.get("read_latency_method") or (
+        "emulate_latency is off" if not p.emulate_latency else "the data is not on the RAM-backed disk"
+    )
+    return f"no device latency under the data files' reads ({why}): a read costs the RAM disk's microseconds"
 
 
 PURGE_DONE = 50  # undo records left: below this the purge backlog is noise

@@ -22,6 +22,7 @@ from secoverhead.studies.tde.mechanism import concurrency_table as concurrency_t
 from secoverhead.studies.tde.mechanism import explained as explained
 from secoverhead.studies.tde.mechanism import mechanism_table as mechanism_table
 from secoverhead.studies.tde.mechanism import predict as predict
+from secoverhead.studies.tde.mechanism import regime_table as regime_table
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:

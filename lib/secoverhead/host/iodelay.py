@@ -1,0 +1,98 @@
+"""A storage device's read latency under a server's data files (tools/iodelay, preloaded into the server).
+
+Why: a RAM-backed disk answers a read in microseconds, so an emulated instance's few-thread cells were bound by
+nothing but the IOPS cap, never by the wait for each read that the original's local SSD imposed. The library
+makes every pread of a file on the data device return no sooner than the latency after it was issued, in the
+calling thread, so reads in different threads wait at once and the IOPS cap still bounds how many complete. The
+latency lives in a control file the library maps, so it can be lifted while data is loaded and set per instance
+while the server runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from secoverhead.core.paths import ROOT, cache_dir
+
+SOURCE = ROOT / "tools" / "iodelay" / "iodelay.c"
+HOW = (
+    "iodelay (preloaded into the server): each pread of a data file returns no sooner than the latency after it "
+    "was issued, reads in different threads waiting at once"
+)
+
+
+def library() -> Path:
+    """The library `make setup` builds, named by its source's hash (a changed source is another library)."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12] if SOURCE.is_file() else "missing"
+    return cache_dir() / f"iodelay-{digest}" / "libiodelay.so"
+
+
+def missing() -> str | None:
+    """Why no latency can be added here, or None when it can."""
+    return None if library().is_file() else "iodelay is not built (make setup; it needs a C compiler)"
+
+
+@dataclass
+class ReadLatency:
+    """The latency of reads from the device a data directory lives on, for one server's processes."""
+
+    device: str  # "major:minor"
+    control: Path
+    log: Path
+    latency_us: float = 0.0
+
+    @classmethod
+    def create(cls, data_dir: Path, run_dir: Path, latency_us: float) -> ReadLatency:
+        st = os.stat(data_dir)
+        found = cls(f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", run_dir / "iodelay.ctl", run_dir / "iodelay.log")
+        found.set(latency_us)
+        return found
+
+    def env(self) -> dict[str, str]:
+        """What the server's processes need in their environment (nothing secret)."""
+        return {
+            "LD_PRELOAD": str(library()),
+            "IODELAY_DEV": self.device,
+            "IODELAY_CTL": str(self.control),
+            "IODELAY_LOG": str(self.log),
+        }
+
+    def set(self, latency_us: float) -> None:
+        """The latency from the next read on (written in place: the library maps the file)."""
+        self.latency_us = float(latency_us)
+        data = struct.pack("<q", round(self.latency_us * 1000))
+        if self.control.is_file():
+            with self.control.open("r+b") as f:
+                f.write(data)
+        else:
+            self.control.write_bytes(data)
+
+    @contextlib.contextmanager
+    def lifted(self) -> Iterator[None]:
+        """No latency for a while (a data load, a write-back), then the one set before."""
+        kept = self.latency_us
+        self.set(0)
+        try:
+            yield
+        finally:
+            self.set(kept)
+
+    def totals(self) -> dict[str, float]:
+        """Reads delayed and their mean time from issue to return (ms), as the processes wrote them at exit."""
+        reads = waited = 0
+        with contextlib.suppress(OSError):
+            for line in self.log.read_text().splitlines():
+                parts = line.split()
+                if len(parts) == 4 and parts[0] == "reads":
+                    reads, waited = reads + int(parts[1]), waited + int(parts[3])
+        return {"reads": reads, "mean_ms": waited / reads / 1e6 if reads else float("nan")}
+
+    def describe(self) -> dict[str, Any]:
+        return {"read_latency_us": self.latency_us, "read_latency_method": HOW}
