@@ -170,13 +170,28 @@ def test_versions_compare_element_by_element_and_kinds_never_mix():
 )
 def test_audit_needs_more_than_one_core_of_room(monkeypatch, limit, design, host, expected):
     monkeypatch.setattr(audit_claims, "host", lambda: {"host_cores": host, "kernel_version": [6, 1]})
-    p = SimpleNamespace(mysql_host="", server_cpu_limit=limit, part_design=lambda part: design)
+    p = SimpleNamespace(mysql_host="", server_cpu_limit=limit, part_design=lambda part: design, threads=200)
     cond = audit_claims.environment_conditions(p)
     claim = registry.get("audit", "general_log-loss")
     v = screen([_verdict(claim)], cond)[0]
     assert (v.verdict != Verdict.NOT_TESTABLE) == expected, cond
-    own = SimpleNamespace(mysql_host="db.example", server_cpu_limit=0, part_design=lambda part: "interleaved")
+    own = SimpleNamespace(
+        mysql_host="db.example", server_cpu_limit=0, part_design=lambda part: "interleaved", threads=8
+    )
     assert audit_claims.environment_conditions(own)["server_cpu_room_cores"] is None  # a user's server: unknown
+
+
+@pytest.mark.parametrize("threads, testable", [(16, False), (99, False), (100, True), (200, True)])
+def test_general_logs_claims_need_a_load_where_the_logs_lock_can_convoy(threads, testable):
+    """At the original's 200 threads (a hundred at least) general_log's loss by waiting can show; at 16 the
+    claim is not testable here, whatever the server's CPU room."""
+    p = SimpleNamespace(mysql_host="", server_cpu_limit=0.0, part_design=lambda part: "interleaved", threads=threads)
+    cond = audit_claims.environment_conditions(p) | {"server_cpu_room_cores": 2.0}
+    for claim_id in ("general_log-loss", "general_log-worst"):
+        v = screen([_verdict(registry.get("audit", claim_id))], cond)[0]
+        assert (v.verdict != Verdict.NOT_TESTABLE) == testable, (claim_id, threads)
+    small = screen([_verdict(registry.get("audit", "server_audit-small"))], cond)[0]
+    assert small.verdict != Verdict.NOT_TESTABLE  # the small-cost claims do not ask it
 
 
 def test_the_audit_note_does_not_conclude_cpu_under_a_quota_of_one_core():

@@ -36,6 +36,7 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
         ENVIRONMENT,
     ),
     "kernel_version": ("the kernel's version (major, minor)", "", ENVIRONMENT),
+    "load_threads": ("the load's concurrent client threads (sysbench --threads)", "threads", ENVIRONMENT),
     "writes_throttled": ("the data disk limits write IOPS as well as reads", "", ENVIRONMENT),
     "round_trip_ms": ("the round trip between client and server, median of TCP connects", "ms", ENVIRONMENT),
     "server_random_calls_per_login": (

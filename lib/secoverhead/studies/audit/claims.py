@@ -69,7 +69,7 @@ def environment_conditions(p: Any) -> dict[str, Any]:
         room = float(p.server_cpu_limit)
     else:
         room = host()["host_cores"] / (2 if p.part_design(STUDY) == "duet" else 1)
-    return {"server_cpu_room_cores": room}
+    return {"server_cpu_room_cores": room, "load_threads": int(p.threads)}
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
