@@ -142,7 +142,7 @@ RESIDUAL_WHY = {
     "build connection": (
         "pymongo's constructor does no I/O: it parses the URI, starts a monitor thread per seed and, with TLS, "
         "builds an SSL context and loads the CA file. It is the client's CPU alone: the original's client VM, its "
-        "pymongo version (not stated) and its CA chain (several certificates; one here) against this machine's"
+        "pymongo version (not stated) and its CA chain (several certificates; one here) against this machine's client."
     ),
     "first query after building": (
         "the set's discovery (a monitor connection per seed, each with its own handshake, at once), then the pool's "
