@@ -42,3 +42,13 @@ def no_servers_left_behind():
 @pytest.fixture
 def run_base() -> Path:
     return BASE
+
+
+@pytest.fixture
+def builds_gone(monkeypatch):
+    """Every server build present, except those whose labels the test adds to the returned set."""
+    from secoverhead.servers.builds import ServerBuild
+
+    gone: set[str] = set()
+    monkeypatch.setattr(ServerBuild, "missing", lambda self: "gone" if self.label in gone else None)
+    return gone

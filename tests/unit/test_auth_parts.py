@@ -6,26 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from secoverhead.app.pipeline import prepare
-from secoverhead.servers.builds import ServerBuild
 from secoverhead.studies.auth.claims import part_claims
 from secoverhead.studies.auth.declarations import BESIDE, PART_BUILDS, engine_of
-
-
-@pytest.fixture
-def here(monkeypatch):
-    gone: set[str] = set()
-    monkeypatch.setattr(ServerBuild, "missing", lambda self: "gone" if self.label in gone else None)
-    return gone
 
 
 def _params(*overrides: tuple[str, str]):
     return prepare("auth", overrides=list(overrides), check_servers=False).params
 
 
-def test_mongod_6_0_runs_beside_mongod_4_2(here):
+def test_mongod_6_0_runs_beside_mongod_4_2(builds_gone):
     p = _params()
     assert p.parts() == ["MongoDB", BESIDE, "MySQL", "nonce"]
     assert [PART_BUILDS[x].label for x in ("MongoDB", BESIDE)] == ["mongod 4.2", "mongod 6.0"]
@@ -33,19 +24,19 @@ def test_mongod_6_0_runs_beside_mongod_4_2(here):
     assert p.planned_runs() > _params(("beside_builds", "false")).planned_runs()
 
 
-def test_the_build_beside_runs_the_arms_its_claims_read(here):
+def test_the_build_beside_runs_the_arms_its_claims_read(builds_gone):
     p = _params()
     assert [a.name for a in p.arms(BESIDE)] == ["auth off", "SCRAM-SHA-256", "pooled SCRAM-SHA-256"]
     assert p.part_design(BESIDE) == p.design
     assert set(p.server_keys(BESIDE).values()) == {"off", "on"}
 
 
-def test_nothing_beside_when_missing_asked_not_to_a_users_server_or_a_a(here):
+def test_nothing_beside_when_missing_asked_not_to_a_users_server_or_a_a(builds_gone):
     assert _params(("beside_builds", "false")).parts() == ["MongoDB", "MySQL", "nonce"]
     assert _params(("aa", "true")).parts() == ["MongoDB", "MySQL", "nonce"]
     assert BESIDE not in _params(("mongo_uri", "mongodb://db.example:27017/")).parts()
     assert BESIDE not in _params(("mongo_enabled", "false")).parts()
-    here.add("mongod 6.0")
+    builds_gone.add("mongod 6.0")
     assert _params().parts() == ["MongoDB", "MySQL", "nonce"]
 
 

@@ -6,6 +6,7 @@ quietly."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,13 @@ class ServerBuild:
         if self.kind == "ferretdb":
             return FerretDBServer(tls=tls, **settings)
         return MariaDBServer(tls="on" if tls else "off", **settings)
+
+
+def engine_of(part: str, part_builds: Mapping[str, ServerBuild]) -> str:
+    """The protocol family a part measures: its build's engine ("MongoDB on mongod 6.0" measures MongoDB), or the
+    part's own name where a study gives it no build ("nonce")."""
+    build = part_builds.get(part)
+    return build.engine if build is not None else part
 
 
 def stand_in_note(wanted: ServerBuild, build: ServerBuild, why: str) -> list[str]:

@@ -11,6 +11,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.core.paths import SCHEDULER_ENV
 from secoverhead.host.calibration import CryptoBound, full_handshake
+from secoverhead.servers import builds
 from secoverhead.servers.builds import MONGOD_42, MONGOD_60, ServerBuild
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
@@ -76,8 +77,7 @@ MONGO_BUILD = PART_BUILDS["MongoDB"]
 
 def engine_of(part: str) -> str:
     """The protocol family a part measures ("MongoDB on mongod 6.0" measures MongoDB)."""
-    build = PART_BUILDS.get(part)
-    return build.engine if build is not None else part
+    return builds.engine_of(part, PART_BUILDS)
 
 
 @dataclass(frozen=True)

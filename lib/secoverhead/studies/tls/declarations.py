@@ -9,7 +9,7 @@ from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.params import param
 from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.network import available
-from secoverhead.servers.builds import FERRETDB, MARIADB, MONGOD_42, MONGOD_60, MYSQL_80, ServerBuild
+from secoverhead.servers.builds import FERRETDB, MARIADB, MONGOD_42, MONGOD_60, MYSQL_80, ServerBuild, engine_of
 from secoverhead.studies.protocol.external import BothEngines
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -294,5 +294,4 @@ class Params(BothEngines, StudyParams):
 
 def _engine(part_name: str) -> str:
     """The engine (protocol family) a part measures."""
-    build = PART_BUILDS.get(part_name)
-    return build.engine if build is not None else part_name
+    return engine_of(part_name, PART_BUILDS)
