@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
+.PHONY: help setup setup-parts system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -18,7 +18,12 @@ help:
 	@echo "make error-rates - set up, then 1,000 experiments per scenario through each study's runner and rules (~75 min)"
 	@echo "make setup    - Debian packages, .venv, Jupyter kernel, FerretDB, inferno and iodelay builds, the real engines (idempotent)"
 
-setup: system-packages python kernel ferretdb inferno iodelay engines
+# The Debian packages first (every other step needs one of them), then the rest at once: the downloads of one
+# (wheels, Go modules, crates, the engines) overlap the others' builds; each step's lines print when it ends.
+setup: system-packages
+	@$(MAKE) --no-print-directory -j 6 --output-sync=target setup-parts
+
+setup-parts: python kernel ferretdb inferno iodelay engines
 
 system-packages:
 	@scripts/install-system-packages.sh

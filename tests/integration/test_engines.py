@@ -154,6 +154,36 @@ def test_mysql_8_runs_each_audit_approach_it_has_without_a_plugin(audit, binlog)
         assert facts["cpu_limit_method"] != "none"
 
 
+@pytest.mark.parametrize("audit, binlog, log", [("general_log", False, "query_log"), ("none", True, "binlog")])
+def test_mysql_8_times_its_threads_waits_on_the_log_the_arm_keeps(audit, binlog, log):
+    """The audit study's log waits, read from the server's own performance_schema: statements written to the general
+    log (or commits to the binary log, each synced) show time spent on that log's file and count its locks; a
+    server without that log shows none of its file's waits."""
+    _need(MYSQL_8_0)
+    from secoverhead.servers import logwaits
+    from secoverhead.servers.mysql import MySQLServer
+
+    with MySQLServer(tls=False, audit=audit, binlog=binlog, log_waits=True) as s:
+        admin = s.admin()
+        try:
+            before = logwaits.read(admin)
+            cur = admin.cursor()
+            cur.execute("CREATE TABLE IF NOT EXISTS sbtest.w (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+            for i in range(200):
+                cur.execute("INSERT INTO sbtest.w (v) VALUES (%s)", (i,))
+            after = logwaits.read(admin)
+        finally:
+            admin.close()
+    names = set(after)
+    assert f"wait/io/file/sql/{log}" in names, sorted(names)
+    assert any(n.startswith("wait/synch/mutex/") for n in names), sorted(names)  # the locks are timed too
+    m = logwaits.summarise(before, after, transactions=200, threads=1, window_s=1.0)
+    assert m["log_io_us_per_txn"] > 0, m  # every statement wrote the log: its writes took some time
+    other = "binlog" if log == "query_log" else "query_log"
+    spent = after.get(f"wait/io/file/sql/{other}", (0, 0))[1] - before.get(f"wait/io/file/sql/{other}", (0, 0))[1]
+    assert spent == 0, (other, spent)
+
+
 def test_a_mongodb_arm_whose_connections_are_not_what_it_declares_fails_the_run():
     """mongod counts each connection it accepted by TLS version: a run declared TLS whose probe connected plain
     (or the reverse) fails, naming what was negotiated; a run that is what it says passes and says how many."""

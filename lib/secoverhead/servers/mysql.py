@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.secrets import Secret, generate_password
 from secoverhead.host.process import ServerProcess, pick_port, run_command, server_env
+from secoverhead.servers import logwaits
 from secoverhead.servers.base import Server
 from secoverhead.servers.certs import KEY_TYPES, CertificateSet, make_certificates
 from secoverhead.servers.endpoints import (
@@ -78,6 +79,7 @@ class MySQLServer(Server):
     binlog: bool = True
     cpu_limit: float | None = None
     max_connections: int = 151
+    log_waits: bool = False
     certificates: CertificateSet | None = None
     extra_options: dict[str, Any] | None = None
     port: int | None = None
@@ -196,6 +198,8 @@ class MySQLServer(Server):
             cur.execute(f"GRANT ALL PRIVILEGES ON {BENCH_DATABASE}.* TO '{BENCH_USER}'@'%'")
             for sql in init_connect_statements() if self.audit == "init_connect_binlog" else []:
                 cur.execute(sql)
+            if self.log_waits:
+                logwaits.enable(conn)
         finally:
             conn.close()
 
@@ -216,7 +220,7 @@ class MySQLServer(Server):
         facts["cpu_accounting"] = self.cpu_method
         facts["requested"] = {"tls": self.tls, "cert_type": self.cert_type if self.tls else None,
                               "tls_versions": self.tls_versions, "audit": self.audit, "binlog": self.binlog,
-                              "extra_options": self.extra_options}  # fmt: skip
+                              "log_waits": self.log_waits, "extra_options": self.extra_options}  # fmt: skip
         facts |= self.limiter.describe() if self.limiter is not None else {"cpu_limit_method": "none"}
         if self.tls and self.endpoint is not None:  # what a client actually negotiates
             facts["negotiated_tls"] = negotiated_tls(self.endpoint)

@@ -76,6 +76,18 @@ def claims(result: StudyResult) -> list[ClaimVerdict]:
     return study_verdicts(result, lambda part: functools.partial(part_claims, part.name))
 
 
+def _log_wait_text(runs: pd.DataFrame) -> str:
+    """What the server itself timed on the general log (performance_schema), medians over the arm's runs."""
+    if "log_wait_us_per_txn" not in runs or not runs["log_wait_us_per_txn"].notna().any():
+        return ""
+    wait, share = runs["log_wait_us_per_txn"].median(), runs["log_wait_share"].median()
+    busy = (runs["log_io_us_per_txn"] * runs["tps"]).median() / 1e6
+    return (
+        f"The server timed its threads waiting on the general log {wait / 1000:.3g} ms per transaction, "
+        f"{share * 100:.2g} % of their time; the log's file was busy {busy * 100:.2g} % of each second. "
+    )
+
+
 def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None = None) -> str:
     """Whether general_log's TPS loss is CPU or a serialising bottleneck, as the original asked: with general_log
     on, did the server's CPU use (cores busy) fall with TPS, and where did its threads spend the time: blocked
@@ -105,6 +117,7 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None 
     waits = {k: v for k, v in waits.items() if v is not None}
     if waits:
         text += "Per transaction, " + ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
+    text += _log_wait_text(runs[runs["arm"] == "general_log"])
     blocked = waits.get("blocked time") or waits.get("blocking waits")
     queued = waits.get("run-queue time")
     if tps.ci_high < 1 and cores.ci_high < 1:

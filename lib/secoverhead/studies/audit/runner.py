@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gzip
 import time
@@ -20,6 +21,7 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import labels
 from secoverhead.servers.builds import described, nearest, stand_in_note
 from secoverhead.servers.journal import Journal
+from secoverhead.servers.logwaits import LogWaitMeter
 from secoverhead.studies.audit.claims import environment_conditions, part_claims
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
@@ -100,6 +102,8 @@ def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
     return PartPlan(
         arms=list(targets),
         measure=functools.partial(_measure, targets, opts),
+        # a profile needs samples, not a full run: half the run's length (thousands of samples at 200 threads)
+        profile_measure=functools.partial(_measure, targets, dataclasses.replace(opts, time=max(1, opts.time // 2))),
         facts=facts,
         notes=notes,
         servers={a: t.db for a, t in targets.items() if t.db is not None},
@@ -167,6 +171,7 @@ def _embedded_targets(
                 audit=arm.audit,
                 binlog=arm.binlog,
                 cpu_limit=p.server_cpu_limit or None,
+                **({"log_waits": True} if build.kind == "mysql" else {}),  # MariaDB's audit log is not instrumented
             )
         )
         verification[arm.name] = verify_audit(db, arm)
@@ -189,12 +194,13 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
         if toggle is not None:  # the arm's label read back from the server before it is measured
             labels.check_audit_toggled(name, _audit_state(admin), baseline)
         before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
-        with WaitMeter(db.pids if db is not None else []) as waits:
+        with WaitMeter(db.pids if db is not None else []) as waits, LogWaitMeter(_log_reader(db)) as log_waits:
             m = sb.measure(opts, db.cpu if db is not None else None)
         written = bytes_in(logs) - before
         io1 = _proc_io(db.pids[0]) if db is not None else {}
     txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
     m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
+    m.metrics |= log_waits.metrics(txn, opts.threads, m.metrics.get("duration_s"))  # of that, on the logs
     if logs:
         m.metrics |= {
             "audit_bytes": written,
@@ -207,6 +213,11 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
             "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
         }
     return m
+
+
+def _log_reader(db: Any) -> Any:
+    """How to read the server's log waits: its admin connection where it times them (MySQL 8.0), else None."""
+    return db.admin if db is not None and getattr(db, "log_waits", False) else None
 
 
 def _load(targets: dict[str, Rig], opts: SysbenchOptions) -> None:

@@ -81,6 +81,41 @@ def mechanism_table(part: Part) -> pd.DataFrame:
     return t
 
 
+def regime_table(part: Part) -> pd.DataFrame:
+    """What bounds each arm, before any verdict is read: where a transaction's time goes in the server's threads
+    (their CPU; waiting for a CPU; waiting on the log: its file's writes and syncs, its locks, the group commit;
+    all their time off CPU), the share of the threads' time spent on the log, and the log's utilisation (its
+    file's time per second: a log written under one lock serialises every statement as it nears 1). Medians
+    over each arm's runs; the log's columns are empty where its writes are not instrumented (server_audit)."""
+    runs = part.runs()
+    if not len(runs) or "tps" not in runs:
+        return pd.DataFrame()
+    threads = int((part.metadata().get("parameters") or {}).get("threads") or 0)
+    rows = []
+    medians = runs.groupby("arm", sort=False).median(numeric_only=True)
+    for arm, c in medians.loc[sorted(medians.index, key=lambda a: a != BASELINE)].iterrows():
+        per_txn_ms = threads / c["tps"] * 1000 if threads and c["tps"] else float("nan")
+        log_ms = c.get("log_wait_us_per_txn", float("nan")) / 1000
+        cpu_ms = c.get("server_cpu_us_per_op", float("nan")) / 1000
+        rows.append(
+            {
+                "arm": arm,
+                "threads": threads,
+                "TPS": c["tps"],
+                "ms per transaction (a thread's)": per_txn_ms,
+                "server CPU, ms": cpu_ms,
+                "waiting on the log, ms": log_ms,
+                "of which its locks, ms": c.get("log_lock_us_per_txn", float("nan")) / 1000,
+                "server threads off CPU, ms": c.get("server_offcpu_us_per_txn", float("nan")) / 1000,
+                "server threads waiting for a CPU, ms": c.get("server_runqueue_us_per_txn", float("nan")) / 1000,
+                "share of thread time waiting on the log": c.get("log_wait_share", float("nan")),
+                "log utilisation": c.get("log_io_us_per_txn", float("nan")) * c["tps"] / 1e6,
+                "server CPU, cores busy": c.get("server_cpu_cores", float("nan")),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def storage_table(part: Part) -> pd.DataFrame:
     """Six months of audit log: raw at the measured and at the original's TPS, compressed (ratios measured on
     the arm's real log), and with daily rotation keeping only compressed days."""

@@ -177,7 +177,8 @@ def run(p: Params) -> StudyResult:
             facts=facts,
             notes=notes,
             factors={"workers": p.nonce_workers} if name == "nonce" else {"concurrency": p.concurrency},
-            servers={a.name: servers[keys[a.name]] for a in arms} if servers else {},
+            # a verdict-of-record part is profiled; the build beside it is not (as in tls)
+            servers={a.name: servers[keys[a.name]] for a in arms} if servers and engine_of(name) == name else {},
             judge=lambda runs, alpha: part_claims(name, runs, alpha, top=top, top_workers=top_workers),
             baseline_conditions=baseline_conditions,
             profile_factors=[{"concurrency": top}],

@@ -1,0 +1,38 @@
+"""The audit report's regime table: where a transaction's time goes in each arm, before any verdict."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from secoverhead.studies.audit import tables
+from secoverhead.studies.audit.declarations import BASELINE
+
+
+def _part(rows: list[dict], threads: int = 200):
+    runs = pd.DataFrame(rows)
+    return SimpleNamespace(runs=lambda: runs, metadata=lambda: {"parameters": {"threads": threads}})
+
+
+def test_each_arm_splits_a_transactions_time_and_the_baseline_comes_first():
+    log = {"arm": "general_log", "tps": 400.0, "server_cpu_us_per_op": 4000.0, "log_wait_us_per_txn": 50_000.0,
+           "log_lock_us_per_txn": 45_000.0, "log_io_us_per_txn": 500.0, "log_wait_share": 0.1,
+           "server_offcpu_us_per_txn": 90_000.0, "server_runqueue_us_per_txn": 300_000.0,
+           "server_cpu_cores": 1.6}  # fmt: skip
+    base = {"arm": BASELINE, "tps": 500.0, "server_cpu_us_per_op": 3000.0, "server_cpu_cores": 1.5}
+    t = tables.regime_table(_part([log, dict(log, tps=420.0), base]))
+    assert list(t["arm"]) == [BASELINE, "general_log"]
+    g = t.set_index("arm").loc["general_log"]
+    assert g["ms per transaction (a thread's)"] == pytest.approx(200 / 410 * 1000)  # the runs' median TPS
+    assert g["server CPU, ms"] == 4.0 and g["waiting on the log, ms"] == 50.0 and g["of which its locks, ms"] == 45.0
+    assert g["log utilisation"] == pytest.approx(500e-6 * 410)  # the log file's busy share of each second
+    assert g["server threads waiting for a CPU, ms"] == 300.0
+    a = t.set_index("arm").loc[BASELINE]
+    assert math.isnan(a["waiting on the log, ms"]) and math.isnan(a["log utilisation"])  # not measured: blank
+
+
+def test_no_runs_no_table():
+    assert tables.regime_table(_part([])).empty
