@@ -1,7 +1,7 @@
 """Noise diagnostics per run, from inside the VM: host steal time (/proc/stat), CPU pressure
 (/proc/pressure/cpu, PSI), and the CPU used by everything outside the experiment: the machine's busy CPU
-minus the experiment's own over the same interval (this process and its children, and every cpuacct group
-this process owns, i.e. the servers it started). A run beyond a threshold is flagged; the runner may take it
+minus the experiment's own over the same interval (this process, every process it started and theirs, and
+every cpuacct group this process owns). A run beyond a threshold is flagged; the runner may take it
 again within the budget, and reports show every flag."""
 
 from __future__ import annotations
@@ -21,17 +21,53 @@ OUTSIDE_LIMIT = 0.35  # more than a third of a core busy with work that is not t
 
 
 def own_cpu_s() -> float:
-    """CPU seconds of this process, its reaped children, and the cgroups it owns (its servers), so far."""
+    """CPU seconds of this experiment so far: this process, its reaped children, its live descendants (the servers,
+    clients and helpers it started, with what they reaped), and the cgroups it owns (a server in one is counted
+    there, once). Each process is counted by one cumulative figure at every reading, so one that ends between two
+    readings moves from its live figure to its parent's reaped total and counts once."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    grouped: set[int] = set()
     base = cgroups.ROOT / "cpuacct" / cgroups.PREFIX
     if base.is_dir():
         for d in base.glob(f"{os.getpid()}-*"):
             try:
                 total += int((d / "cpuacct.usage").read_text()) / 1e9
+                grouped.update(int(x) for x in (d / "cgroup.procs").read_text().split())
             except (OSError, ValueError):
                 continue
-    return total
+    return total + sum(_process_cpu_s(pid) for pid in descendants(os.getpid()) if pid not in grouped)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below pid (children of any of its threads, and theirs)."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in _tasks(parent):
+            try:
+                kids = [int(x) for x in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _tasks(pid: int) -> list[Path]:
+    try:
+        return list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+
+
+def _process_cpu_s(pid: int) -> float:
+    """A live process's user and system time, with what its reaped children used (utime, stime, cutime, cstime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / HZ
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 @dataclass(frozen=True)

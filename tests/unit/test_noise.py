@@ -1,0 +1,61 @@
+"""The noise monitor counts the experiment's own processes as its own, and only others' CPU as outside."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from secoverhead.host import noise
+
+BUSY = [sys.executable, "-c", "while True: pass"]
+
+
+def _window(seconds: float = 0.8) -> noise.Noise:
+    with noise.NoiseMonitor() as nm:
+        time.sleep(seconds)
+    return nm.stop()
+
+
+def test_a_live_child_that_burns_cpu_is_the_experiments_own_not_outside():
+    """A server or client still running when the window closes (never reaped inside it) counts as own."""
+    child = subprocess.Popen(BUSY)
+    try:
+        time.sleep(0.2)
+        assert child.pid in noise.descendants(__import__("os").getpid())
+        n = _window()
+    finally:
+        child.kill()
+        child.wait()
+    # it ran on one of two cores, however busy the machine: a tenth of a core at the very least
+    assert n.own_cores > 0.1, n
+
+
+def test_a_process_the_experiment_did_not_start_is_outside():
+    """An orphaned loop (its parent gone, so it is nobody's descendant here) is someone else's CPU."""
+    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                          stdout=subprocess.PIPE, text=True)  # fmt: skip
+    orphan = int(sh.communicate()[0].strip())
+    try:
+        time.sleep(0.2)
+        assert orphan not in noise.descendants(__import__("os").getpid())
+        n = _window()
+    finally:
+        subprocess.run(["kill", "-9", str(orphan)], check=False)
+    assert n.outside_cores > 0.1, n
+
+
+def test_a_process_that_ends_between_two_readings_is_counted_once():
+    """A child live at one reading and reaped by the next moves from its live figure to the reaped total: the
+    experiment's CPU between the readings is what the child used in between (plus this process's little)."""
+    import os
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.6: pass"])
+    time.sleep(0.2)
+    before, a = noise._process_cpu_s(child.pid), noise.own_cpu_s()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = status  # reaped here, so Popen does not wait for it again
+    b = noise.own_cpu_s()
+    used_between = usage.ru_utime + usage.ru_stime - before
+    assert used_between > 0.05  # it burned CPU after the first reading
+    assert abs((b - a) - used_between) < 0.1 + 0.1 * used_between, (b - a, used_between)  # once: not twice, not never
