@@ -66,7 +66,7 @@ def cells(report_dirs: list[str]) -> dict[tuple[str, str, str, str], list[tuple[
                         continue
                     for c in r.cells(runs, metric, 0.95, 1):
                         out[(study, metric, f"{part}:{rule.id}", c.name)].append(
-                            _estimate(c, getattr(r, "scale", "ratio"))
+                            _estimate(c, getattr(r, "quantity", "ratio"))
                         )
     return out
 
