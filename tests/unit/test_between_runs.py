@@ -154,3 +154,18 @@ def test_a_broken_between_run_file_stops_a_run_before_any_server(tmp_path, monke
             prepare("tls", overrides=[("repetitions", "2")])
     finally:
         registry.between_runs.cache_clear()
+
+
+def test_an_undecided_verdict_never_promises_rounds_the_floor_forbids(monkeypatch):
+    """With a between-run sd whose floor alone is wider than the room to the claim's line, the evidence says no
+    number of rounds in one run decides it and how many runs pooled would; without one, it names rounds."""
+    runs = rerun(3)
+    monkeypatch.setattr(registry, "between_runs", lambda: {})
+    plain = RULE.judge(runs, 0.05)
+    monkeypatch.setattr(registry, "between_runs", lambda: {("audit", "tps"): registry.BetweenRuns(0.2, 20, "t")})
+    floored = RULE.judge(runs, 0.05)
+    assert floored.verdict.value == "inconclusive", floored.evidence
+    assert "no number of rounds in one run decides it" in floored.evidence and "runs pooled" in floored.evidence
+    assert floored.rounds_needed is None
+    if plain.verdict.value == "inconclusive":
+        assert plain.rounds_needed and f"about {plain.rounds_needed} would decide it" in plain.evidence

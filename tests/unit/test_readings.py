@@ -191,3 +191,27 @@ def test_an_undecided_claim_says_how_many_rounds_would_decide_it():
         ).rounds_needed
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "floor, expected",
+    [
+        (0.0, 32),  # no floor: as above
+        (3.0, 46),  # the run's own half-width squared 100 - 9, room^2 - floor^2 = 16: 8 * 91 / 16 = 45.5
+        (5.0, None),  # the floor alone fills the room: no number of rounds in one run decides it
+        (6.0, None),
+    ],
+)
+def test_a_between_run_floor_takes_rounds_or_every_hope_of_them(floor, expected):
+    reading = Reading.band("x", 15, 45)  # [10, 30] over 8 rounds: centre 20, half 10, room 5
+    got = reading.rounds_to_decide(10, 30, 8, floor)
+    assert got == expected
+    if got:  # the run's own half-width shrinks as 1/sqrt(rounds), the floor stays: together within the room
+        assert math.sqrt((100 - floor**2) * 8 / got + floor**2) <= 5
+
+
+def test_runs_pooled_where_rounds_cannot():
+    reading = Reading.band("x", 15, 45)
+    assert reading.runs_to_decide(10, 30, 8) == 4  # half 10 over room 5: four runs halve it
+    assert reading.runs_to_decide(15.5, 16.5, 8) == 2  # a pooled verdict needs two runs at least
+    assert Reading.above("x", 1.3).runs_to_decide(1.1, 1.5, 4) is None  # on the line: runs never decide it

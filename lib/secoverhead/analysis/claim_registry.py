@@ -62,17 +62,23 @@ class Claim:
         holds = [r.holds(i, f) for r, (i, f) in zip(self.readings(), interval_sets, strict=True)]
         return verdict_from(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
 
-    def rounds_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
+    def rounds_to_decide(
+        self, *interval_sets: tuple[list, list | None], n: int, floors: tuple[float, ...] = ()
+    ) -> int | None:
         """Rough rounds every undecided cell needs to leave its straddle (the largest; see
-        Reading.rounds_to_decide), None when some cell's estimate sits where no number of rounds decides."""
-        need = []
-        for reading, (intervals, _) in zip(self.readings(), interval_sets, strict=True):
-            for lo, hi in intervals:
-                if reading.label_of(lo, hi) is None:
-                    need.append(reading.rounds_to_decide(lo, hi, n))
-        if not need or any(x is None for x in need):
-            return None
-        return max(need)
+        Reading.rounds_to_decide), None when some cell's estimate sits where no number of rounds decides, or
+        where a reading's between-run floor (floors, per reading, in its unit) leaves one run no room."""
+        return _most(self._undecided(interval_sets, lambda r, lo, hi, k: r.rounds_to_decide(lo, hi, n, _at(floors, k))))
+
+    def runs_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
+        """Rough runs like this one that pooled would decide every undecided cell (Reading.runs_to_decide)."""
+        return _most(self._undecided(interval_sets, lambda r, lo, hi, k: r.runs_to_decide(lo, hi, n)))
+
+    def _undecided(self, interval_sets: tuple, need: Any) -> list[int | None]:
+        out = []
+        for k, (reading, (intervals, _)) in enumerate(zip(self.readings(), interval_sets, strict=True)):
+            out += [need(reading, lo, hi, k) for lo, hi in intervals if reading.label_of(lo, hi) is None]
+        return out
 
     def describe(self) -> str:
         return "; ".join(r.describe() for r in self.readings())
@@ -93,6 +99,14 @@ class Claim:
             "why": self.why,
             "mechanism": self.mechanism,
         }
+
+
+def _most(need: list[int | None]) -> int | None:
+    return None if not need or any(x is None for x in need) else max(need)  # type: ignore[type-var]
+
+
+def _at(values: tuple[float, ...], k: int) -> float:
+    return values[k] if k < len(values) else 0.0
 
 
 def _claim(d: dict[str, Any]) -> Claim:

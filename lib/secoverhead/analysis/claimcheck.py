@@ -5,12 +5,14 @@ with it into verdicts.json."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.reads import Cell, Kind, Ratio, finite, level_of, widened
+from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 
 
@@ -30,6 +32,7 @@ class Grounds:
     cells: tuple[Sequence[str], ...] = ()
     quantities: tuple[str, ...] = ()
     measure: str = ""
+    floors: tuple[float, ...] = ()  # per reading: the half-width a between-run sd adds at any rounds, its unit
 
 
 def verdict_of(
@@ -48,13 +51,8 @@ def verdict_of(
     g = grounds
     rounds_needed = None
     if verdict == Verdict.INCONCLUSIVE and g.intervals and g.rounds:
-        rounds_needed = c.rounds_to_decide(*g.intervals, n=g.rounds)
-        evidence += (
-            f"; undecided after {g.rounds} rounds: about {rounds_needed} would decide it, were the estimate to stay"
-            if rounds_needed
-            else f"; undecided after {g.rounds} rounds: the estimate sits on the claim's line, where more rounds "
-            "may never decide it"
-        )
+        rounds_needed = c.rounds_to_decide(*g.intervals, n=g.rounds, floors=g.floors)
+        evidence += f"; undecided after {g.rounds} rounds: " + _what_would_decide(c, g, rounds_needed)
     return ClaimVerdict(
         c.claim.format(part=part, level=level),
         verdict,
@@ -71,6 +69,19 @@ def verdict_of(
         rounds_needed=rounds_needed,
         judged=judged(c, g.intervals, g.cells, g.quantities),
     )
+
+
+def _what_would_decide(c: registry.Claim, g: Grounds, rounds: int | None) -> str:
+    """More rounds, more runs pooled, or nothing: what an undecided verdict could still be decided by."""
+    if rounds:
+        return f"about {rounds} would decide it, were the estimate to stay"
+    runs = c.runs_to_decide(*g.intervals, n=g.rounds) if any(g.floors) else None
+    if runs:
+        return (
+            "no number of rounds in one run decides it (the between-run sd alone keeps its interval too wide); "
+            f"about {runs} runs pooled would, were the estimate to stay"
+        )
+    return "the estimate sits on the claim's line, where more rounds may never decide it"
 
 
 def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> list[ClaimVerdict]:
@@ -216,7 +227,17 @@ class Rule:
                 cells=tuple([c.name for c in each] for each, _ in read),
                 quantities=tuple(r.quantity for r in self.reads),
                 measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
+                floors=self._floors(claim.metric, read),
             ),
+        )
+
+    def _floors(self, metric: str, read: list) -> tuple[float, ...]:
+        """Per reading, the half-width its declared between-run sd adds however many rounds (0 where none)."""
+        between = registry.between_runs().get((self.study, metric))
+        tau = between.sd if between is not None else 0.0
+        return tuple(
+            floor_of(each, tau, r.quantity) if r.between_instances and tau else 0.0
+            for r, (each, _) in zip(self.reads, read, strict=True)
         )
 
     def _level(self, runs: Any, levels: Mapping[str, Any] | None) -> Any:
@@ -243,6 +264,20 @@ def _on_its_quantity(cell: Cell, quantity: str) -> dict[str, float]:
         point = cell.comparison.ratio if cell.comparison else 1 - cell.point / 100
         return {"ratio": point, "ci_low": 1 - cell.hi / 100, "ci_high": 1 - cell.lo / 100}
     return {"ratio": cell.point, "ci_low": cell.lo, "ci_high": cell.hi}
+
+
+def floor_of(cells: list[Cell], tau: float, quantity: str) -> float:
+    """The half-width a between-run sd tau (on the log ratio, or in the metric's unit for a difference) gives an
+    interval at any number of rounds, in the reading's unit, at the cells' confidence and largest centre."""
+    if not cells:
+        return 0.0
+    z = t_quantile(1e6, 0.5 + cells[0].confidence / 2)
+    centre = max((c.lo + c.hi) / 2 for c in cells)
+    if quantity == "ratio":
+        return centre * (math.exp(z * tau) - 1)
+    if quantity == "loss":
+        return (100 - centre) * (math.exp(z * tau) - 1)
+    return z * tau
 
 
 def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:

@@ -136,21 +136,35 @@ class Reading:
         dual = any if self.combine == "all" else all
         return agg(self.reproduces(*i) for i in intervals), dual(self.refutes(*i) for i in refuting)
 
-    def rounds_to_decide(self, lo: float, hi: float, n: int) -> int | None:
+    def rounds_to_decide(self, lo: float, hi: float, n: int, floor: float = 0.0) -> int | None:
         """Rounds an interval [lo, hi] measured over n rounds would need to lie in one region, were its centre to
-        stay where it is and its half-width to shrink as 1/sqrt(rounds); None when its centre lies in a gap, on a
-        cut, or the interval is not finite (no number of rounds decides it there)."""
+        stay where it is and its own half-width to shrink as 1/sqrt(rounds); None when its centre lies in a gap,
+        on a cut, the interval is not finite, or `floor` (the half-width a between-run sd adds whatever the
+        rounds, in the reading's unit) leaves it no room: then no number of rounds in one run decides it."""
+        room = self._room(lo, hi, n)
+        if room is None or floor >= room:
+            return None
+        half = (hi - lo) / 2
+        own = max(half**2 - floor**2, 0.0)  # the run's own part of the half-width, squared
+        return max(n, math.ceil(n * own / (room**2 - floor**2) - 1e-9))  # not one more for a rounding error
+
+    def runs_to_decide(self, lo: float, hi: float, n: int) -> int | None:
+        """Runs like this one whose pooled interval (each run's half-width over sqrt(runs)) would lie in one
+        region, were the estimate to stay; None where no number of runs decides it (a gap, a cut, no interval)."""
+        room = self._room(lo, hi, n)
+        return None if room is None else max(2, math.ceil(((hi - lo) / 2 / room) ** 2 - 1e-9))
+
+    def _room(self, lo: float, hi: float, n: int) -> float | None:
+        """How far the interval's centre lies from the nearest edge of its region, or None (no region to reach)."""
         if not (_finite(lo) and _finite(hi)) or hi < lo or n < 1:
             return None
-        centre, half = (lo + hi) / 2, (hi - lo) / 2
+        centre = (lo + hi) / 2
         i = self.region(centre)
         if self.labels[i] == GAP:
             return None
         edges = (-math.inf, *self.cuts, math.inf)
         room = min(centre - edges[i], edges[i + 1] - centre)
-        if not room > 0:
-            return None
-        return max(n, math.ceil(n * (half / room) ** 2 - 1e-9))  # not one more for a rounding error
+        return room if room > 0 else None
 
     def describe(self) -> str:
         """The regions in words, e.g. 'reproduce in [15, 45]; refute below 15 or above 45'."""
