@@ -36,3 +36,29 @@ def test_each_arm_splits_a_transactions_time_and_the_baseline_comes_first():
 
 def test_no_runs_no_table():
     assert tables.regime_table(_part([])).empty
+
+
+def test_the_tps_figure_draws_the_interval_each_arms_claim_judges():
+    """The error bar of an approach against A is the claim's own interval, the between-run sd included."""
+    import numpy as np
+
+    from secoverhead.studies.audit import claims as audit_claims
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for rnd in range(6):
+        drift = rng.lognormal(0, 0.1)
+        for arm, x in ((BASELINE, 1.0), ("binlog only", 0.97), ("general_log", 0.75)):
+            rows.append(
+                {"run_id": len(rows), "arm": arm, "round": rnd, "tps": 1000 * x * drift * rng.lognormal(0, 0.02)}
+            )
+    runs = pd.DataFrame(rows)
+    part = SimpleNamespace(runs=lambda: runs, alpha=0.05)
+    drawn = tables.tps_vs_a(part).set_index("arm")
+    verdicts = {v.registered["id"]: v for v in audit_claims.part_claims("MySQL", runs, 0.05)}
+    (lo, hi), *_ = verdicts["binlog only-small"].judged[0]["intervals"]
+    assert drawn.loc["binlog only", "CI low %"] == pytest.approx((lo - 1) * 100)
+    assert drawn.loc["binlog only", "CI high %"] == pytest.approx((hi - 1) * 100)
+    (loss_lo, loss_hi), *_ = verdicts["general_log-loss"].judged[0]["intervals"]  # a loss in %: the same interval
+    assert drawn.loc["general_log", "CI low %"] == pytest.approx(-loss_hi)
+    assert drawn.loc["general_log", "CI high %"] == pytest.approx(-loss_lo)

@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from secoverhead.analysis.claim_registry import between_runs
 from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.stats import widen
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
@@ -153,24 +155,23 @@ def storage_table(part: Part) -> pd.DataFrame:
 
 def tps_vs_a(part: Part) -> pd.DataFrame:
     """Each arm's TPS against A as its claim reads it: one comparison at a time (no widening over the arms), paired
-    by round, at the confidence of the part's final look (the alpha its verdicts spend)."""
+    by round, at the confidence of the part's final look (the alpha its verdicts spend), with the between-run sd
+    the claims add (data/claims/between_runs.yaml): the interval drawn is the interval judged."""
     runs = part.runs()
     rows = []
     if "tps" not in runs:
         return pd.DataFrame()
+    term = between_runs().get((STUDY, "tps"))
     arms = [a for a in dict.fromkeys(runs["arm"]) if a != BASELINE]
     for arm in arms:
         c = compare_arms(
             runs, "tps", baseline=BASELINE, candidates=[arm], higher_is_better=True, confidence=1 - part.alpha
         ).get(arm)
         if c is not None:
+            n = c.n_pairs or min(c.n_baseline, c.n_candidate)  # as the claim counts it (analysis/reads.py)
+            lo, hi = widen(c.ci_low, c.ci_high, term.sd if term else 0.0, n, c.confidence, log=True)
             rows.append(
-                {
-                    "arm": arm,
-                    "(X - A) / A %": c.change_pct,
-                    "CI low %": (c.ci_low - 1) * 100,
-                    "CI high %": (c.ci_high - 1) * 100,
-                }
+                {"arm": arm, "(X - A) / A %": c.change_pct, "CI low %": (lo - 1) * 100, "CI high %": (hi - 1) * 100}
             )
     return pd.DataFrame(rows)
 
@@ -192,7 +193,8 @@ def figures(part: Part) -> list[tuple[Any, str]]:
                 ),
                 "TPS, the metric every audit claim is decided on. Bars below zero lose TPS to auditing; error bars: "
                 f"the interval each arm's claim against A reads (paired by round, {100 * (1 - part.alpha):.4g} % at "
-                "the final look, the arm alone); the difference table above widens them over the arms together.",
+                "the final look, the arm alone, with the between-run sd added); the difference table above widens "
+                "them over the arms together and leaves the between-run sd out.",
             )
         )
     storage = storage_table(part)
