@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from secoverhead.analysis.claim_registry import between_runs
+from secoverhead.analysis import claim_registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.stats import widen
 from secoverhead.measurement.parts import Part, StudyResult
@@ -161,7 +161,7 @@ def tps_vs_a(part: Part) -> pd.DataFrame:
     rows = []
     if "tps" not in runs:
         return pd.DataFrame()
-    term = between_runs().get((STUDY, "tps"))
+    term = claim_registry.between_runs().get((STUDY, "tps"))
     arms = [a for a in dict.fromkeys(runs["arm"]) if a != BASELINE]
     for arm in arms:
         c = compare_arms(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from secoverhead.analysis import claim_registry
 from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.reads import Contrast, Pooled, Ratio, cell_name
+from secoverhead.analysis.stats import widen
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host, lowest_cell
@@ -88,11 +90,18 @@ class LossBound(NamedTuple):
 
 def loss_bounds(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int, family: int | None = None) -> list[LossBound]:
     """Every workload's TPS loss at `threads`, with the capacity loss beside it where measured (see BOUND_NOTE).
-    family=1: each workload's interval at alpha alone (what an intersection-union test reads, see IUT_NOTE)."""
+    family=1: each workload's interval at alpha alone (what an intersection-union test reads, see IUT_NOTE).
+    The TPS loss's ends (lo, hi) carry the between-run sd the claims add."""
     has_cap = CAPACITY in runs and runs[CAPACITY].notna().any()
     tps = losses(runs, alpha, threads=threads, family=family)
     cap = losses(runs, alpha, threads=threads, metric=CAPACITY, family=family) if has_cap else {}
-    return [LossBound(t.cell, t, cap.get(key), (1 - t.ci_high) * 100, (1 - t.ci_low) * 100) for key, t in tps.items()]
+    term = claim_registry.between_runs().get((STUDY, "tps"))  # arms on instances of their own, as the claims read
+    out = []
+    for key, t in tps.items():
+        n = t.n_pairs or min(t.n_baseline, t.n_candidate)
+        lo, hi = widen(t.ci_low, t.ci_high, term.sd if term else 0.0, n, t.confidence, log=True)
+        out.append(LossBound(t.cell, t, cap.get(key), (1 - hi) * 100, (1 - lo) * 100))
+    return out
 
 
 IUT_NOTE = (

@@ -45,7 +45,7 @@ def loss_table(part: Part) -> pd.DataFrame:
                 "workload": b.cell["workload"],
                 "threads": b.cell["threads"],
                 "TPS loss %": (1 - b.tps.ratio) * 100,
-                "TPS loss CI %": f"{b.lo:+.1f} to {(1 - b.tps.ci_low) * 100:+.1f}",
+                "TPS loss CI %": f"{b.lo:+.1f} to {b.hi:+.1f}",  # the between-run sd included, as judged
             }
             if b.capacity is not None:
                 c = b.capacity
