@@ -65,3 +65,12 @@ def test_scale_names_the_parameter_file_and_profile_is_its_deprecated_name_said_
     assert err.count("--profile is deprecated: use --scale") == 1 and "no scale 'enormous'" in err
     assert main(["run", "tls", "--profile", "quick", "--scale", "enormous", "--reports", reports]) == 2
     assert "no scale 'enormous'" in capsys.readouterr().err  # the new name wins when both are given
+
+
+def test_python_dash_m_is_the_console_script():
+    """A scheduler without the script on its PATH runs `python -m secoverhead`: same answers, same exit codes."""
+    ok = subprocess.run([sys.executable, "-m", "secoverhead", "list"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "audit" in ok.stdout, ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "secoverhead", "run", "nosuch"], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nosuch" in bad.stderr
