@@ -23,6 +23,9 @@ def test_list_and_params_as_json(capsys):
     assert {"name", "type", "default", "range", "help"} <= set(rows[0]) and any(
         r["name"] == "repetitions" for r in rows
     )
+    assert main(["params", "tde", "--format", "json"]) == 0  # defaults typed as JSON types them, not as reprs
+    defaults = {r["name"]: r["default"] for r in json.loads(capsys.readouterr().out)}
+    assert defaults["profile"] is False and defaults["instances"] == ["4c16g"] and defaults["mysql_port"] == 3306
 
 
 def _change(expected: str = "") -> history.Change:

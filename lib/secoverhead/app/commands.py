@@ -49,7 +49,7 @@ def params(args: argparse.Namespace) -> int:
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         rng = f"  [{r['range']}]" if r["range"] else ""
-        print(f"{r['name']:<{width}}  {r['type']:<9} default {r['default']}{rng}\n{'':<{width}}  {r['help']}")
+        print(f"{r['name']:<{width}}  {r['type']:<9} default {r['default']!r}{rng}\n{'':<{width}}  {r['help']}")
     return 0
 
 

@@ -456,13 +456,13 @@ def preflight(p: Any) -> None:
         p.check_clients()  # and every client tool the run uses logs in with the same credentials
 
 
-def describe(cls: type) -> list[dict[str, str]]:
-    """Rows for `secoverhead params STUDY`: name, type, default, range, help."""
+def describe(cls: type) -> list[dict[str, Any]]:
+    """Rows for `secoverhead params STUDY`: name, type, default (the value itself, as JSON types it), range, help."""
     return [
         {
             "name": s.name,
             "type": s.kind,
-            "default": repr(s.default),
+            "default": s.default,
             "range": s.describe_range(),
             "help": s.help,
         }
