@@ -133,3 +133,12 @@ def test_a_noisy_warm_up_run_is_not_taken_again(tmp_path, monkeypatch):
     records = store.records()
     assert sum(r.warmup for r in records) == 2
     assert len(records) == 2 + 4 + 1  # warm-up, measured, one retake
+
+
+def test_a_running_postfix_is_cut_at_a_word_and_the_reason_it_ended_is_said_whole():
+    from secoverhead.measurement.progress import shortened
+
+    reason = "every claim decided after 4 rounds (look 1), or not testable"
+    assert len(shortened(reason * 2)) <= 60 and shortened(reason * 2).endswith("…")
+    assert not shortened(reason * 2)[:-1].endswith(("no", "(")) and " " not in shortened(reason * 2)[-2:]
+    assert shortened("short") == "short"

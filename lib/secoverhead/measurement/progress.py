@@ -23,6 +23,7 @@ from secoverhead.core.files import atomic_write_json
 
 RECENT = 20  # the ETA's mean run duration is over the last this many runs
 UNFINISHED = ("interrupted", "failed")
+POSTFIX_WIDTH = 60  # characters of the bar's postfix while a run is under way
 
 
 def describe(arm: str, factors: Mapping[str, Any]) -> str:
@@ -107,7 +108,8 @@ class Progress:
             self.bar.total = self.total()
             if advance:
                 self.bar.update(advance)
-            self.bar.set_postfix_str(self.current[:60], refresh=True)
+            final = self.status != "running"  # why it ended is said whole; a cell being run, in a bar's width
+            self.bar.set_postfix_str(self.current if final else shortened(self.current), refresh=True)
         self._write()
 
     def state(self) -> dict[str, Any]:
@@ -125,3 +127,11 @@ class Progress:
     def _write(self) -> None:
         with contextlib.suppress(OSError):
             atomic_write_json(self.path, self.state())
+
+
+def shortened(text: str, width: int = POSTFIX_WIDTH) -> str:
+    """text in at most `width` characters, cut at a word and marked with an ellipsis, never mid-word."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(" ,;:(")
+    return f"{cut}…"
