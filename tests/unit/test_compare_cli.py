@@ -116,3 +116,16 @@ def test_runs_of_other_scales_schemas_or_servers_are_said_to_differ_before_the_n
     assert "note: the runs differ in schema: A 3, B 4" in err
     assert "note: the runs differ in servers: A nginx 1.22.1, B nginx 1.24.0" in err
     assert "RuntimeWarning" not in err and "All-NaN" not in err
+
+
+def test_numbers_and_changes_print_as_benchstat_prints_them():
+    import pandas as pd
+
+    from secoverhead.suite import benchtable
+
+    assert [benchtable._num(x) for x in (13_350, 2.5e6, 999_600, 12.34, float("nan"))] == [
+        "13.3k", "2.50M", "1.00M", "12.34", "-"]  # fmt: skip
+    unsure = {"change": "worse", "ratio": 1.939, "ci_low": 1.2, "ci_high": 2.5, "p": 1.0}
+    sure = {"change": "worse", "ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3, "p": 0.001}
+    assert benchtable.vs(unsure) == "~" and benchtable.vs(sure) == "+20.0 % worse (p=0.001)"
+    assert benchtable.regressions(pd.DataFrame([unsure, sure])) == 1  # what prints `~` never fails a job

@@ -22,14 +22,19 @@ import pandas as pd
 FORMATS = ("text", "csv", "json", "markdown")
 
 
+ALPHA = 0.05  # benchstat's: a change whose test's p is above it is printed `~`
+
+
 def vs(row: pd.Series | dict) -> str:
-    """`~` when no difference is detectable (the interval holds 1, or lies within the noise); otherwise the
-    signed change, with better/worse once the whole interval is beyond the noise: `+20.1 % worse (p=3e-05)`."""
+    """`~` when no difference is detectable (the interval holds 1, lies within the noise, or the test's p is
+    above ALPHA, as benchstat prints it); otherwise the signed change, with better/worse once the whole interval
+    is beyond the noise: `+20.1 % worse (p=3e-05)`."""
     lo, hi = row.get("ci_low", float("nan")), row.get("ci_high", float("nan"))
-    if row["change"] == "no change" or not math.isfinite(row["ratio"]) or not lo <= hi or lo <= 1 <= hi:
+    p = row.get("p", float("nan"))
+    unsure = p is not None and math.isfinite(p) and p > ALPHA
+    if row["change"] == "no change" or not math.isfinite(row["ratio"]) or not lo <= hi or lo <= 1 <= hi or unsure:
         return "~"
     pct = 100 * (row["ratio"] - 1)
-    p = row.get("p", float("nan"))
     word = f" {row['change']}" if row["change"] in ("better", "worse") else ""
     return f"{pct:+.1f} %{word}" + (f" (p={p:.1g})" if p is not None and math.isfinite(p) else "")
 
@@ -58,7 +63,9 @@ def with_geomeans(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def regressions(df: pd.DataFrame) -> int:
-    return int((df["change"] == "worse").sum())
+    """Rows printed as worse: the change beyond the noise on the bad side, and not `~` (what is printed `~` never
+    fails a job)."""
+    return int(sum(r["change"] == "worse" and vs(r) != "~" for r in df.to_dict("records")))
 
 
 def noisy_regressions(df: pd.DataFrame) -> list[str]:
@@ -76,7 +83,14 @@ def noisy_regressions(df: pd.DataFrame) -> list[str]:
 
 
 def _num(x: float) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.4g}"
+    """Three significant digits with an SI prefix from a thousand up (13.4k, 2.50M), as benchstat prints; smaller
+    numbers to four."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale * 0.9995:  # what rounds to 1.00M is 1.00M, not 1000k
+            return f"{x / scale:#.3g}".rstrip(".") + prefix
+    return f"{x:.4g}"
 
 
 def _printable(df: pd.DataFrame) -> pd.DataFrame:
