@@ -129,3 +129,17 @@ def test_numbers_and_changes_print_as_benchstat_prints_them():
     sure = {"change": "worse", "ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3, "p": 0.001}
     assert benchtable.vs(unsure) == "~" and benchtable.vs(sure) == "+20.0 % worse (p=0.001)"
     assert benchtable.regressions(pd.DataFrame([unsure, sure])) == 1  # what prints `~` never fails a job
+
+
+def test_json_counts_runs_in_whole_numbers():
+    import json
+
+    import pandas as pd
+
+    from secoverhead.suite import benchtable
+
+    row = {"experiment": "e", "arm": "TLS", "cell": "", "metric": "m", "unit": "ms", "a": 1.0, "b": 1.1,
+           "ratio": 1.1, "ci_low": 1.05, "ci_high": 1.15, "p": 0.01, "change": "worse",
+           "n_a": 3.0, "n_b": 4.0}  # fmt: skip
+    (out,) = json.loads(benchtable.render(pd.DataFrame([row]), "json"))
+    assert out["n_a"] == 3 and isinstance(out["n_a"], int) and out["vs_a"].startswith("+10.0 %")

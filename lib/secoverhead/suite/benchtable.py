@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 FORMATS = ("text", "csv", "json", "markdown")
+COUNTS = ("n_a", "n_b", "noisy_a", "noisy_b")
 
 
 ALPHA = 0.05  # benchstat's: a change whose test's p is above it is printed `~`
@@ -155,6 +156,8 @@ def render(df: pd.DataFrame, fmt: str = "text", width: int | None = None) -> str
     full = with_geomeans(df).assign(
         vs_a=lambda d: [vs(r) if r["experiment"] != "geomean" else "" for r in d.to_dict("records")]
     )
+    for col in (c for c in COUNTS if c in full):  # counts of runs are whole numbers (a geomean line has none)
+        full[col] = full[col].astype("Int64")
     if fmt == "csv":
         return full.to_csv(index=False)
     if fmt == "json":
