@@ -6,11 +6,11 @@ BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: help setup setup-parts system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
+.PHONY: help setup setup-reports setup-parts reports-parts system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make reports  - set up, then run every study at quick scale into reports/"
+	@echo "make reports  - set up (all but the flame-graph tool), then run every study at quick scale into reports/"
 	@echo "make test     - set up, then lint and run the tests (unit, real-server integration, notebooks)"
 	@echo "make lab      - set up, then open JupyterLab (notebooks/ and reports/) with the project's kernel"
 	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
@@ -20,10 +20,18 @@ help:
 
 # The Debian packages first (every other step needs one of them), then the rest at once: the downloads of one
 # (wheels, Go modules, crates, the engines) overlap the others' builds; each step's lines print when it ends.
+# make reports sets up what the quick reports use: they take no profiles, so not the flame-graph tool (inferno).
+SETUP_PARTS := python kernel ferretdb inferno iodelay engines
+REPORTS_PARTS := $(filter-out inferno,$(SETUP_PARTS))
+
 setup: system-packages
 	@$(MAKE) --no-print-directory -j 6 --output-sync=target setup-parts
 
-setup-parts: python kernel ferretdb inferno iodelay engines
+setup-reports: system-packages
+	@$(MAKE) --no-print-directory -j 6 --output-sync=target reports-parts
+
+setup-parts: $(SETUP_PARTS)
+reports-parts: $(REPORTS_PARTS)
 
 system-packages:
 	@scripts/install-system-packages.sh
@@ -85,7 +93,7 @@ test: setup airflow lint
 	 && { $(BIN)/pytest tests notebooks -m "not quiet" -n 2 --dist loadfile $(NBVAL) $(PYTEST_ARGS) || rc=$$?; } \
 	 && exit $$rc
 
-reports: setup
+reports: setup-reports
 	$(BIN)/secoverhead run --all --scale quick
 
 bench: setup
