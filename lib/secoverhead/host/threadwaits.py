@@ -5,9 +5,11 @@ Read from /proc/PID/task/TID/schedstat (time on CPU and time runnable but waitin
 `voluntary_ctxt_switches` (each one a block: a futex, an fsync, a socket read) at the start and the end of a
 run: two readings per thread, nothing sampled in between, so measuring costs the run nothing. Threads that
 did not run in the window (idle background threads) are left out of the off-CPU time, which would otherwise
-count their whole window; threads that ended inside the window are lost (a connection's thread lives for the
-whole run here). A server's CPU falling while its blocked time per transaction rises is a serialising
-bottleneck; a rising run-queue time is CPU shortage.
+count their whole window; threads born or ended inside the window are lost: a connection's thread lives only as
+long as its client's connection, so with a client that connects per run (sysbench) these counters see the
+server's background threads, not the connections' (the audit study reads the log's waits from the server). A
+server's CPU falling while its blocked time per transaction rises is a serialising bottleneck; a rising run-queue
+time is CPU shortage.
 """
 
 from __future__ import annotations

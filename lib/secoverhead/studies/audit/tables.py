@@ -84,11 +84,13 @@ def mechanism_table(part: Part) -> pd.DataFrame:
 
 
 def regime_table(part: Part) -> pd.DataFrame:
-    """What bounds each arm, before any verdict is read: where a transaction's time goes in the server's threads
-    (their CPU; waiting for a CPU; waiting on the log: its file's writes and syncs, its locks, the group commit;
-    all their time off CPU), the share of the threads' time spent on the log, and the log's utilisation (its
-    file's time per second: a log written under one lock serialises every statement as it nears 1). Medians
-    over each arm's runs; the log's columns are empty where its writes are not instrumented (server_audit)."""
+    """What bounds each arm, before any verdict is read: a transaction's time in a connection's thread, its server
+    CPU and its wait on the log (the log file's writes and syncs, its locks, the group commit: the server's own
+    performance_schema figures, which count every thread), the share of the threads' time spent on the log, and
+    the log's utilisation (its file's time per second: a log written under one lock serialises every statement
+    as it nears 1). Not the scheduler's off-CPU counters: a connection's thread comes and goes with each run's
+    sysbench, so they see only the server's background threads. Medians over each arm's runs; the log's columns
+    are empty where its writes are not instrumented (server_audit)."""
     runs = part.runs()
     if not len(runs) or "tps" not in runs:
         return pd.DataFrame()
@@ -108,8 +110,6 @@ def regime_table(part: Part) -> pd.DataFrame:
                 "server CPU, ms": cpu_ms,
                 "waiting on the log, ms": log_ms,
                 "of which its locks, ms": c.get("log_lock_us_per_txn", float("nan")) / 1000,
-                "server threads off CPU, ms": c.get("server_offcpu_us_per_txn", float("nan")) / 1000,
-                "server threads waiting for a CPU, ms": c.get("server_runqueue_us_per_txn", float("nan")) / 1000,
                 "share of thread time waiting on the log": c.get("log_wait_share", float("nan")),
                 "log utilisation": c.get("log_io_us_per_txn", float("nan")) * c["tps"] / 1e6,
                 "server CPU, cores busy": c.get("server_cpu_cores", float("nan")),
