@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from secoverhead.host import noise
 
 BUSY = [sys.executable, "-c", "while True: pass"]
@@ -59,3 +61,26 @@ def test_a_process_that_ends_between_two_readings_is_counted_once():
     used_between = usage.ru_utime + usage.ru_stime - before
     assert used_between > 0.05  # it burned CPU after the first reading
     assert abs((b - a) - used_between) < 0.1 + 0.1 * used_between, (b - a, used_between)  # once: not twice, not never
+
+
+def test_a_child_in_a_cgroup_this_process_owns_is_counted_there_once():
+    """A server under a CPU account of the project's (a cpuacct group named by its owner token) is counted through
+    the group, not twice (the group and its live figure)."""
+    from secoverhead.host.cgroups import CpuAccount
+
+    account = CpuAccount.create("noise-test")
+    if account is None:
+        pytest.skip("no cpuacct controller here")
+    child = subprocess.Popen(BUSY)
+    try:
+        account.join(child.pid)
+        time.sleep(0.2)
+        a = noise.own_cpu_s()
+        time.sleep(0.6)
+        b = noise.own_cpu_s()
+        child_cpu = noise._process_cpu_s(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+        account.remove()
+    assert 0.05 < b - a < 0.6 * 1.5 + 0.1, (b - a, child_cpu)  # at most one core's worth over 0.6 s: counted once

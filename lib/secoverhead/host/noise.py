@@ -30,7 +30,7 @@ def own_cpu_s() -> float:
     grouped: set[int] = set()
     base = cgroups.ROOT / "cpuacct" / cgroups.PREFIX
     if base.is_dir():
-        for d in base.glob(f"{os.getpid()}-*"):
+        for d in base.glob(f"{os.getpid()}.*-*"):  # named by this process's owner token, pid.pidns.start (owners.me)
             try:
                 total += int((d / "cpuacct.usage").read_text()) / 1e9
                 grouped.update(int(x) for x in (d / "cgroup.procs").read_text().split())
