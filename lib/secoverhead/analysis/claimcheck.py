@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.reads import Cell, Kind, Ratio, finite, level_of, widened
+from secoverhead.analysis.reads import Cell, Kind, Ratio, cell_of, finite, level_of, widened
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 
@@ -278,6 +278,14 @@ def floor_of(cells: list[Cell], tau: float, quantity: str) -> float:
     if quantity == "loss":
         return (100 - centre) * (math.exp(z * tau) - 1)
     return z * tau
+
+
+def as_judged(study: str, metric: str, c: Any) -> tuple[float, float]:
+    """A ratio comparison between arms on instances of their own, as its claims judge it: the interval with the
+    declared between-run sd added (what a figure or table beside the verdict must show)."""
+    between = registry.between_runs().get((study, metric))
+    cell = widened(cell_of(c), between.sd if between is not None else 0.0, "ratio")
+    return cell.lo, cell.hi
 
 
 def _widened(r: Any, cells: list[Cell], tau: float) -> list[Cell]:

@@ -68,6 +68,11 @@ def cell_name(cell: Mapping[str, Any], by: Sequence[str]) -> str:
     return " ".join(str(v) for v in values)
 
 
+def cell_of(c: Comparison, name: str = "", quantity: str = "ratio") -> Cell:
+    """A comparison as a reading's cell: its number on the reading's quantity and its n counted as claims count it."""
+    return _from(c, name, quantity)
+
+
 def _from(c: Comparison, name: str, quantity: str) -> Cell:
     point, lo, hi = c.ratio, c.ci_low, c.ci_high
     if quantity == "loss":  # the share of the baseline's metric the candidate loses, %

@@ -7,7 +7,7 @@ the log they keep. A DBA's sys schema reads the same table (`sys.waits_global_by
 between two waits (formatting the log record) is CPU, counted with the rest of the server's CPU.
 
 MariaDB's server_audit keeps its log with its own file logger, built without instrumentation (FLOGGER_NO_PSI):
-performance_schema cannot see its waits, so they are not measured there (the threads' off-CPU time is)."""
+performance_schema cannot see its waits, so they are not measured there."""
 
 from __future__ import annotations
 

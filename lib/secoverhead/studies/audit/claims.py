@@ -76,12 +76,19 @@ def claims(result: StudyResult) -> list[ClaimVerdict]:
     return study_verdicts(result, lambda part: functools.partial(part_claims, part.name))
 
 
+def log_file_busy(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the share of each second the log's file was being written or synced (its utilisation); NaN where
+    the server did not time its log."""
+    io = runs["log_io_us_per_txn"] if "log_io_us_per_txn" in runs else float("nan")
+    return io * runs["tps"] / 1e6
+
+
 def _log_wait_text(runs: pd.DataFrame) -> str:
     """What the server itself timed on the general log (performance_schema), medians over the arm's runs."""
     if "log_wait_us_per_txn" not in runs or not runs["log_wait_us_per_txn"].notna().any():
         return ""
     wait, share = runs["log_wait_us_per_txn"].median(), runs["log_wait_share"].median()
-    busy = (runs["log_io_us_per_txn"] * runs["tps"]).median() / 1e6
+    busy = log_file_busy(runs).median()
     return (
         f"The server timed its threads waiting on the general log {wait / 1000:.3g} ms per transaction, "
         f"{share * 100:.2g} % of their time; the log's file was busy {busy * 100:.2g} % of each second. "

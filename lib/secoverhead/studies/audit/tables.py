@@ -7,13 +7,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from secoverhead.analysis import claim_registry
+from secoverhead.analysis.claimcheck import as_judged
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.stats import widen
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
-from secoverhead.studies.audit.claims import contention_note
+from secoverhead.studies.audit.claims import contention_note, log_file_busy
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 from secoverhead.studies.protocol.judging import published
 
@@ -96,7 +95,7 @@ def regime_table(part: Part) -> pd.DataFrame:
         return pd.DataFrame()
     threads = int((part.metadata().get("parameters") or {}).get("threads") or 0)
     rows = []
-    medians = runs.groupby("arm", sort=False).median(numeric_only=True)
+    medians = runs.assign(log_busy=log_file_busy(runs)).groupby("arm", sort=False).median(numeric_only=True)
     for arm, c in medians.loc[sorted(medians.index, key=lambda a: a != BASELINE)].iterrows():
         per_txn_ms = threads / c["tps"] * 1000 if threads and c["tps"] else float("nan")
         log_ms = c.get("log_wait_us_per_txn", float("nan")) / 1000
@@ -111,7 +110,7 @@ def regime_table(part: Part) -> pd.DataFrame:
                 "waiting on the log, ms": log_ms,
                 "of which its locks, ms": c.get("log_lock_us_per_txn", float("nan")) / 1000,
                 "share of thread time waiting on the log": c.get("log_wait_share", float("nan")),
-                "log utilisation": c.get("log_io_us_per_txn", float("nan")) * c["tps"] / 1e6,
+                "log utilisation": c.get("log_busy", float("nan")),
                 "server CPU, cores busy": c.get("server_cpu_cores", float("nan")),
             }
         )
@@ -161,15 +160,13 @@ def tps_vs_a(part: Part) -> pd.DataFrame:
     rows = []
     if "tps" not in runs:
         return pd.DataFrame()
-    term = claim_registry.between_runs().get((STUDY, "tps"))
     arms = [a for a in dict.fromkeys(runs["arm"]) if a != BASELINE]
     for arm in arms:
         c = compare_arms(
             runs, "tps", baseline=BASELINE, candidates=[arm], higher_is_better=True, confidence=1 - part.alpha
         ).get(arm)
         if c is not None:
-            n = c.n_pairs or min(c.n_baseline, c.n_candidate)  # as the claim counts it (analysis/reads.py)
-            lo, hi = widen(c.ci_low, c.ci_high, term.sd if term else 0.0, n, c.confidence, log=True)
+            lo, hi = as_judged(STUDY, "tps", c)
             rows.append(
                 {"arm": arm, "(X - A) / A %": c.change_pct, "CI low %": (lo - 1) * 100, "CI high %": (hi - 1) * 100}
             )

@@ -5,11 +5,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from secoverhead.analysis import claim_registry
-from secoverhead.analysis.claimcheck import Rule, judge
+from secoverhead.analysis.claimcheck import Rule, as_judged, judge
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.reads import Contrast, Pooled, Ratio, cell_name
-from secoverhead.analysis.stats import widen
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host, lowest_cell
@@ -95,11 +93,9 @@ def loss_bounds(runs: pd.DataFrame, alpha: float = 0.05, *, threads: int, family
     has_cap = CAPACITY in runs and runs[CAPACITY].notna().any()
     tps = losses(runs, alpha, threads=threads, family=family)
     cap = losses(runs, alpha, threads=threads, metric=CAPACITY, family=family) if has_cap else {}
-    term = claim_registry.between_runs().get((STUDY, "tps"))  # arms on instances of their own, as the claims read
     out = []
     for key, t in tps.items():
-        n = t.n_pairs or min(t.n_baseline, t.n_candidate)
-        lo, hi = widen(t.ci_low, t.ci_high, term.sd if term else 0.0, n, t.confidence, log=True)
+        lo, hi = as_judged(STUDY, "tps", t)  # arms on instances of their own, as the claims read them
         out.append(LossBound(t.cell, t, cap.get(key), (1 - hi) * 100, (1 - lo) * 100))
     return out
 
