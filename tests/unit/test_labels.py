@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from secoverhead.servers import labels
@@ -78,12 +80,12 @@ def test_a_mongod_without_tls_counts_gives_nothing_to_check():
 def test_a_tls_arm_whose_every_connection_negotiated_its_version_passes():
     before = labels.transport_counts(_status(10, **{"1.3": 3}))
     after = labels.transport_counts(_status(50, **{"1.3": 43}))
-    assert labels.check_transport("1.3", before, after, "h:1") == 40
+    assert labels.check_transport("1.3", before, after, "h:1") == (40, 0)
 
 
 def test_a_plain_arm_with_no_tls_connection_passes_and_one_with_any_fails():
     before = labels.transport_counts(_status(10))
-    assert labels.check_transport(None, before, labels.transport_counts(_status(30)), "h:1") == 20
+    assert labels.check_transport(None, before, labels.transport_counts(_status(30)), "h:1") == (20, 0)
     with pytest.raises(labels.LabelMismatch, match=r"plain arm's 20 connection.* negotiated 1 over TLS 1\.3"):
         labels.check_transport(None, before, labels.transport_counts(_status(30, **{"1.3": 1})), "h:1")
 
@@ -96,3 +98,48 @@ def test_a_tls_arm_with_a_plain_connection_or_another_version_fails():
         labels.check_transport("1.3", before, labels.transport_counts(_status(30, **{"1.2": 20})), "h:1")
     with pytest.raises(labels.LabelMismatch, match="negotiated none over TLS"):
         labels.check_transport("1.3", before, labels.transport_counts(_status(30)), "h:1")
+
+
+def _reads(*statuses: dict):
+    """A server whose counters move on between readings, then stay."""
+    readings = [labels.transport_counts(s) for s in statuses]
+    return lambda: readings.pop(0) if len(readings) > 1 else readings[0]
+
+
+def test_a_tls_arm_read_while_a_handshake_is_in_flight_is_read_again_until_it_settles():
+    before = labels.transport_counts(_status(10))
+    read = _reads(_status(17, **{"1.3": 6}), _status(17, **{"1.3": 6}), _status(17, **{"1.3": 7}))
+    assert labels.settled_transport("1.3", before, read, "h:1") == (7, 0)
+
+
+def test_a_tls_arm_that_never_counts_every_connection_still_fails_after_waiting():
+    before = labels.transport_counts(_status(10))
+    with pytest.raises(labels.LabelMismatch, match=r"7 connection.* negotiated 6 over TLS 1\.3"):
+        labels.settled_transport("1.3", before, _reads(_status(17, **{"1.3": 6})), "h:1", wait_s=0.2)
+
+
+def test_a_contradicting_count_fails_without_waiting():
+    before = labels.transport_counts(_status(10))
+    t0 = time.monotonic()
+    with pytest.raises(labels.LabelMismatch, match=r"TLS 1\.2"):
+        labels.settled_transport("1.3", before, _reads(_status(17, **{"1.2": 1, "1.3": 5})), "h:1", wait_s=5)
+    with pytest.raises(labels.LabelMismatch, match=r"plain arm"):
+        labels.settled_transport(None, before, _reads(_status(17, **{"1.3": 1})), "h:1", wait_s=5)
+    assert time.monotonic() - t0 < 4
+
+
+def test_a_tls_only_client_may_leave_handshakes_unfinished_but_never_another_version_or_none_finished():
+    before = labels.transport_counts(_status(10))
+    read = _reads(_status(17, **{"1.3": 6}))
+    seen = labels.settled_transport("1.3", before, read, "h:1", tls_only_client=True, wait_s=0.1)
+    assert seen == (7, 1)
+    with pytest.raises(labels.LabelMismatch, match=r"TLS 1\.2"):
+        labels.check_transport(
+            "1.3", before, labels.transport_counts(_status(17, **{"1.2": 1, "1.3": 5})), "h:1", tls_only_client=True
+        )
+    with pytest.raises(labels.LabelMismatch, match="none over TLS"):
+        labels.check_transport("1.3", before, labels.transport_counts(_status(17)), "h:1", tls_only_client=True)
+    with pytest.raises(labels.LabelMismatch, match="plain arm"):  # a plain arm is never excused
+        labels.check_transport(
+            None, before, labels.transport_counts(_status(17, **{"1.3": 1})), "h:1", tls_only_client=True
+        )

@@ -10,7 +10,7 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
 from secoverhead.servers.builds import ServerBuild, described, nearest, stand_in_note
-from secoverhead.servers.labels import check_transport
+from secoverhead.servers.labels import settled_transport
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
 from secoverhead.studies.tls.declarations import (
@@ -124,8 +124,9 @@ def _checked(srv: Any, arm: Arm, run: Callable[[], Measurement]) -> Measurement:
     m = run()
     if before:
         version = MONGO_TLS_VERSION if arm.tls else None
-        made = check_transport(version, before, counts(), f"{srv.endpoint.host}:{srv.endpoint.port}")
-        m.info["negotiated"] = {"connections": made, "tls": f"TLS {version}" if version else "none"}
+        where = f"{srv.endpoint.host}:{srv.endpoint.port}"
+        seen = settled_transport(version, before, counts, where, tls_only_client=arm.tls)  # pymongo's tls=True
+        m.info["negotiated"] = seen._asdict() | {"tls": f"TLS {version}" if version else "none"}
     return m
 
 
