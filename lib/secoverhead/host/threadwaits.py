@@ -2,19 +2,19 @@
 (a lock, a file write, the client's next statement), from the scheduler's own counters.
 
 Read from /proc/PID/task/TID/schedstat (time on CPU and time runnable but waiting, in ns) and the task's
-`voluntary_ctxt_switches` (each one a block: a futex, an fsync, a socket read) at the start and the end of a
-run: two readings per thread, nothing sampled in between, so measuring costs the run nothing. Threads that
-did not run in the window (idle background threads) are left out of the off-CPU time, which would otherwise
-count their whole window; threads born or ended inside the window are lost: a connection's thread lives only as
-long as its client's connection, so with a client that connects per run (sysbench) these counters see the
-server's background threads, not the connections' (the audit study reads the log's waits from the server). A
-server's CPU falling while its blocked time per transaction rises is a serialising bottleneck; a rising run-queue
-time is CPU shortage.
+`voluntary_ctxt_switches` (each one a block: a futex, an fsync, a socket read) twice per run: nothing sampled in
+between, so measuring costs the run nothing. Threads that did not run in the window (idle background threads) are
+left out of the off-CPU time, which would otherwise count their whole window; threads born or ended inside the
+window are lost. A connection's thread lives only as long as its client's connection, so with a client that
+connects per run (sysbench) the two readings are taken inside the load, once its connections are open and again
+before they close (`within`), and the operations are prorated to that window. A server's CPU falling while its
+blocked time per transaction rises is a serialising bottleneck; a rising run-queue time is CPU shortage.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,7 +37,7 @@ def read(pids: Iterable[int]) -> Reading:
     return out
 
 
-def summarise(a: Reading, b: Reading, window_s: float, operations: int, unit: str = "txn") -> dict[str, float]:
+def summarise(a: Reading, b: Reading, window_s: float, operations: float, unit: str = "txn") -> dict[str, float]:
     """Per operation: blocked (off-CPU, not waiting for a CPU) and run-queue time in us, blocking waits, and
     the number of threads that ran. Only threads present in both readings count."""
     window_ns, ops = window_s * 1e9, max(operations, 1)
@@ -62,17 +62,46 @@ def summarise(a: Reading, b: Reading, window_s: float, operations: int, unit: st
 
 
 class WaitMeter:
-    """with WaitMeter(pids) as w: ...; w.metrics(operations) -> summarise() over the block."""
+    """with WaitMeter(pids) as w: ...; w.metrics(operations) -> summarise() over the block.
 
-    def __init__(self, pids: Iterable[int]) -> None:
-        self.pids = list(pids)
+    within=(lead_s, length_s): the readings are taken `lead_s` into the block and `length_s` after that, from a
+    timer, so that threads living only as long as the load (its connections') are in both; metrics() then
+    prorates the load's operations to that window. A reading the block ended before leaves nothing measured."""
+
+    def __init__(self, pids: Iterable[int], *, within: tuple[float, float] | None = None) -> None:
+        self.pids, self.within = list(pids), within
+        self.a = self.b = None
+        self.window_s = 0.0
 
     def __enter__(self) -> WaitMeter:
-        self.a, self.t0 = read(self.pids), time.monotonic()
+        if self.within is None:
+            self.a, self.t0 = read(self.pids), time.monotonic()
+            return self
+        lead, length = self.within
+        self._timers = [threading.Timer(lead, self._take, ("a",)), threading.Timer(lead + length, self._take, ("b",))]
+        for t in self._timers:
+            t.daemon = True
+            t.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.b, self.window_s = read(self.pids), time.monotonic() - self.t0
+    def _take(self, which: str) -> None:
+        setattr(self, which, read(self.pids))
+        setattr(self, f"t_{which}", time.monotonic())
 
-    def metrics(self, operations: int, unit: str = "txn") -> dict[str, float]:
-        return summarise(self.a, self.b, self.window_s, operations, unit) if self.a else {}
+    def __exit__(self, *exc: object) -> None:
+        if self.within is None:
+            self.b, self.window_s = read(self.pids), time.monotonic() - self.t0
+            return
+        for t in self._timers:
+            t.cancel()
+            t.join()
+        if self.a is not None and self.b is not None:
+            self.window_s = self.t_b - self.t_a
+
+    def metrics(self, operations: float, unit: str = "txn", load_s: float | None = None) -> dict[str, float]:
+        """load_s: the load's own duration, over which `operations` ran; with `within` they are prorated to the
+        window the readings spanned (the load's rate taken as steady)."""
+        if self.a is None or self.b is None or self.window_s <= 0:
+            return {}
+        ops = operations * self.window_s / load_s if self.within is not None and load_s else operations
+        return summarise(self.a, self.b, self.window_s, ops, unit)

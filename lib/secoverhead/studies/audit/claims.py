@@ -123,7 +123,7 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None 
     }
     waits = {k: v for k, v in waits.items() if v is not None}
     if waits:
-        text += "Per transaction, in the server's long-lived threads (the connections' come and go with each run): "
+        text += "Per transaction, in the server's threads over each load (its connections' included): "
         text += ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
     text += _log_wait_text(runs[runs["arm"] == "general_log"])
     blocked = waits.get("blocked time") or waits.get("blocking waits")

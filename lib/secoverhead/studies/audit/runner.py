@@ -194,12 +194,14 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
         if toggle is not None:  # the arm's label read back from the server before it is measured
             labels.check_audit_toggled(name, _audit_state(admin), baseline)
         before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
-        with WaitMeter(db.pids if db is not None else []) as waits, LogWaitMeter(_log_reader(db)) as log_waits:
+        meter = WaitMeter(db.pids if db is not None else [], within=_inside_load(opts))
+        with meter as waits, LogWaitMeter(_log_reader(db)) as log_waits:
             m = sb.measure(opts, db.cpu if db is not None else None)
         written = bytes_in(logs) - before
         io1 = _proc_io(db.pids[0]) if db is not None else {}
     txn, queries = max(m.metrics["transactions"], 1), max(m.metrics["queries"], 1)
-    m.metrics |= waits.metrics(txn)  # blocked vs run-queue time: CPU or serialisation (contention_note)
+    # blocked vs run-queue time in the connections' threads: CPU or serialisation (contention_note)
+    m.metrics |= waits.metrics(txn, load_s=m.metrics.get("duration_s"))
     m.metrics |= log_waits.metrics(txn, opts.threads, m.metrics.get("duration_s"))  # of that, on the logs
     if logs:
         m.metrics |= {
@@ -213,6 +215,18 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
             "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
         }
     return m
+
+
+# The scheduler's counters are read 1 s into a run (sysbench's connections open) and 0.5 s before its end (still
+# open): a connection's thread lives only as long as its connection, so readings at the run's edges miss it.
+WAITS_LEAD_S, WAITS_TAIL_S = 1.0, 0.5
+
+
+def _inside_load(opts: SysbenchOptions) -> tuple[float, float] | None:
+    """The window the connection threads' counters are read over; None for a run too short to hold one (the
+    readings are then taken at its edges and see only the threads that outlive it)."""
+    length = float(opts.time) - WAITS_LEAD_S - WAITS_TAIL_S
+    return (WAITS_LEAD_S, length) if opts.time and length >= 1 else None
 
 
 def _log_reader(db: Any) -> Any:

@@ -84,34 +84,39 @@ def mechanism_table(part: Part) -> pd.DataFrame:
 
 def regime_table(part: Part) -> pd.DataFrame:
     """What bounds each arm, before any verdict is read: a transaction's time in a connection's thread, its server
-    CPU and its wait on the log (the log file's writes and syncs, its locks, the group commit: the server's own
-    performance_schema figures, which count every thread), the share of the threads' time spent on the log, and
-    the log's utilisation (its file's time per second: a log written under one lock serialises every statement
-    as it nears 1). Not the scheduler's off-CPU counters: a connection's thread comes and goes with each run's
-    sysbench, so they see only the server's background threads. Medians over each arm's runs; the log's columns
-    are empty where its writes are not instrumented (server_audit)."""
+    CPU, the time the server's threads were blocked (off CPU, not waiting for one: the scheduler's counters, read
+    inside each run so the connections' threads count) and how much more than the baseline's, and of that the wait
+    on the log where the server times it (the log file's writes and syncs, its locks, the group commit: MySQL 8.0's
+    performance_schema), the share of the threads' time on the log and the log's utilisation (its file's time per
+    second: a log written under one lock serialises every statement as it nears 1). server_audit's logger is not
+    instrumented: its row has the blocked time (what its log adds is in the excess over the baseline), not the
+    log's own columns. Medians over each arm's runs."""
     runs = part.runs()
     if not len(runs) or "tps" not in runs:
         return pd.DataFrame()
     threads = int((part.metadata().get("parameters") or {}).get("threads") or 0)
     rows = []
     medians = runs.assign(log_busy=log_file_busy(runs)).groupby("arm", sort=False).median(numeric_only=True)
+    nan = float("nan")
+    base_blocked = (
+        medians["server_offcpu_us_per_txn"].get(BASELINE, nan) if "server_offcpu_us_per_txn" in medians else nan
+    )
     for arm, c in medians.loc[sorted(medians.index, key=lambda a: a != BASELINE)].iterrows():
-        per_txn_ms = threads / c["tps"] * 1000 if threads and c["tps"] else float("nan")
-        log_ms = c.get("log_wait_us_per_txn", float("nan")) / 1000
-        cpu_ms = c.get("server_cpu_us_per_op", float("nan")) / 1000
+        blocked = c.get("server_offcpu_us_per_txn", nan)
         rows.append(
             {
                 "arm": arm,
                 "threads": threads,
                 "TPS": c["tps"],
-                "ms per transaction (a thread's)": per_txn_ms,
-                "server CPU, ms": cpu_ms,
-                "waiting on the log, ms": log_ms,
-                "of which its locks, ms": c.get("log_lock_us_per_txn", float("nan")) / 1000,
-                "share of thread time waiting on the log": c.get("log_wait_share", float("nan")),
-                "log utilisation": c.get("log_busy", float("nan")),
-                "server CPU, cores busy": c.get("server_cpu_cores", float("nan")),
+                "ms per transaction (a thread's)": threads / c["tps"] * 1000 if threads and c["tps"] else nan,
+                "server CPU, ms": c.get("server_cpu_us_per_op", nan) / 1000,
+                "blocked, ms": blocked / 1000,
+                "blocked more than A, ms": (blocked - base_blocked) / 1000,
+                "waiting on the log, ms": c.get("log_wait_us_per_txn", nan) / 1000,
+                "of which its locks, ms": c.get("log_lock_us_per_txn", nan) / 1000,
+                "share of thread time waiting on the log": c.get("log_wait_share", nan),
+                "log utilisation": c.get("log_busy", nan),
+                "server CPU, cores busy": c.get("server_cpu_cores", nan),
             }
         )
     return pd.DataFrame(rows)
