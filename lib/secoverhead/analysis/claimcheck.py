@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis import pooling
 from secoverhead.analysis.reads import Cell, Kind, Ratio, cell_of, finite, level_of, widened
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
@@ -33,6 +34,7 @@ class Grounds:
     quantities: tuple[str, ...] = ()
     measure: str = ""
     floors: tuple[float, ...] = ()  # per reading: the half-width a between-run sd adds at any rounds, its unit
+    estimates: tuple[list[list[float] | None], ...] = ()  # per reading and cell: [value, se] over this run's rounds
 
 
 def verdict_of(
@@ -67,7 +69,7 @@ def verdict_of(
         source=c.source_on(part),
         registered=c.record(),
         rounds_needed=rounds_needed,
-        judged=judged(c, g.intervals, g.cells, g.quantities),
+        judged=judged(c, g.intervals, g.cells, g.quantities, g.estimates),
     )
 
 
@@ -114,10 +116,12 @@ def judged(
     intervals: tuple[tuple[list, list | None], ...],
     cells: tuple[Sequence[str], ...] = (),
     quantities: tuple[str, ...] = (),
+    estimates: tuple[list[list[float] | None], ...] = (),
 ) -> list[dict[str, Any]]:
     """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
     claim against its thresholds draws), with each interval's cell name where the study gave them, and the
-    quantity its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured."""
+    quantity its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured;
+    and each cell's estimate over the run's rounds alone on the pooling scale (analysis/pooling.py)."""
     out = []
     for k, (reading, (each, refuting)) in enumerate(zip(c.readings(), intervals, strict=False)):
         names = [str(n) for n in cells[k]] if k < len(cells) else []
@@ -128,6 +132,7 @@ def judged(
                 "refuting": [[float(lo), float(hi)] for lo, hi in refuting] if refuting is not None else None,
                 "cells": names if len(names) == len(each) else [],
                 **({"quantity": quantities[k]} if k < len(quantities) else {}),
+                **({"estimates": estimates[k]} if k < len(estimates) and len(estimates[k]) == len(each) else {}),
             }
         )
     return out
@@ -170,10 +175,10 @@ class Rule:
         claim = self.registered
         if not self._readable(runs, claim.metric):
             return None
-        read = self._intervals(runs, claim, alpha, levels)
+        read, own = self._intervals(runs, claim, alpha, levels)
         if any(not each for each, _ in read):
             return None
-        return self._verdict(claim, read, runs, alpha, part, levels)
+        return self._verdict(claim, read, runs, alpha, part, levels, own)
 
     def _readable(self, runs: Any, metric: str) -> bool:
         if runs is None or not len(runs) or "arm" not in runs or metric not in runs:
@@ -181,8 +186,9 @@ class Rule:
         return not self.varies or (self.varies in runs and runs[self.varies].nunique() >= 2)
 
     def _intervals(self, runs: Any, claim: registry.Claim, alpha: float, levels: Mapping[str, Any] | None
-                   ) -> list[tuple[list[Cell], list[Cell]]]:  # fmt: skip
-        """Per reading (the intervals that may reproduce, those that may refute), widened where declared."""
+                   ) -> tuple[list[tuple[list[Cell], list[Cell]]], list[tuple[list[Cell], list[Cell]]]]:  # fmt: skip
+        """Per reading (the intervals that may reproduce, those that may refute), widened where declared; and the
+        same over the run's rounds only (what pooling over runs starts from)."""
         for r, reading in zip(self.reads, claim.readings(), strict=True):
             if r.quantity != reading.quantity:  # what is read and what the registry declares must be one number
                 raise ValueError(f"{self.study}:{self.id}: reads a {r.quantity}, registered as a {reading.quantity}")
@@ -190,9 +196,9 @@ class Rule:
                 for r, reading in zip(self.reads, claim.readings(), strict=True)]  # fmt: skip
         between = registry.between_runs().get((self.study, claim.metric))
         if between is None:
-            return read
+            return read, read
         return [(_widened(r, each, between.sd), _widened(r, refuting, between.sd))
-                for r, (each, refuting) in zip(self.reads, read, strict=True)]  # fmt: skip
+                for r, (each, refuting) in zip(self.reads, read, strict=True)], read  # fmt: skip
 
     def _replication(self, metric: str) -> str:
         """What the intervals cover: a declared between-run sd, or this run's rounds only."""
@@ -206,7 +212,7 @@ class Rule:
         )
 
     def _verdict(self, claim: registry.Claim, read: list, runs: Any, alpha: float, part: str,
-                 levels: Mapping[str, Any] | None) -> ClaimVerdict:  # fmt: skip
+                 levels: Mapping[str, Any] | None, own: list) -> ClaimVerdict:  # fmt: skip
         sets = tuple(([c.interval for c in each], [c.interval for c in refuting]) for each, refuting in read)
         decidable = all(finite(each) for each, _ in read)
         first = read[0][0]
@@ -228,6 +234,7 @@ class Rule:
                 quantities=tuple(r.quantity for r in self.reads),
                 measure="; ".join(t for t in (self.measure, self._replication(claim.metric)) if t),
                 floors=self._floors(claim.metric, read),
+                estimates=tuple(_estimates(each, r.quantity) for r, (each, _) in zip(self.reads, own, strict=True)),
             ),
         )
 
@@ -255,6 +262,15 @@ class Rule:
         ]
         extra = self.context(runs, alpha) if self.context is not None else ""
         return ". ".join(texts) + (f"; {extra}" if extra else "")
+
+
+def _estimates(cells: list[Cell], quantity: str) -> list[list[float] | None]:
+    """Each cell's [value, se] on the pooling scale from its interval over the run's rounds (None: not poolable)."""
+    out: list[list[float] | None] = []
+    for c in cells:
+        e = pooling.run_estimate(quantity, c.lo, c.hi, c.n, c.confidence) if finite([c]) else None
+        out.append([e.value, e.se] if e is not None and math.isfinite(e.se) else None)
+    return out
 
 
 def _on_its_quantity(cell: Cell, quantity: str) -> dict[str, float]:

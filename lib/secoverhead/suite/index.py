@@ -13,7 +13,7 @@ from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text,
 from secoverhead.core.runs import counting, describe, from_the_future, runs_of, scale_of, status_of
 from secoverhead.reporting import summary
 from secoverhead.studies import STUDIES
-from secoverhead.suite import history
+from secoverhead.suite import history, pooled
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 
@@ -55,7 +55,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 if len(df):
                     history.export_csv(df, root / "history" / f"{study.id}.csv")
                     detected += history.changes(df, root)
-                hist = history.section(root, study.id, study.title, df)
+                hist = pooled.section(root, study.id, df) + history.section(root, study.id, study.title, df)
             except Exception as exc:  # history is a view; a corrupt old run must not cost the index
                 hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
         rows.sort(key=lambda r: (r["target"] != history.EMBEDDED, r["target"]))  # stable: newest first per target

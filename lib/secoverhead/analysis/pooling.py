@@ -1,0 +1,200 @@
+"""Evidence over reports: one claim's cell as measured by the reports of one series, pooled into one interval that
+the claim's reading judges as it judges one report's.
+
+Each report gives an estimate on the analysis scale (the log ratio for a ratio or a loss, the difference itself in
+points) and its own standard error (its rounds only). Reports differ by more than their rounds say (instances,
+the machine's day), so they are pooled by a random-effects model: the between-run variance tau^2 by
+Paule-Mandel, which the reports themselves estimate (no declared value), and the interval by Hartung-Knapp with the
+modification that never lets it be narrower than the plain random-effects one (Roever, Knapp & Friede 2015),
+on t with k-1 degrees of freedom, which keeps its level at two or three reports where a normal interval does not.
+
+A series is judged again after every report. Each of these looks reads its interval at alpha / (LOOKS - 1)
+(Bonferroni over the looks at k = 2..LOOKS reports): whatever the correlation between looks, the chance that any
+look's interval misses the truth stays below alpha. A series that reaches LOOKS reports is closed there; the next
+report opens a new one (the verdict of a closed series stands).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.stats import t_quantile
+from secoverhead.analysis.verdicts import Verdict
+
+LOOKS = 10  # reports a series pools before it closes; every look from the second on spends alpha / (LOOKS - 1)
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """One report's estimate of one cell on the analysis scale, its standard error over its own rounds."""
+
+    value: float
+    se: float
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """The reports' pooled estimate on the analysis scale, its interval at `confidence`, and what it rests on."""
+
+    k: int
+    estimate: float
+    low: float
+    high: float
+    tau: float  # between-run sd, as these reports estimate it
+    confidence: float
+
+
+def paule_mandel(values: Sequence[float], variances: Sequence[float], tol: float = 1e-12) -> float:
+    """tau^2 at which the weighted residuals' Q equals its expectation k - 1 (0 when the reports agree as well as
+    their own errors say or better). Q falls as tau^2 grows, so bisection finds it."""
+    k = len(values)
+    if k < 2:
+        return 0.0
+
+    def q(tau2: float) -> float:
+        w = [1 / (v + tau2) for v in variances]
+        mu = sum(wi * y for wi, y in zip(w, values, strict=True)) / sum(w)
+        return sum(wi * (y - mu) ** 2 for wi, y in zip(w, values, strict=True))
+
+    if q(0.0) <= k - 1:
+        return 0.0
+    lo, hi = 0.0, max(max(values) - min(values), 1e-12) ** 2
+    while q(hi) > k - 1:
+        hi *= 2
+    while hi - lo > tol * max(hi, 1e-300):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if q(mid) > k - 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def pool(runs: Sequence[RunEstimate], confidence: float) -> Pooled | None:
+    """The random-effects estimate of the reports and its modified Hartung-Knapp interval; None under two or
+    where one has no finite positive standard error."""
+    k = len(runs)
+    if k < 2 or not all(math.isfinite(r.value) and math.isfinite(r.se) and r.se > 0 for r in runs):
+        return None
+    y, v = [r.value for r in runs], [r.se**2 for r in runs]
+    tau2 = paule_mandel(y, v)
+    w = [1 / (vi + tau2) for vi in v]
+    mu = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sum(w)
+    q = sum(wi * (yi - mu) ** 2 for wi, yi in zip(w, y, strict=True)) / (k - 1)
+    half = t_quantile(k - 1, 0.5 + confidence / 2) * math.sqrt(max(q, 1.0) / sum(w))
+    return Pooled(k, mu, mu - half, mu + half, math.sqrt(tau2), confidence)
+
+
+def look_confidence(alpha: float, looks: int = LOOKS) -> float:
+    """The confidence every look of a series reads its interval at: alpha split over its looks at 2..looks reports."""
+    return 1 - alpha / (looks - 1)
+
+
+# From an interval a report judged on a reading's quantity to the analysis scale and back: a ratio and a loss are
+# pooled on the log ratio (a loss in % is 1 - ratio), a difference in points as it is.
+def to_scale(quantity: str, lo: float, hi: float) -> tuple[float, float] | None:
+    """(lo, hi) of a reading's interval on the analysis scale, ordered; None where it has none (a share, a
+    ratio reaching zero)."""
+    if quantity == "loss":
+        lo, hi = 1 - hi / 100, 1 - lo / 100
+    if quantity in ("ratio", "loss"):
+        return (math.log(lo), math.log(hi)) if lo > 0 and hi > 0 else None
+    return (lo, hi) if quantity == "difference" else None
+
+
+def from_scale(quantity: str, lo: float, hi: float) -> tuple[float, float]:
+    """The inverse of to_scale: an interval on the analysis scale as the reading reads it."""
+    if quantity == "ratio":
+        return math.exp(lo), math.exp(hi)
+    if quantity == "loss":
+        return (1 - math.exp(hi)) * 100, (1 - math.exp(lo)) * 100
+    return lo, hi
+
+
+def run_estimate(quantity: str, lo: float, hi: float, rounds: int, confidence: float) -> RunEstimate | None:
+    """A report's estimate from its own interval (its rounds only, before any between-run sd was added): the
+    interval's centre on the analysis scale and its half-width over the t quantile it was read at."""
+    scaled = to_scale(quantity, lo, hi)
+    if scaled is None or rounds < 2:
+        return None
+    a, b = scaled
+    return RunEstimate((a + b) / 2, (b - a) / 2 / t_quantile(rounds - 1, 0.5 + confidence / 2))
+
+
+@dataclass(frozen=True)
+class PooledCell:
+    """One cell of one reading over the reports pooled, on the reading's quantity: estimate, interval, tau (on the
+    analysis scale) and the interval that may refute, where it differs."""
+
+    name: str
+    point: float
+    low: float
+    high: float
+    tau: float
+    refuting: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class PooledVerdict:
+    """A claim judged on its reports pooled: the verdict the registry's readings give the pooled intervals."""
+
+    verdict: Verdict
+    reports: int
+    confidence: float  # each look's, before any split over cells or readings
+    readings: tuple[tuple[PooledCell, ...], ...]
+
+
+def pooled_verdict(study: str, claim_id: str, judged_reports: Sequence[list[dict]], alpha: float = 0.05
+                   ) -> PooledVerdict | None:  # fmt: skip
+    """The claim's verdict on the reports of one series (each one's `judged` readings, oldest first, at most
+    LOOKS): each cell pooled over the reports, read at the look's confidence split as one report splits it
+    (intervals_of: a reading that every cell must reproduce refutes on Bonferroni-widened intervals, one that any
+    cell may reproduce reproduces on them; refuting splits over the readings). None where they cannot be pooled:
+    fewer than two, cells that differ between them, or one without estimates."""
+    claim = registry.get(study, claim_id)
+    readings = claim.readings()
+    if len(judged_reports) < 2 or any(len(j) < len(readings) for j in judged_reports):
+        return None
+    look = look_confidence(alpha)
+    sets, shown = [], []
+    for k, reading in enumerate(readings):
+        cells = _cells(k, judged_reports)
+        if cells is None:
+            return None
+        m = len(cells)
+        each_conf = look if reading.combine == "all" or m == 1 else 1 - (1 - look) / m
+        refute_conf = 1 - (1 - look) / len(readings) / (m if reading.combine == "all" else 1)
+        pooled = [(name, pool(ests, each_conf), pool(ests, refute_conf)) for name, ests in cells]
+        if any(p is None or r is None for _, p, r in pooled):
+            return None
+        row = tuple(_shown(reading.quantity, name, p, r) for name, p, r in pooled)
+        sets.append(([(c.low, c.high) for c in row], [c.refuting for c in row]))
+        shown.append(row)
+    return PooledVerdict(claim.decide(*sets), len(judged_reports), look, tuple(shown))
+
+
+def _shown(quantity: str, name: str, p: Pooled, r: Pooled) -> PooledCell:
+    """A pooled cell on its reading's quantity."""
+    lo, hi = from_scale(quantity, p.low, p.high)
+    point = from_scale(quantity, p.estimate, p.estimate)[0]
+    return PooledCell(name, point, lo, hi, p.tau, from_scale(quantity, r.low, r.high))
+
+
+def _cells(k: int, judged_reports: Sequence[list[dict]]) -> list[tuple[str, list[RunEstimate]]] | None:
+    """Reading k's cells as the reports name them, each with every report's estimate; None when their cells
+    differ or one has no estimate for one (a report from before estimates were recorded, or an unpoolable one)."""
+    names = None
+    per: list[list[RunEstimate]] = []
+    for judged in judged_reports:
+        entry = judged[k]
+        ests = entry.get("estimates")
+        these = [str(n) for n in entry.get("cells") or []] or [""] * len(entry.get("intervals") or [])
+        if not ests or len(ests) != len(these) or any(e is None for e in ests):
+            return None
+        if names is None:
+            names, per = these, [[] for _ in these]
+        elif these != names:
+            return None
+        for slot, (value, se) in zip(per, ests, strict=True):
+            slot.append(RunEstimate(float(value), float(se)))
+    return list(zip(names or [], per, strict=True))

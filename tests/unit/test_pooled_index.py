@@ -1,0 +1,72 @@
+"""Verdicts over runs in the index, from report directories as the pipeline writes them: a claim's runs of one
+series pooled, a series closing at LOOKS runs, runs without estimates counted and left out, scales apart."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from secoverhead.analysis.pooling import LOOKS
+from secoverhead.suite import history, pooled
+
+
+def _run(root: Path, k: int, ratio: float | None, scale: str = "quick", verdict: str = "inconclusive") -> str:
+    name = f"20261101T{k:02d}0000Z-vm-{scale}" if k < 24 else f"20261102T{k - 24:02d}0000Z-vm-{scale}"
+    d = root / "audit" / name
+    (d / "results").mkdir(parents=True)
+    started = f"2026-11-0{1 + k // 24}T{k % 24:02d}:00:00Z"
+    (d / "run.json").write_text(json.dumps({"study": "audit", "started": started, "status": "ok",
+                                            "params_name": scale, "environment": {}}))  # fmt: skip
+    (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
+    judged = {"intervals": [[0.9, 1.03]], "cells": [], "quantity": "ratio"}
+    if ratio is not None:
+        judged["estimates"] = [[math.log(ratio), 0.03]]
+    v = {"id": "MariaDB:server_audit-small", "claim": "server_audit costs little", "verdict": verdict,
+         "ratio": 0.96, "ci_low": 0.9, "ci_high": 1.03,
+         "registered": {"study": "audit", "id": "server_audit-small", "metric": "tps"}, "judged": [judged]}  # fmt: skip
+    (d / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [v]}))
+    return name
+
+
+def _table(root: Path):
+    return pooled.pooled(root, "audit", history.collect(root, "audit")).set_index("scale")
+
+
+def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_runs_own(tmp_path):
+    for k, r in enumerate((0.955, 0.965, 0.96, 0.958, 0.962, 0.96)):
+        _run(tmp_path, k, r)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 6 and row["series"] == "open" and row["since"] == "2026-11-01"
+    assert row["pooled verdict"] == "reproduced" and row["newest report's verdict"] == "inconclusive"
+    assert "0.96" in row["pooled"] and "each look at" in row["pooled"]
+    assert "Verdicts over reports" in pooled.section(tmp_path, "audit", history.collect(tmp_path, "audit"))
+
+
+def test_a_series_closes_at_its_looks_and_the_next_shows_once_it_has_two_runs(tmp_path):
+    for k in range(LOOKS + 1):
+        _run(tmp_path, k, 0.96)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == LOOKS and row["series"] == "closed"  # the new series has one run: not yet
+    _run(tmp_path, LOOKS + 1, 0.96)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 2 and row["series"] == "open"
+
+
+def test_runs_without_estimates_are_counted_and_left_out_and_scales_pool_apart(tmp_path):
+    _run(tmp_path, 0, None)
+    for k in (1, 2, 3):
+        _run(tmp_path, k, 0.96)
+    for k in (4, 5):
+        _run(tmp_path, k, 0.80, scale="smoke")
+    t = _table(tmp_path)
+    assert t.loc["quick", "reports pooled"] == 3 and t.loc["quick", "reports without estimates"] == 1
+    assert t.loc["smoke", "reports pooled"] == 2
+
+
+def test_one_run_or_a_claim_not_testable_pools_nothing(tmp_path):
+    _run(tmp_path, 0, 0.96)
+    assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
+    assert pooled.section(tmp_path, "audit", history.collect(tmp_path, "audit")) == ""
+    _run(tmp_path, 1, 0.96, verdict="not testable here")
+    assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
