@@ -70,3 +70,14 @@ def test_one_run_or_a_claim_not_testable_pools_nothing(tmp_path):
     assert pooled.section(tmp_path, "audit", history.collect(tmp_path, "audit")) == ""
     _run(tmp_path, 1, 0.96, verdict="not testable here")
     assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
+
+
+def test_load_gives_the_pooled_verdicts_of_the_studies_it_read(tmp_path):
+    from secoverhead.suite.load import load
+
+    for k, r in enumerate((0.955, 0.965, 0.96, 0.958, 0.962, 0.96)):
+        _run(tmp_path, k, r)
+    got = load("audit", reports=tmp_path).pooled()
+    assert list(got["study"]) == ["audit"] and int(got["reports pooled"].iloc[0]) == 6
+    one = sorted((tmp_path / "audit").glob("2*"))[0]
+    assert load(one).pooled()["pooled verdict"].iloc[0] == "reproduced"  # one report: its series beside it

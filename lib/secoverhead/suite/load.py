@@ -4,6 +4,7 @@
     r = secoverhead.load("tde")              # every run of a study under ./reports
     r = secoverhead.load("reports/tls/...")  # one run directory
     r.runs, r.verdicts                       # tidy frames; r.samples(), r.intervals() read on demand
+    r.pooled()                               # each claim's verdict over the reports of its series
 
 Every frame carries the run (its directory's name), the study, its scale (smoke, quick, full, or the parameter
 set's name), the run's status and the experiment, so runs of several scales never mix unseen. The `latest`
@@ -26,6 +27,7 @@ from secoverhead.core.runs import scale_of, status_of
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies import STUDIES
+from secoverhead.suite import history, pooled
 
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
@@ -39,6 +41,17 @@ class Results:
     verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source, part,
     # and the server build that produced it
     stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
+    dirs: list[Path] = field(default_factory=list, repr=False)  # the report directories read
+
+    def pooled(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Each claim's verdict over the reports of its series, as the index's *Verdicts over reports* shows it,
+        for every study these reports belong to (pooled over the reports beside them under the same root)."""
+        frames = []
+        for root, study in dict.fromkeys((d.parent.parent, d.parent.name) for d in self.dirs):
+            df = pooled.pooled(root, study, history.collect(root, study), alpha)
+            if len(df):
+                frames.append(df.assign(study=study))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def samples(self) -> pd.DataFrame:
         """Every raw sample of every run (large: read when asked), with the run's columns."""
@@ -88,7 +101,7 @@ def _server(server: dict[str, Any]) -> dict[str, Any]:
 def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None = None) -> Results:
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
     given), read-only."""
-    runs, verdicts, stores, skipped = [], [], [], []
+    runs, verdicts, stores, skipped, read = [], [], [], [], []
     for d in run_dirs(what, reports):
         meta = read_json(d / "run.json")
         if not isinstance(meta, dict):
@@ -98,6 +111,7 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
                "status": status_of(meta)}  # fmt: skip
         if scale is not None and ids["scale"] != scale:
             continue
+        read.append(d)
         for exp in sorted(p for p in (d / "results").glob("*") if (p / "metadata.json").is_file()):
             if not all(within(x, d) for x in (exp, exp / "runs", exp / "metadata.json")):
                 skipped.append(f"{d.name}/results/{exp.name} (a link out of the run)")
@@ -119,4 +133,5 @@ def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None
             verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS, "part", *SERVER_COLUMNS.values()]
         ),
         stores,
+        read,
     )
