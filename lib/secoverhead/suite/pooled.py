@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from secoverhead.analysis import claim_registry
-from secoverhead.analysis.pooling import LOOKS, PooledVerdict, pooled_verdict
+from secoverhead.analysis.pooling import LOOKS, PooledVerdict, look_confidence, pooled_verdict
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.suite.history import SERIES
 
@@ -91,7 +91,7 @@ def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
         for c in cells:
             name = f"{c.name}: " if c.name else ""
             parts.append(f"{name}{reading.shown(c.point)} [{reading.shown(c.low)}, {reading.shown(c.high)}]")
-    return "; ".join(parts) + f" (each look at {pv.confidence * 100:.3g} %)"
+    return "; ".join(parts)
 
 
 def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = 0.05) -> str:
@@ -99,15 +99,29 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = 0.0
     df = pooled(root, study, history_df, alpha)
     if not len(df) or not (df["reports pooled"] >= 2).any():
         return ""
-    cols = ["claim", "scale", "target", "reports pooled", "since", "series", "pooled verdict", "pooled",
-            "newest report's verdict", "reports without estimates"]  # fmt: skip
-    table = df[cols].to_html(index=False, escape=True, border=0)
+    cols = {"claim": "claim", "scale": "scale", "target": "target", "reports pooled": "reports", "since": "since",
+            "series": "series", "pooled verdict": "pooled verdict", "pooled": "pooled [interval]",
+            "newest report's verdict": "newest report", "reports without estimates": "no estimates"}  # fmt: skip
+    table = _table(df[list(cols)].rename(columns=cols))
+    level = look_confidence(alpha)
     return (
         "<h3>Verdicts over reports</h3><p><small>"
         + html.escape(
             f"Each claim's reports of one series (scale, target, server version, machine speed class) pooled: a "
-            f"random-effects estimate (Paule-Mandel), a Hartung-Knapp interval, each look at alpha / {LOOKS - 1} so "
-            f"looking after every report keeps the error rate; a series closes at {LOOKS} reports."
+            f"random-effects estimate (Paule-Mandel) and a Hartung-Knapp interval at {level * 100:.3g} %, "
+            f"alpha / {LOOKS - 1} for each look, so looking after every report keeps the error rate within "
+            f"{alpha:g}; a series closes at {LOOKS} reports."
         )
         + f"</small></p>{table}"
     )
+
+
+def _table(df: pd.DataFrame) -> str:
+    """The rows as HTML, escaped; the claim and the interval kept readable (the index's cells break anywhere)."""
+    wide = {"claim": "min-width:12em", "target": "min-width:7em", "pooled [interval]": "min-width:10em"}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join(
+        "<tr>" + "".join(f'<td style="{wide.get(c, "")}">{html.escape(str(v))}</td>' for c, v in r.items()) + "</tr>"
+        for _, r in df.iterrows()
+    )
+    return f"<table><tr>{head}</tr>{rows}</table>"
