@@ -80,3 +80,10 @@ def test_a_block_that_ends_before_its_second_reading_measures_nothing():
     with threadwaits.WaitMeter([os.getpid()], within=(0.05, 5.0)) as w:
         time.sleep(0.1)
     assert w.metrics(100, load_s=0.1) == {}
+
+
+def test_no_process_to_read_measures_nothing_in_either_mode():
+    for within in (None, (0.01, 0.05)):
+        with threadwaits.WaitMeter([], within=within) as w:
+            time.sleep(0.1)
+        assert w.metrics(100, load_s=0.1) == {}

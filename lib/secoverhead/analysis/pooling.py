@@ -55,9 +55,7 @@ def paule_mandel(values: Sequence[float], variances: Sequence[float], tol: float
         return 0.0
 
     def q(tau2: float) -> float:
-        w = [1 / (v + tau2) for v in variances]
-        mu = sum(wi * y for wi, y in zip(w, values, strict=True)) / sum(w)
-        return sum(wi * (y - mu) ** 2 for wi, y in zip(w, values, strict=True))
+        return _weighted(values, variances, tau2)[1]
 
     if q(0.0) <= k - 1:
         return 0.0
@@ -70,6 +68,13 @@ def paule_mandel(values: Sequence[float], variances: Sequence[float], tol: float
     return (lo + hi) / 2
 
 
+def _weighted(values: Sequence[float], variances: Sequence[float], tau2: float) -> tuple[float, float, float]:
+    """At between-run variance tau2: the weighted mean, the weighted residuals' Q and the sum of the weights."""
+    w = [1 / (v + tau2) for v in variances]
+    mu = sum(wi * y for wi, y in zip(w, values, strict=True)) / sum(w)
+    return mu, sum(wi * (y - mu) ** 2 for wi, y in zip(w, values, strict=True)), sum(w)
+
+
 def pool(runs: Sequence[RunEstimate], confidence: float) -> Pooled | None:
     """The random-effects estimate of the reports and its modified Hartung-Knapp interval; None under two or
     where one has no finite positive standard error."""
@@ -78,10 +83,8 @@ def pool(runs: Sequence[RunEstimate], confidence: float) -> Pooled | None:
         return None
     y, v = [r.value for r in runs], [r.se**2 for r in runs]
     tau2 = paule_mandel(y, v)
-    w = [1 / (vi + tau2) for vi in v]
-    mu = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sum(w)
-    q = sum(wi * (yi - mu) ** 2 for wi, yi in zip(w, y, strict=True)) / (k - 1)
-    half = t_quantile(k - 1, 0.5 + confidence / 2) * math.sqrt(max(q, 1.0) / sum(w))
+    mu, q, weight = _weighted(y, v, tau2)
+    half = t_quantile(k - 1, 0.5 + confidence / 2) * math.sqrt(max(q / (k - 1), 1.0) / weight)
     return Pooled(k, mu, mu - half, mu + half, math.sqrt(tau2), confidence)
 
 

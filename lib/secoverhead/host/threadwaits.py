@@ -72,10 +72,11 @@ class WaitMeter:
         self.pids, self.within = list(pids), within
         self.a = self.b = None
         self.window_s = 0.0
+        self._timers: list[threading.Timer] = []
 
     def __enter__(self) -> WaitMeter:
         if self.within is None:
-            self.a, self.t0 = read(self.pids), time.monotonic()
+            self._take("a")
             return self
         lead, length = self.within
         self._timers = [threading.Timer(lead, self._take, ("a",)), threading.Timer(lead + length, self._take, ("b",))]
@@ -90,8 +91,7 @@ class WaitMeter:
 
     def __exit__(self, *exc: object) -> None:
         if self.within is None:
-            self.b, self.window_s = read(self.pids), time.monotonic() - self.t0
-            return
+            self._take("b")
         for t in self._timers:
             t.cancel()
             t.join()
@@ -101,7 +101,7 @@ class WaitMeter:
     def metrics(self, operations: float, unit: str = "txn", load_s: float | None = None) -> dict[str, float]:
         """load_s: the load's own duration, over which `operations` ran; with `within` they are prorated to the
         window the readings spanned (the load's rate taken as steady)."""
-        if self.a is None or self.b is None or self.window_s <= 0:
+        if not self.a or not self.b or self.window_s <= 0:  # no process read, or a reading the block ended before
             return {}
         ops = operations * self.window_s / load_s if self.within is not None and load_s else operations
         return summarise(self.a, self.b, self.window_s, ops, unit)

@@ -1,6 +1,7 @@
-"""`compare` on real runs: two smoke runs of one configuration back to back (an A/A) exit 0 or say the machine was
-noisy, and the same run with its measurements doctored twice as slow exits 1. (What a smoke run after a quick one
-leaves `latest` on: test_latest_run.py, which needs no quiet machine.)"""
+"""The run that counts, on real runs: after a quick run, two smoke runs (the README's first example) leave
+`latest`, the index's glance and the calculator's source on the quick run; `compare` of two smoke runs of one
+configuration back to back (an A/A) exits 0 or says the machine was noisy, and the same run with its measurements
+doctored twice as slow exits 1. Only the compares are quiet: each phase of `make test` builds the runs it needs."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from pathlib import Path
 import pytest
 
 from secoverhead.core.units import unit
+from secoverhead.sizing.sources import source
+from secoverhead.suite.index import build_index
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # quiet: an A/A compare reads measured throughput, and two runs measured while another test loads the machine
 # differ by that load (CI, 2026-11-26: requests/s 16.9 % apart, beside the README test), not by their configuration
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]
+quiet = pytest.mark.quiet
 EXE = str(Path(sys.executable).with_name("secoverhead"))
 # two arms, five rounds: the shortest HTTPS run whose comparisons have the power to see 20 %
 SMALL = ["-p", "arms", '[HTTP, "TLS 1.2 full, RSA"]', "-p", "repetitions", "5"]
@@ -34,19 +38,40 @@ def _run(root: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
+    """A quick run, then two smoke runs (what `latest` must not move off)."""
     root = tmp_path_factory.mktemp("counts") / "reports"
-    return {"root": root, "smoke1": _run(root), "smoke2": _run(root)}
+    quick = _run(root, "--scale", "quick")
+    return {"root": root, "quick": quick, "smoke1": _run(root), "smoke2": _run(root)}
+
+
+@pytest.fixture(scope="module")
+def smokes(tmp_path_factory) -> dict[str, Path]:
+    """Two smoke runs back to back, on a quiet machine (what compare reads)."""
+    root = tmp_path_factory.mktemp("compare") / "reports"
+    return {"smoke1": _run(root), "smoke2": _run(root)}
+
+
+def test_smoke_runs_after_a_quick_one_never_take_its_place(runs):
+    root, quick = runs["root"], runs["quick"]
+    assert (root / "https" / "latest").resolve() == quick.resolve()
+    page = build_index(root).read_text()
+    glance = page[page.index('id="summary"') : page.index('id="changes"')]
+    assert quick.name in glance and "(quick)" in glance
+    assert runs["smoke1"].name not in glance and runs["smoke2"].name not in glance
+    assert runs["smoke2"].name in page  # listed below, with its scale
+    assert source(root, "https").run_dir == quick  # what the calculator prices
 
 
 def _compare(a: Path, b: Path) -> subprocess.CompletedProcess:
     return subprocess.run([EXE, "compare", str(a), str(b)], capture_output=True, text=True, timeout=300)
 
 
-def test_compare_of_two_runs_of_one_configuration_exits_0_or_says_the_machine_was_noisy(runs):
+@quiet
+def test_compare_of_two_runs_of_one_configuration_exits_0_or_says_the_machine_was_noisy(smokes):
     """Two runs of one configuration, back to back: no regression, or every one it reports rests on runs the
     noise monitor flagged and is said to (two busy loops beside CI once moved TLS 1.2's server CPU by 23 %
     between two smoke runs: a change of the machine, not of the server)."""
-    res = _compare(runs["smoke1"], runs["smoke2"])
+    res = _compare(smokes["smoke1"], smokes["smoke2"])
     if res.returncode == 0:
         return
     regressed = res.stdout.count(" worse (")
@@ -54,12 +79,13 @@ def test_compare_of_two_runs_of_one_configuration_exits_0_or_says_the_machine_wa
     assert res.returncode == 1 and regressed and said == regressed, res.stdout[-3000:] + res.stderr[-1000:]
 
 
-def test_compare_exits_1_on_a_run_doctored_twice_as_slow(runs, tmp_path):
+@quiet
+def test_compare_exits_1_on_a_run_doctored_twice_as_slow(smokes, tmp_path):
     """Every round of B is A's round made twice as slow: with 4+4 rounds the rank test's smallest p is 0.029, which
     it reaches only when B's rounds all lie beyond A's. A 20 % step did not always (a smoke run's rounds spread more
     than 20 % on a busy machine), so the step is one no noise this machine shows can hide."""
-    slow = tmp_path / "https" / runs["smoke1"].name  # the same run, so only the doctoring differs (no load between)
-    shutil.copytree(runs["smoke1"], slow, symlinks=True)
+    slow = tmp_path / "https" / smokes["smoke1"].name  # the same run, so only the doctoring differs (no load between)
+    shutil.copytree(smokes["smoke1"], slow, symlinks=True)
     for record in slow.glob("results/*/runs/*.json"):
         r = json.loads(record.read_text())
         for metric, value in (r.get("metrics") or {}).items():
@@ -67,6 +93,6 @@ def test_compare_exits_1_on_a_run_doctored_twice_as_slow(runs, tmp_path):
             if isinstance(value, (int, float)) and higher_is_better is not None:
                 r["metrics"][metric] = value / 2 if higher_is_better else value * 2
         record.write_text(json.dumps(r))
-    res = _compare(runs["smoke1"], slow)
+    res = _compare(smokes["smoke1"], slow)
     assert res.returncode == 1, res.stdout[-3000:]
     assert "worse" in res.stdout
