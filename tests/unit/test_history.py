@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from secoverhead.reporting import series
 from secoverhead.suite import expected, history
 
 
@@ -67,22 +68,22 @@ def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, flo
 
 def test_a_noisy_machine_stays_one_class_and_a_machine_twice_as_slow_is_another():
     noisy = [724, 1017, 836, 742, 990, 760]
-    assert len(set(history.speed_classes(noisy))) == 1
-    assert len(set(history.speed_classes([*noisy, 2100, 2300]))) == 2
-    assert history.speed_classes([None, "x", -1]) == ["unknown"] * 3
+    assert len(set(series.speed_classes(noisy))) == 1
+    assert len(set(series.speed_classes([*noisy, 2100, 2300]))) == 2
+    assert series.speed_classes([None, "x", -1]) == ["unknown"] * 3
     # the fixed grid the classes replaced split these (a boundary between 837 and 1,171 us at ~990)
     assert len({round(math.log(x, 1.4)) for x in noisy}) > 1
 
 
 def test_cells_are_series_of_their_own_a_loss_read_as_its_tps_ratio_and_pp_left_without_one():
     v = _verdicts(2.0, (2.0, 4.0))["verdicts"]
-    assert history.series_of(v[0]) == [("setup", "TLS makes set-up slower", 2.0, 2.0 * 0.98, 2.0 / 0.98)]
-    cells = history.series_of(v[1])
+    assert series.series_of(v[0]) == [("setup", "TLS makes set-up slower", 2.0, 2.0 * 0.98, 2.0 / 0.98)]
+    cells = series.series_of(v[1])
     claim = "4c16g:high-concurrency-loss"
     assert [c[0] for c in cells] == [f"{claim} [write x16]", f"{claim} [read x16]"]
     _, _, mid, lo, hi = cells[0]
     assert (lo, hi) == (0.96, 0.98) and math.isclose(mid, math.sqrt(0.96 * 0.98))
-    assert history.series_of(v[2]) == [("cpu-pp", "CPU rises a few points", None, None, None)]
+    assert series.series_of(v[2]) == [("cpu-pp", "CPU rises a few points", None, None, None)]
 
 
 def test_a_step_in_one_cell_is_found_worse_in_its_series_alone_and_a_mark_covers_it(tmp_path):
@@ -92,7 +93,7 @@ def test_a_step_in_one_cell_is_found_worse_in_its_series_alone_and_a_mark_covers
         loss = 2.0 if k < 14 else 12.0  # the write cell's TPS loss steps from 2 % to 12 % at run 14
         noise = rng.normal(0, 0.3)
         runs.append(_run(tmp_path, k, 800 * (1 + 0.15 * rng.uniform(-1, 1)), 2.0, (loss - 1 + noise, loss + 1 + noise)))
-    df = history.collect(tmp_path, "tde")
+    df = series.collect(tmp_path, "tde")
     assert df["speed class"].nunique() == 1 and df["run"].nunique() == 24
     found = history.changes(df, tmp_path)
     assert [(c.claim_id, c.direction) for c in found] == [("4c16g:high-concurrency-loss [write x16]", "worse")]
@@ -110,7 +111,7 @@ def test_smoke_runs_are_a_series_of_their_own_and_unfinished_runs_are_no_point(t
         _run(tmp_path, k, 800, 5.0, (10.0, 20.0), scale="smoke")
     _run(tmp_path, 14, 800, 9.0, (40.0, 50.0), status="failed")
     _run(tmp_path, 15, 800, 9.0, (40.0, 50.0), status="interrupted")
-    df = history.collect(tmp_path, "tde")
+    df = series.collect(tmp_path, "tde")
     assert df["run"].nunique() == 14 and set(df["scale"]) == {"quick", "smoke"}
     assert history.changes(df, tmp_path) == []
 

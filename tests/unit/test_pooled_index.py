@@ -8,16 +8,22 @@ import math
 from pathlib import Path
 
 from secoverhead.analysis.pooling import LOOKS
-from secoverhead.suite import history, pooled
+from secoverhead.reporting import over_reports, series
+from secoverhead.suite import pooled
+
+BUILD = "10.11.19-MariaDB"
 
 
-def _run(root: Path, k: int, ratio: float | None, scale: str = "quick", verdict: str = "inconclusive") -> str:
+def _run(
+    root: Path, k: int, ratio: float | None, scale: str = "quick", verdict: str = "inconclusive", status: str = "ok"
+) -> str:
     name = f"20261101T{k:02d}0000Z-vm-{scale}" if k < 24 else f"20261102T{k - 24:02d}0000Z-vm-{scale}"
     d = root / "audit" / name
     (d / "results").mkdir(parents=True)
     started = f"2026-11-0{1 + k // 24}T{k % 24:02d}:00:00Z"
-    (d / "run.json").write_text(json.dumps({"study": "audit", "started": started, "status": "ok",
-                                            "params_name": scale, "environment": {}}))  # fmt: skip
+    env = {"tools": {"mariadbd": BUILD}} if status == "ok" else None  # recorded as a report ends
+    (d / "run.json").write_text(json.dumps({"study": "audit", "started": started, "status": status,
+                                            "params_name": scale, "environment": env}))  # fmt: skip
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
     judged = {"intervals": [[0.9, 1.03]], "cells": [], "quantity": "ratio"}
     if ratio is not None:
@@ -30,7 +36,7 @@ def _run(root: Path, k: int, ratio: float | None, scale: str = "quick", verdict:
 
 
 def _table(root: Path):
-    return pooled.pooled(root, "audit", history.collect(root, "audit")).set_index("scale")
+    return over_reports.pooled(root, "audit", series.collect(root, "audit")).set_index("scale")
 
 
 def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_runs_own(tmp_path):
@@ -40,7 +46,7 @@ def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_
     assert row["reports pooled"] == 6 and row["series"] == "open" and row["since"] == "2026-11-01"
     assert row["pooled verdict"] == "reproduced" and row["newest report's verdict"] == "inconclusive"
     assert row["pooled"] == "0.96× [0.907×, 1.02×]"  # shown as the reading shows its numbers
-    assert "Verdicts over reports" in pooled.section(tmp_path, "audit", history.collect(tmp_path, "audit"))
+    assert "Verdicts over reports" in pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
 
 
 def test_a_series_closes_at_its_looks_and_the_next_shows_once_it_has_two_runs(tmp_path):
@@ -67,7 +73,7 @@ def test_runs_without_estimates_are_counted_and_left_out_and_scales_pool_apart(t
 def test_one_run_or_a_claim_not_testable_pools_nothing(tmp_path):
     _run(tmp_path, 0, 0.96)
     assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
-    assert pooled.section(tmp_path, "audit", history.collect(tmp_path, "audit")) == ""
+    assert pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit")) == ""
     _run(tmp_path, 1, 0.96, verdict="not testable here")
     assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
 
@@ -81,3 +87,51 @@ def test_load_gives_the_pooled_verdicts_of_the_studies_it_read(tmp_path):
     assert list(got["study"]) == ["audit"] and int(got["reports pooled"].iloc[0]) == 6
     one = sorted((tmp_path / "audit").glob("2*"))[0]
     assert load(one).pooled()["pooled verdict"].iloc[0] == "reproduced"  # one report: its series beside it
+
+
+def _lines(root: Path, name: str, monkeypatch) -> dict[str, str]:
+    monkeypatch.setattr(series.environment, "tool_version", lambda tool: BUILD)  # this machine's build, now
+    return over_reports.lines(root / "audit" / name, "audit")
+
+
+def test_a_report_being_written_reads_its_claims_pooled_with_the_reports_before_it(tmp_path, monkeypatch):
+    for k, r in enumerate((0.955, 0.965, 0.96, 0.958, 0.962)):
+        _run(tmp_path, k, r)
+    me = _run(tmp_path, 5, 0.96, status="running")  # its run.json says running until it ends
+    line = _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"]
+    assert line == "over 6 reports of its series since 2026-11-01: reproduced, 0.96× [0.907×, 1.02×]"
+    monkeypatch.chdir(tmp_path / "audit" / me)  # as the kernel runs: in the report, its results dir relative
+    assert over_reports.lines(Path("results").parent, "audit")["MariaDB:server_audit-small"] == line
+    _run(tmp_path, 6, 0.96, scale="smoke", status="running")  # another scale is another series
+    assert (
+        "first report of its series"
+        in _lines(tmp_path, "20261101T060000Z-vm-smoke", monkeypatch)["MariaDB:server_audit-small"]
+    )
+
+
+def test_a_report_after_a_closed_series_opens_the_next_and_an_interactive_run_has_no_line(tmp_path, monkeypatch):
+    for k in range(LOOKS):
+        _run(tmp_path, k, 0.96)
+    me = _run(tmp_path, LOOKS, 0.96, status="running")
+    assert _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"].startswith(
+        f"the first report of a new series; the last ({LOOKS} reports since 2026-11-01) closed reproduced"
+    )
+    assert over_reports.lines(tmp_path / "interactive", "audit") == {}
+    _run(tmp_path, LOOKS + 1, 0.96, verdict="not testable here", status="running")
+    later = _lines(tmp_path, "20261101T110000Z-vm-quick", monkeypatch)
+    assert later["MariaDB:server_audit-small"].startswith("not pooled: this report could not test it")
+
+
+def test_a_series_with_a_report_that_could_not_test_the_claim_or_without_estimates_says_why_it_is_not_pooled(
+    tmp_path, monkeypatch
+):
+    _run(tmp_path, 0, None)
+    me = _run(tmp_path, 1, 0.96, status="running")
+    assert _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"].endswith("recorded no estimates")
+    (tmp_path / "audit" / me / "run.json").write_text(
+        (tmp_path / "audit" / me / "run.json").read_text().replace('"running"', '"ok"')
+        .replace("null", json.dumps({"tools": {"mariadbd": BUILD}}))
+    )  # fmt: skip
+    _run(tmp_path, 2, 0.96, verdict="not testable here")
+    me = _run(tmp_path, 3, 0.96, status="running")
+    assert "could not test it" in _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"]

@@ -24,6 +24,7 @@ from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import Verdict
 
+ALPHA = 0.05  # a series' chance of any wrong verdict over all its looks
 LOOKS = 10  # reports a series pools before it closes; every look from the second on spends alpha / (LOOKS - 1)
 
 
@@ -147,7 +148,7 @@ class PooledVerdict:
     readings: tuple[tuple[PooledCell, ...], ...]
 
 
-def pooled_verdict(study: str, claim_id: str, judged_reports: Sequence[list[dict]], alpha: float = 0.05
+def pooled_verdict(study: str, claim_id: str, judged_reports: Sequence[list[dict]], alpha: float = ALPHA
                    ) -> PooledVerdict | None:  # fmt: skip
     """The claim's verdict on the reports of one series (each one's `judged` readings, oldest first, at most
     LOOKS): each cell pooled over the reports, read at the look's confidence split as one report splits it

@@ -12,10 +12,11 @@ from typing import Any
 import pandas as pd
 from IPython.display import HTML, display
 
+from secoverhead.analysis.pooling import ALPHA, LOOKS, look_confidence
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.reporting import summary, tables
+from secoverhead.reporting import over_reports, summary, tables
 from secoverhead.reporting.display import say, show, show_folded
 from secoverhead.reporting.profiles import section as profile_section
 
@@ -27,10 +28,12 @@ def figures(items: Sequence[tuple[Any, str]]) -> None:
 
 def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
     """The summary first: per claim one sentence with its verdict chip (how it is read in a collapsible
-    detail), one picture of every claim against its thresholds; written to verdicts.json for the index."""
+    detail) and its verdict over the reports of its series, this one included; one picture of every claim against
+    its thresholds; written to verdicts.json for the index."""
     if not result.recorded:  # a finished report read back is never written into
         write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
-    dicts = [v.as_dict() for v in verdicts]
+    pooled = over_reports.lines(result.params.results_dir().parent, result.study)
+    dicts = [v.as_dict() | {"over_reports": pooled.get(v.id, "")} for v in verdicts]
     counts = summary.tally(dicts)
     if counts:
         say(f"**{counts}.**")
@@ -59,7 +62,12 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
             "Each claim's intervals spend its own "
             + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))
             + " (the sequential design's last look; see <i>Design</i>), widened further where a claim rests on "
-            "several comparisons: the error rate holds per claim, not across a study's claims.</p></details>"
+            "several comparisons: the error rate holds per claim, not across a study's claims. "
+            f"<i>Over reports</i>: this report's estimates pooled with those of the reports before it in its series "
+            f"(one scale, target, server build and machine speed class; a series closes at {LOOKS} reports) by a "
+            "random-effects model (Paule-Mandel), each interval Hartung-Knapp at "
+            f"{look_confidence(ALPHA) * 100:.3g} %, so that looking again after every report keeps the chance of "
+            f"any wrong verdict in a series within alpha = {ALPHA:g}.</p></details>"
         )
     )
     for n in notes:

@@ -200,6 +200,8 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "engine_note": d.get("engine_note", ""),
         "server": server_name(d.get("server") or {}),
         "on": _on(d),
+        "over_reports": str(d.get("over_reports") or ""),
+        "pooled": str(d.get("over_reports") or "").startswith("over "),
     }
 
 

@@ -1,19 +1,16 @@
-"""Results over time (after asv and conbench; change detection after MongoDB's CI and Apache Otava): every run of a
-study found under reports/ that finished ok, each claim's effect (a ratio with its interval, machine-independent:
-both arms ran on the same machine) and verdict, per series: the claim at one scale (smoke runs are a series of
-their own), on one target, one server version and one machine speed class (runs of different classes are not one
-series). Over each whole series, E-divisive means finds the runs where the effect changed
-(analysis/changepoints.py), each flagged better or worse for the DBA; a change marked expected (`secoverhead
-expect`) is shown as such, not as an alarm. The x-axis is the runs' dates.
+"""Results over time (after asv and conbench; change detection after MongoDB's CI and Apache Otava): each claim's
+series of reports (reporting/series.py: one scale, target, server version and machine speed class). Over each whole
+series, E-divisive means finds the reports where the effect changed (analysis/changepoints.py), each flagged better
+or worse for the DBA; a change marked expected (`secoverhead expect`) is shown as such, not as an alarm. The x-axis
+is the reports' dates.
 
-Runs copied in from other hosts merge by copying their directories under reports/<study>/ and rebuilding the
+Reports copied in from other hosts merge by copying their directories under reports/<study>/ and rebuilding the
 index."""
 
 from __future__ import annotations
 
 import base64
 import io
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,124 +20,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from secoverhead.analysis.changepoints import detect
-from secoverhead.analysis.verdicts import read_verdicts
-from secoverhead.core.files import read_json, within
-from secoverhead.core.runs import scale_of, status_of
 from secoverhead.core.units import unit
-from secoverhead.reporting.summary import reading_quantity
+from secoverhead.reporting.series import EMBEDDED, SERIES, collect
 from secoverhead.suite import expected as expected_marks
-
-EMBEDDED = "this machine's servers"
-SERIES = ["claim id", "scale", "target", "server", "speed class"]
-
-
-SPEED_TOLERANCE = 1.5
-
-
-def speed_classes(rsa_sign_us: list[Any], tolerance: float = SPEED_TOLERANCE) -> list[str]:
-    """One speed class per run, runs in date order: a run joins the class whose first run's signature time is
-    nearest, if within a factor of `tolerance` of it; otherwise it opens a new class. A fixed grid would split one
-    machine's series at a boundary: a shared VM's signature time moved 724-1,017 us (x1.40) in two hours, while a
-    machine of another class differs by 2x or more (a new class is a new series: a slower machine is not a
-    regression)."""
-    anchors: list[float] = []
-    out = []
-    for value in rsa_sign_us:
-        x = _positive(value)
-        if x is None:
-            out.append("unknown")
-            continue
-        near = min(anchors, key=lambda a: abs(math.log(x / a)), default=None)
-        if near is None or abs(math.log(x / near)) > math.log(tolerance):
-            near = x
-            anchors.append(x)
-        out.append(f"RSA sign ~{near:.0f} us")
-    return out
-
-
-def _positive(x: Any) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if x > 0 and math.isfinite(x) else None
-
-
-def series_of(v: dict[str, Any]) -> list[tuple[str, str, float | None, float | None, float | None]]:
-    """A verdict's series: (claim id, claim, effect ratio, its interval). A claim decided by one comparison is one
-    series, its ratio; a claim over several cells (every workload, every approach) is one series per cell, from
-    the first reading's intervals: ratios as they are, a TPS loss in % as the TPS ratio it came from (1 - loss),
-    each point the geometric centre of its interval (the estimate: these intervals are symmetric in log). A reading
-    in percentage points has no ratio and stays one row without a series."""
-    claim_id = str(v.get("id") or str(v.get("claim", ""))[:40])
-    claim = str(v.get("claim", ""))
-    if v.get("ratio") is not None:
-        return [(claim_id, claim, v.get("ratio"), v.get("ci_low"), v.get("ci_high"))]
-    judged = v.get("judged") or []
-    reading = judged[0] if judged and isinstance(judged[0], dict) else {}
-    each = [i for i in reading.get("intervals") or [] if len(i) == 2]
-    quantity, _ = reading_quantity(reading)
-    loss = quantity == "loss"
-    if not each or quantity not in ("ratio", "loss"):
-        return [(claim_id, claim, None, None, None)]
-    names = [str(n) for n in reading.get("cells") or []]
-    names = names if len(names) == len(each) else [f"cell {k + 1}" for k in range(len(each))]
-    out = []
-    for name, (lo, hi) in zip(names, each, strict=True):
-        lo, hi = (1 - hi / 100, 1 - lo / 100) if loss else (lo, hi)
-        mid = math.sqrt(lo * hi) if lo > 0 and hi > 0 else None
-        out.append((f"{claim_id} [{name}]", f"{claim} [{name}]", mid, lo, hi))
-    return out
-
-
-def collect(root: Path, study: str) -> pd.DataFrame:
-    """One row per (run, claim, cell), oldest first."""
-    rows = []
-    for run in sorted(p for p in (root / study).glob("*") if p.is_dir() and not p.is_symlink()):
-        if not all(within(run / f, root) for f in ("run.json", "verdicts.json", "results/verdicts.json")):
-            continue  # the index names it
-        meta = read_json(run / "run.json")
-        verdicts = read_verdicts(run)
-        if status_of(meta) != "ok" or not verdicts:  # a failed or interrupted run's verdicts are not a point
-            continue
-        cal = read_json(run / "calibration.json") or {}
-        env = meta.get("environment") or {}
-        tools = env.get("tools") or {}
-        for v in verdicts.get("verdicts", []):
-            if not isinstance(v, dict):
-                continue
-            metric = str((v.get("registered") or {}).get("metric") or "")
-            for claim_id, claim, ratio, lo, hi in series_of(v):
-                rows.append(
-                    {
-                        "study": study,
-                        "run": run.name,
-                        "started": meta.get("started", ""),
-                        "commit": str(env.get("git_commit") or "")[:10],
-                        "target": meta.get("target") or EMBEDDED,
-                        "client hosts": ", ".join(meta.get("client_hosts") or []) or meta.get("host", ""),
-                        "server": meta.get("server_version") or tools.get("mariadbd", "") or "",
-                        "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
-                        "params": meta.get("params_name", ""),
-                        "scale": scale_of(meta.get("params_name")),
-                        "claim id": claim_id,
-                        "claim": claim,
-                        "metric": metric,
-                        "verdict": v.get("verdict", ""),
-                        "ratio": ratio,
-                        "ci low": lo,
-                        "ci high": hi,
-                    }
-                )
-    df = pd.DataFrame(rows)
-    if not len(df):
-        return df
-    df["date"] = pd.to_datetime(df["started"], utc=True, errors="coerce")
-    df = df.sort_values(["date", "run"], kind="stable")
-    runs = df.drop_duplicates("run")
-    classes = dict(zip(runs["run"], speed_classes(list(runs["rsa2048 sign (us)"])), strict=True))
-    df.insert(df.columns.get_loc("rsa2048 sign (us)") + 1, "speed class", df["run"].map(classes))
-    return df.sort_values([*SERIES, "date", "run"], kind="stable").reset_index(drop=True)
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,15 @@ from typing import Any
 
 import pandas as pd
 
+from secoverhead.analysis.pooling import ALPHA
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
 from secoverhead.core.runs import scale_of, status_of
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
+from secoverhead.reporting import over_reports, series
 from secoverhead.studies import STUDIES
-from secoverhead.suite import history, pooled
 
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
@@ -43,12 +44,12 @@ class Results:
     stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
     dirs: list[Path] = field(default_factory=list, repr=False)  # the report directories read
 
-    def pooled(self, alpha: float = 0.05) -> pd.DataFrame:
+    def pooled(self, alpha: float = ALPHA) -> pd.DataFrame:
         """Each claim's verdict over the reports of its series, as the index's *Verdicts over reports* shows it,
         for every study these reports belong to (pooled over the reports beside them under the same root)."""
         frames = []
         for root, study in dict.fromkeys((d.parent.parent, d.parent.name) for d in self.dirs):
-            df = pooled.pooled(root, study, history.collect(root, study), alpha)
+            df = over_reports.pooled(root, study, series.collect(root, study), alpha)
             if len(df):
                 frames.append(df.assign(study=study))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

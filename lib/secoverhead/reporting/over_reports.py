@@ -1,0 +1,128 @@
+"""Verdicts over reports: every claim's reports of one series (reporting/series.py: one scale, target, server
+version and machine speed class) pooled by analysis/pooling.py, beside the newest report's own verdict, for the
+index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS reports; the report
+after that opens the next (a closed series' verdict is shown until the next has two). Reports that recorded no
+estimates (made before they were) are left out and counted. (series.collect names a report by its directory,
+`run`.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from secoverhead.analysis import claim_registry
+from secoverhead.analysis.pooling import ALPHA, LOOKS, PooledVerdict, pooled_verdict
+from secoverhead.analysis.verdicts import read_verdicts
+from secoverhead.reporting.series import SERIES, collect
+
+KEY = [c for c in SERIES if c != "claim id"]
+
+
+def _judged_by_run(root: Path, study: str, runs: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """report directory -> verdict id -> its verdict (the registered claim and what was judged)."""
+    out = {}
+    for run in runs:
+        data = read_verdicts(root / study / run) or {}
+        out[run] = {str(v.get("id")): v for v in data.get("verdicts", []) if isinstance(v, dict) and v.get("id")}
+    return out
+
+
+def _series_runs(runs: list[str]) -> tuple[list[str], bool]:
+    """The reports of the open series (the newest LOOKS-block with two or more, else the last closed one) and
+    whether it is closed."""
+    blocks = [runs[i : i + LOOKS] for i in range(0, len(runs), LOOKS)]
+    if len(blocks) > 1 and len(blocks[-1]) < 2:
+        return blocks[-2], True
+    return blocks[-1], len(blocks[-1]) == LOOKS
+
+
+def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """One row per claim and series: the reports pooled, the pooled verdict and each cell's pooled interval, and
+    the newest report's own verdict."""
+    if not len(history_df):
+        return pd.DataFrame()
+    first = history_df.drop_duplicates(["run", "claim id"]).copy()
+    first["verdict id"] = first["claim id"].str.replace(r" \[.*\]$", "", regex=True)
+    verdicts = _judged_by_run(root, study, list(dict.fromkeys(first["run"])))
+    rows = []
+    for (vid, *key), g in first.groupby(["verdict id", *KEY], sort=False):
+        runs = list(dict.fromkeys(g.sort_values(["date", "run"])["run"]))
+        with_estimates = [r for r in runs if _has_estimates(verdicts[r].get(vid))]
+        chosen, closed = _series_runs(with_estimates) if with_estimates else ([], False)
+        newest = verdicts[runs[-1]].get(vid) or {}
+        registered = newest.get("registered") or {}
+        pv = _pool(registered, [verdicts[r][vid] for r in chosen], alpha)
+        rows.append(
+            {
+                "verdict id": vid,
+                "claim": newest.get("claim", vid),
+                **dict(zip(KEY, key, strict=True)),
+                "reports pooled": len(chosen) if pv is not None else 0,
+                "since": str(g[g["run"] == chosen[0]]["started"].iloc[0])[:10] if chosen and pv else "",
+                "series": "closed" if closed else "open",
+                "pooled verdict": pv.verdict.value if pv is not None else "not pooled",
+                "pooled": _interval_text(pv, registered),
+                "newest report's verdict": newest.get("verdict", ""),
+                "reports without estimates": len(runs) - len(with_estimates),
+                "reports": chosen,  # of its series, with estimates (pooled when the verdict is)
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _has_estimates(v: dict[str, Any] | None) -> bool:
+    return bool(v) and all(j.get("estimates") for j in v.get("judged") or [{}])
+
+
+def _pool(registered: dict[str, Any], judged: list[dict[str, Any]], alpha: float) -> PooledVerdict | None:
+    if len(judged) < 2 or not registered.get("study") or not registered.get("id"):
+        return None
+    if any(v.get("verdict") == "not testable here" for v in judged):  # a precondition failed: nothing to pool
+        return None
+    return pooled_verdict(registered["study"], registered["id"], [v.get("judged") or [] for v in judged], alpha)
+
+
+def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
+    if pv is None:
+        return ""
+    readings = claim_registry.get(registered["study"], registered["id"]).readings()
+    parts = []
+    for reading, cells in zip(readings, pv.readings, strict=True):
+        for c in cells:
+            name = f"{c.name}: " if c.name else ""
+            parts.append(f"{name}{reading.shown(c.point)} [{reading.shown(c.low)}, {reading.shown(c.high)}]")
+    return "; ".join(parts)
+
+
+def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, str]:
+    """Verdict id -> what its claim's series says over its reports, the report in `report_dir` (being written)
+    included: the pooled verdict and interval over two or more, else that this report opens its series."""
+    report_dir = report_dir.resolve()  # the kernel's is relative ("results/..", where the report is written)
+    root = report_dir.parent.parent
+    df = collect(root, study, this=report_dir)
+    if not len(df) or report_dir.name not in set(df["run"]):
+        return {}  # not under reports/<study>/ (an interactive run), or no verdict recorded
+    mine = df[df["run"] == report_dir.name].drop_duplicates("claim id")
+    keys = {tuple(r[c] for c in KEY) for _, r in mine.iterrows()}
+    table = pooled(root, study, df[df[KEY].apply(tuple, axis=1).isin(keys)], alpha)
+    return {str(row["verdict id"]): _line(row, report_dir.name) for row in table.to_dict("records")}
+
+
+def _line(row: dict[str, Any], me: str) -> str:
+    k = int(row["reports pooled"])
+    if row["newest report's verdict"] == "not testable here":
+        return "not pooled: this report could not test it (a precondition failed)"
+    if k >= 2 and me in row["reports"]:
+        return f"over {k} reports of its series since {row['since']}: {row['pooled verdict']}, {row['pooled']}"
+    if k >= 2:
+        return (
+            f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
+            f"{row['pooled verdict']}, {row['pooled']}"
+        )
+    if len(row["reports"]) >= 2:
+        return "not pooled: a report of its series could not test it (a precondition failed)"
+    if row["reports without estimates"]:
+        return "not pooled: the reports before this one recorded no estimates"
+    return "the first report of its series here: from the next one on, this line pools them"
