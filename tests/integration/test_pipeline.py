@@ -148,8 +148,10 @@ def test_a_run_produces_a_versioned_report(good_run, reports):
         "results/tls-mysql/results.parquet",
         "results/tls-mysql/metadata.json",
         "calibration.json",
+        "between_runs.json",  # what was learned before the run (nothing here: no report before it)
     ):
         assert (d / name).exists(), name
+    assert json.loads((d / "between_runs.json").read_text())["terms"] == []
     meta = json.loads((d / "run.json").read_text())
     assert meta["status"] == "ok" and meta["duration_s"] > 0
     assert meta["environment"]["tools"]["mariadbd"] and meta["parameters"]["mysql_password_env"]

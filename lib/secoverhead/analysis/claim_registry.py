@@ -5,7 +5,9 @@ place; data/claims/CHANGES.md records why any reading ever changed."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from secoverhead.analysis.preconditions import Precondition
@@ -13,6 +15,7 @@ from secoverhead.analysis.readings import Reading, verdict_from
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json
 from secoverhead.core.params import read_yaml
 
 # published: an original's claim, on what the original measured; extension: an original's claim carried where
@@ -163,14 +166,21 @@ def of_study(study: str) -> list[Claim]:
 
 @dataclass(frozen=True)
 class BetweenRuns:
-    """The declared sd between runs of a study's effect on one metric (data/claims/between_runs.yaml)."""
+    """The sd between runs of a study's effect on one metric: declared (data/claims/between_runs.yaml, a prior),
+    or learned from the reports before this one (suite/learned.py, named by LEARNED_ENV)."""
 
     sd: float
     runs: int
     estimated: str
+    learned: bool = False
 
     def text(self) -> str:
-        return f"between-run sd {self.sd:.3g} added (from {self.runs} runs, {self.estimated})"
+        if self.learned:
+            return f"between-run sd {self.sd:.3g} added ({self.estimated})"
+        return f"between-run sd {self.sd:.3g} added (declared from {self.runs} runs, {self.estimated})"
+
+
+LEARNED_ENV = "SECOVERHEAD_BETWEEN_RUNS"  # the pipeline points a report's kernel at what was learned before it
 
 
 # A between-run sd is of a log ratio or of a metric's own unit: no spread between runs of one plan reaches 100 of
@@ -194,6 +204,21 @@ def between_runs() -> dict[tuple[str, str], BetweenRuns]:
         if key in out:
             raise ConfigError(f"{where} entry {i}: {key[0]} {key[1]} is declared twice")
         out[key] = term
+    return out | _learned()
+
+
+def _learned() -> dict[tuple[str, str], BetweenRuns]:
+    """The learned terms the pipeline wrote for this report (none outside it), checked as the declared ones."""
+    path = os.environ.get(LEARNED_ENV)
+    if not path:
+        return {}
+    data = read_json(Path(path))
+    if not isinstance(data, dict) or not isinstance(data.get("terms"), list):
+        raise ConfigError(f"{path}: learned between-run terms missing or unreadable")
+    out = {}
+    for i, d in enumerate(data["terms"], 1):
+        key, term = _between_entry(d, f"{path} entry {i}")
+        out[key] = replace(term, learned=True)
     return out
 
 

@@ -14,7 +14,7 @@ def load() -> StudyCode:
     # parameters with the declarations alone, before anything heavy loads
     from secoverhead.studies.https import claims, runner, tables
 
-    return StudyCode(SPEC, runner.run, claims.claims, tables)
+    return StudyCode(SPEC, runner.run, claims.claims, tables, rules=claims.RULES)
 
 
 SPEC = StudySpec(

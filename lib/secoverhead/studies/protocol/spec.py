@@ -70,6 +70,11 @@ class StudyCode:
     claims: Callable[[Any], list]
     tables: ModuleType | None = None  # a study with tables of its own (report.runs shows any study's runs)
     cross_claims: Callable[[str, Any], list] | None = None
+    rules: Any = ()  # its claim rules (claims.RULES): a tuple, or one per part
+
+    def every_rule(self) -> list[Any]:
+        """Its rules, every part's."""
+        return [r for part in self.rules.values() for r in part] if isinstance(self.rules, dict) else list(self.rules)
 
     @property
     def Params(self) -> type[NotebookParams]:

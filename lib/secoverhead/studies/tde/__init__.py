@@ -14,7 +14,7 @@ def load() -> StudyCode:
     # parameters with the declarations alone, before anything heavy loads
     from secoverhead.studies.tde import claims, runner, tables
 
-    return StudyCode(SPEC, runner.run, claims.claims, tables, cross_claims=claims.cross_claims)
+    return StudyCode(SPEC, runner.run, claims.claims, tables, cross_claims=claims.cross_claims, rules=claims.RULES)
 
 
 SPEC = StudySpec(

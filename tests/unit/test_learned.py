@@ -1,0 +1,87 @@
+"""The between-run sd learned from reports: per cell Paule-Mandel over the newest series' reports, a term only once
+MIN_REPORTS measured it, only comparisons between arms on instances of their own, one scale and target apart; the
+registry adds a learned term in place of the declared one when the pipeline names its file, and refuses a broken
+one by name."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from secoverhead.analysis import claim_registry
+from secoverhead.core.errors import ConfigError
+from secoverhead.suite import learned
+
+
+def _report(root: Path, k: int, value: float, *, scale: str = "quick", se: float = 0.01, study: str = "tde") -> str:
+    name = f"20261101T{k:02d}0000Z-vm-{scale}"
+    d = root / study / name
+    (d / "results").mkdir(parents=True)
+    meta = {"study": study, "started": f"2026-11-01T{k:02d}:00:00Z", "status": "ok", "params_name": scale,
+            "environment": {"tools": {"mariadbd": "10.11"}}}  # fmt: skip
+    (d / "run.json").write_text(json.dumps(meta))
+    (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
+    # TDE's low-concurrency claim: a contrast (few threads over many, an instance cancels) and a ratio between arms
+    low = {"id": "4c16g:low-concurrency-loss", "claim": "loss at low concurrency", "verdict": "inconclusive",
+           "registered": {"study": study, "id": "low-concurrency-loss", "metric": "tps"},
+           "judged": [{"quantity": "ratio", "intervals": [[0.9, 1.1]], "estimates": [[value * 3, se]]},
+                      {"quantity": "loss", "intervals": [[-1, 5]], "estimates": [[value, se]]}]}  # fmt: skip
+    (d / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [low]}))
+    return name
+
+
+def test_a_term_is_learned_once_enough_reports_measured_it_and_only_between_instances(tmp_path):
+    values = (-0.05, 0.03, -0.02, 0.06, 0.0)
+    for k, v in enumerate(values[:-1]):
+        _report(tmp_path, k, v)
+    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers") == []  # four reports: the prior stands
+    _report(tmp_path, 4, values[-1])
+    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    # the reports spread far beyond their own se (0.01): tau is nearly their sd, and the contrast (x3) is not read
+    assert term["metric"] == "tps" and term["runs"] == learned.MIN_REPORTS and term["cells"] == 1
+    assert math.sqrt(spread**2 - 0.01**2) == pytest.approx(term["sd"], abs=1e-3)
+    assert term["estimated"].startswith("learned from 5 reports of this series, 20261101T000000Z to")
+
+
+def test_reports_that_agree_within_their_own_errors_learn_no_spread_and_scales_learn_apart(tmp_path):
+    for k in range(5):
+        _report(tmp_path, k, 0.01 * (-1) ** k, se=0.05)
+    for k in range(5, 8):
+        _report(tmp_path, k, 0.5 * (-1) ** k, scale="smoke")
+    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    assert term["sd"] == 0.0
+    assert learned.learn(tmp_path, "tde", "smoke", "this machine's servers") == []  # three smoke reports
+    assert learned.learn(tmp_path, "tde", "quick", "db.example:3306") == []  # another target: none of its own
+
+
+def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_refuses_a_broken_file(
+    tmp_path, monkeypatch
+):
+    for k in range(5):
+        _report(tmp_path, k, 0.04 * (-1) ** k)
+    run_dir = tmp_path / "tde" / "20261102T000000Z-vm-quick"
+    run_dir.mkdir()
+    path = learned.write(run_dir, tmp_path, "tde", "quick", "this machine's servers")
+    written = path.read_text()
+    _report(tmp_path, 6, 0.5)
+    assert learned.write(run_dir, tmp_path, "tde", "quick", "this machine's servers").read_text() == written  # resumed
+    monkeypatch.setenv(claim_registry.LEARNED_ENV, str(path))
+    claim_registry.between_runs.cache_clear()
+    try:
+        term = claim_registry.between_runs()[("tde", "tps")]
+        assert (
+            term.learned and term.runs == 5 and term.text().startswith(f"between-run sd {term.sd:.3g} added (learned")
+        )
+        assert not claim_registry.between_runs()[("audit", "tps")].learned  # nothing learned of it: declared
+        path.write_text(json.dumps({"terms": [{"study": "tde", "metric": "tps", "sd": -1, "runs": 5}]}))
+        claim_registry.between_runs.cache_clear()
+        with pytest.raises(ConfigError, match=r"between_runs\.json entry 1: sd -1"):
+            claim_registry.between_runs()
+    finally:
+        monkeypatch.delenv(claim_registry.LEARNED_ENV)
+        claim_registry.between_runs.cache_clear()
