@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from secoverhead import sizing
 from secoverhead.core.errors import ConfigError
@@ -303,3 +305,23 @@ def test_a_reports_folder_without_a_needed_study_is_refused(tmp_path):
     assert res.returncode == 2 and "no finished run of study 'tls'" in res.stderr, res.stderr
     res = _cli(tmp_path, "-p", "features", "[https]")  # TLS 1.3 was not measured in that run
     assert res.returncode == 2 and "did not measure 'TLS 1.3 full, RSA'" in res.stderr, res.stderr
+
+
+def test_a_between_run_sd_its_claims_add_widens_the_extra_by_the_arms_level_times_it(tmp_path, monkeypatch):
+    from secoverhead.analysis import claim_registry
+    from secoverhead.sizing import tables as sizing_tables
+
+    _report(tmp_path, "https", HTTPS)
+    base = dict(features=["https"], reports_dir=str(tmp_path), tls_version="1.2", https_new_share=1.0,
+                https_resumed_share=0.0)  # fmt: skip
+    monkeypatch.setattr(claim_registry, "between_runs", lambda: {})
+    own = sizing.calculate(**base).line("https_full").priced[0]
+    term = claim_registry.BetweenRuns(0.05, 6, "learned from 6 reports of this series", learned=True)
+    monkeypatch.setattr(claim_registry, "between_runs", lambda: {("https", "server_cpu_us_per_op"): term})
+    calc = sizing.calculate(**base)
+    wide = calc.line("https_full").priced[0]
+    # the arm's level (530 us) times 0.05 on the log ratio: an sd of 26.5 us, at the interval's t quantile (8 rounds)
+    q = stats.t.ppf(0.975, wide.n - 1)
+    half = math.sqrt(((own.hi - own.lo) / 2) ** 2 + (q * wide.arm_us * 0.05) ** 2)
+    assert (wide.hi - wide.lo) / 2 == pytest.approx(half) and wide.point == own.point
+    assert "learned from 6 reports" in sizing_tables.comparisons(calc)["notes"].iloc[0]

@@ -3,7 +3,9 @@ metric, per operation, paired by round (or duet) as the study ran them, with a t
 
 Every interval of one calculation is Bonferroni-widened over all of its comparisons (confidence 1 - alpha / m),
 so the sum of their ends bounds the sum of the costs at the stated joint confidence: a total is never a sum of
-intervals that each held only alone."""
+intervals that each held only alone. Where the study's claims add a between-run sd on the metric (its arms ran on
+instances of their own: claim_registry.between_runs, learned or declared), the difference adds it too, as the
+arm's level times that sd of the log ratio: another run of the study would move the extra by that much."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.stats import mean_interval
+from secoverhead.analysis.stats import mean_interval, widen
 from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.results import ResultStore
 from secoverhead.sizing.interval import Interval
@@ -41,6 +44,7 @@ class Priced:
     primitives: Primitives  # the cryptography in the extra, per operation (TDE: the pages measured)
     calibration: Mapping[str, Any]  # the measuring machine's speed reference
     run_dir: Path
+    between: str = ""  # the between-run sd added, as its claims say it ("" when none applies)
 
 
 def _cell_runs(runs: pd.DataFrame, cell: Sequence[tuple[str, str]]) -> pd.DataFrame:
@@ -99,7 +103,11 @@ class Book:
         c = comps.get(m.arm)
         if c is None or not np.isfinite(c.ratio):
             raise ConfigError(f"{where}: no runs of both arms to compare")
+        n = int(c.n_pairs or min(c.n_baseline, c.n_candidate))
         lo, hi = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
+        term = registry.between_runs().get((m.study, m.metric))
+        if term is not None and term.sd:  # on the log ratio: the arm's level times it, in the metric's unit
+            lo, hi = widen(lo, hi, float(c.candidate_median) * term.sd, n, confidence, log=False)
         arm_runs = runs[runs["arm"] == m.arm]
         prims = _tde_primitives(arm_runs) if m.pages else tuple(m.primitives)
         return Priced(
@@ -109,12 +117,13 @@ class Book:
             float(hi),
             float(c.baseline_median),
             float(c.candidate_median),
-            int(c.n_pairs or min(c.n_baseline, c.n_candidate)),
+            n,
             c.design,
             confidence,
             prims,
             src.calibration,
             src.run_dir,
+            term.text() if term is not None and term.sd else "",
         )
 
     def price_all(self, lines: Sequence[Line], confidence: float) -> dict[Measure, Priced]:

@@ -208,7 +208,7 @@ def comparisons(calc: Calculation) -> pd.DataFrame:
                     "n": f"{p.n} ({p.design})",
                     "confidence": f"{p.confidence:.4f}",
                     "cryptography in it": ", ".join(f"{n:.3g} x {k}" for k, n in p.primitives) or "-",
-                    "notes": "; ".join(r.line.notes),
+                    "notes": "; ".join([*r.line.notes, *([p.between] if p.between else [])]),
                 }
             )
     return pd.DataFrame(rows)
