@@ -143,3 +143,28 @@ def test_json_counts_runs_in_whole_numbers():
            "n_a": 3.0, "n_b": 4.0}  # fmt: skip
     (out,) = json.loads(benchtable.render(pd.DataFrame([row]), "json"))
     assert out["n_a"] == 3 and isinstance(out["n_a"], int) and out["vs_a"].startswith("+10.0 %")
+
+
+def _series_report(root, k, rng, level):
+    """A finished report of one series, its every arm at `level` times the usual (the spread between reports)."""
+    d = root / "https" / f"20261101T{k:02d}0000Z-vm-quick"
+    (d / "results").mkdir(parents=True)
+    _report(d, rng, slow=level)
+    atomic_write_json(d / "run.json", {"study": "https", "status": "ok", "params_name": "quick",
+                                       "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}})  # fmt: skip
+    atomic_write_json(d / "calibration.json", {"rsa2048_sign_us": 800})
+    atomic_write_json(d / "results" / "verdicts.json", {"verdicts": [{"id": "x", "claim": "x", "verdict": "~"}]})
+    return d
+
+
+def test_reports_that_spread_more_than_their_rounds_widen_the_comparison_once_five_others_show_it(tmp_path, capsys):
+    rng = np.random.default_rng(7)
+    levels = [1.0, 0.88, 1.1, 0.93, 1.08, 0.9]  # reports of one configuration, 10 % apart (their rounds: 3 %)
+    reports = [_series_report(tmp_path, k, rng, level) for k, level in enumerate(levels)]
+    assert _compare(reports[1], reports[4])[0] == 1  # four others: no spread known, and 0.88 -> 1.08 reads worse
+    assert "no between-run sd of the levels yet (4 of the 5" in capsys.readouterr().err
+    b = _series_report(tmp_path, 6, rng, 1.12)
+    assert _compare(reports[0], b)[0] == 0  # five others: their spread widens every row, and 12 % is within it
+    assert "learned from 5 reports of A's series" in capsys.readouterr().err
+    doubled = _series_report(tmp_path, 8, rng, 2.4)
+    assert _compare(reports[0], doubled)[0] == 1  # more than twice as slow is beyond any spread they showed

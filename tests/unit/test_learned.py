@@ -70,7 +70,7 @@ def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_ref
     written = path.read_text()
     _report(tmp_path, 6, 0.5)
     assert learned.write(run_dir, tmp_path, "tde", "quick", "this machine's servers").read_text() == written  # resumed
-    monkeypatch.setenv(claim_registry.LEARNED_ENV, str(path))
+    monkeypatch.setenv(claim_registry.paths.LEARNED_ENV, str(path))
     claim_registry.between_runs.cache_clear()
     try:
         term = claim_registry.between_runs()[("tde", "tps")]
@@ -83,5 +83,5 @@ def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_ref
         with pytest.raises(ConfigError, match=r"between_runs\.json entry 1: sd -1"):
             claim_registry.between_runs()
     finally:
-        monkeypatch.delenv(claim_registry.LEARNED_ENV)
+        monkeypatch.delenv(claim_registry.paths.LEARNED_ENV)
         claim_registry.between_runs.cache_clear()

@@ -167,7 +167,7 @@ def of_study(study: str) -> list[Claim]:
 @dataclass(frozen=True)
 class BetweenRuns:
     """The sd between runs of a study's effect on one metric: declared (data/claims/between_runs.yaml, a prior),
-    or learned from the reports before this one (suite/learned.py, named by LEARNED_ENV)."""
+    or learned from the reports before this one (suite/learned.py, named by paths.LEARNED_ENV)."""
 
     sd: float
     runs: int
@@ -178,9 +178,6 @@ class BetweenRuns:
         if self.learned:
             return f"between-run sd {self.sd:.3g} added ({self.estimated})"
         return f"between-run sd {self.sd:.3g} added (declared from {self.runs} runs, {self.estimated})"
-
-
-LEARNED_ENV = "SECOVERHEAD_BETWEEN_RUNS"  # the pipeline points a report's kernel at what was learned before it
 
 
 # A between-run sd is of a log ratio or of a metric's own unit: no spread between runs of one plan reaches 100 of
@@ -209,7 +206,7 @@ def between_runs() -> dict[tuple[str, str], BetweenRuns]:
 
 def _learned() -> dict[tuple[str, str], BetweenRuns]:
     """The learned terms the pipeline wrote for this report (none outside it), checked as the declared ones."""
-    path = os.environ.get(LEARNED_ENV)
+    path = os.environ.get(paths.LEARNED_ENV)
     if not path:
         return {}
     data = read_json(Path(path))

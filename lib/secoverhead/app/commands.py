@@ -223,6 +223,7 @@ def compare(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():  # a metric one run lacks is a '-' in the table, not numpy's All-NaN warning
         warnings.simplefilter("ignore", RuntimeWarning)
         table = compare_reports(args.run_a, args.run_b, metrics=args.metric or None)
+    print(f"note: {table.attrs['between_runs']}", file=sys.stderr)
     print(benchtable.render(table, args.format))
     verdicts = combined_claims(args.run_a, args.run_b)
     if verdicts and args.format == "text":

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from secoverhead.analysis import claim_registry as registry
 from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.record import Ending, ReportRecord
@@ -44,18 +43,16 @@ from secoverhead.core.params import (
     secret_parameters,
     specs,
 )
-from secoverhead.core.paths import user_path
+from secoverhead.core.paths import LEARNED_ENV, user_path
 from secoverhead.core.runlock import RunLock
-from secoverhead.core.runs import running, scale_of
+from secoverhead.core.runs import EMBEDDED, running, scale_of
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, leaks
 from secoverhead.host.process import sweep_stale
-from secoverhead.reporting import series
 from secoverhead.servers.journal import recover
 from secoverhead.studies import StudySpec
 from secoverhead.studies.protocol.spec import SMOKE
-from secoverhead.suite import learned
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 KERNEL = "secoverhead"
@@ -425,25 +422,27 @@ def _cells_into(path: Path) -> Iterator[None]:
             handler.close()
 
 
-@contextlib.contextmanager
 def _learned(run: ClaimedRun, study_id: str, record: ReportRecord) -> Path:
     """The between-run terms learned from the reports before this one, of its scale and target, written into it
     before its kernel starts (suite/learned.py)."""
-    target = str(record.fields.get("target") or series.EMBEDDED)
+    from secoverhead.suite import learned  # deferred: pandas and the studies' rules, past the parameters
+
+    target = str(record.fields.get("target") or EMBEDDED)
     return learned.write(run.dir, run.dir.parent.parent, study_id, scale_of(record.name), target)
 
 
+@contextlib.contextmanager
 def _kernel_environment(run: ClaimedRun, p: Any, learned_terms: Path | None = None) -> Iterator[None]:
     """What the kernel inherits for this run (embedded servers' password, the shared calibration, the learned
     between-run terms, headless), restored after."""
-    names = (EMBEDDED_PASSWORD_ENV, calibration.ENV, registry.LEARNED_ENV, "SECOVERHEAD_HEADLESS")
+    names = (EMBEDDED_PASSWORD_ENV, calibration.ENV, LEARNED_ENV, "SECOVERHEAD_HEADLESS")
     before = {k: os.environ.get(k) for k in names}
     try:
         os.environ[EMBEDDED_PASSWORD_ENV] = run.embedded_password
         if p.MEASURES:
             os.environ[calibration.ENV] = str(_shared_calibration(run.dir))
         if learned_terms is not None:
-            os.environ[registry.LEARNED_ENV] = str(learned_terms)
+            os.environ[LEARNED_ENV] = str(learned_terms)
         os.environ["SECOVERHEAD_HEADLESS"] = "1"
         yield
     finally:

@@ -18,6 +18,7 @@ PARAMS = ROOT / "papermill-params"
 PUBLISHED = ROOT / "data" / "published"
 CLAIMS = ROOT / "data" / "claims" / "registry.yaml"  # the claims and their readings, fixed before the data
 BETWEEN_RUNS = ROOT / "data" / "claims" / "between_runs.yaml"  # what varies between runs, as declared sds
+LEARNED_ENV = "SECOVERHEAD_BETWEEN_RUNS"  # the pipeline points a report's kernel at the sds learned before it
 
 
 MAX_INPUT_BYTES = 1 << 20  # certificates, keys, parameters: kilobytes; a larger input file is a wrong path

@@ -29,6 +29,9 @@ FOREIGN_LEASE_S = 24 * 3600
 FUTURE_SKEW_S = 600
 
 
+EMBEDDED = "this machine's servers"  # the target of a run on the servers the suite starts
+
+
 def scale_of(params_name: Any) -> str:
     """A run's scale: the first parameter file of its set when it is one of SCALES, else the set's name."""
     first = str(params_name or "").split("+", 1)[0]

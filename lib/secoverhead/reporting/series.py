@@ -14,11 +14,10 @@ import pandas as pd
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
-from secoverhead.core.runs import scale_of, status_of
+from secoverhead.core.runs import EMBEDDED, scale_of, status_of
 from secoverhead.host import environment
 from secoverhead.reporting.summary import reading_quantity
 
-EMBEDDED = "this machine's servers"
 SERIES = ["claim id", "scale", "target", "server", "speed class"]
 
 

@@ -3,27 +3,37 @@
 ratio B / A with its interval, Holm-adjusted p, the change in words, and n as runs (numbers; the way they
 print, with `~` and a geomean per metric, is suite/benchtable.py).
 
-Runs of two reports were not interleaved, so nothing is paired: Welch's t on the logs of run summaries.
+Runs of two reports were not interleaved, so nothing is paired: Welch's t on the logs of run summaries. Two
+reports of one configuration differ by more than their rounds say (their server instances, data loads, the
+machine's day): where the reports of A's series show that spread (each arm's level, per cell and metric,
+Paule-Mandel over five reports or more, A and B left out), each interval and p take it in, both reports drawing
+it once; before that the table says its intervals cover the two reports' rounds only.
 When each report measured one arm of a study that needs two (an external server with encryption off, then
 on), the two are put together and the study's own claims are checked on them too.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.stats import holm
+from secoverhead.analysis.pooling import paule_mandel
+from secoverhead.analysis.stats import change, holm, t_quantile
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
 from secoverhead.core.runs import scale_of
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
+from secoverhead.reporting.series import SERIES, collect
 from secoverhead.studies import STUDIES
+from secoverhead.suite.learned import MIN_REPORTS, NEWEST
 
 ALPHA = 0.05  # a row is worse or better only where its Holm-adjusted p is below this
 ROUND_OFFSET = 1_000_000  # B's rounds moved out of A's range: rounds of two reports are not blocks
@@ -86,6 +96,7 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
     if study_a != study_b:
         raise ConfigError(f"the two runs are of different studies ({study_a}, {study_b})")
     wanted = metrics or list(STUDIES[study_a].primary_metrics)
+    spread, read = level_spread(run_a, run_b, wanted)
     rows = [
         row
         for exp in sorted(set(a) & set(b))
@@ -94,11 +105,92 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
     ]
     if not rows:
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame([_with_spread(r, spread) for r in rows])
     out["p"] = holm(out["p"].to_numpy())
     moved = out["change"].isin(["worse", "better"]) & ~(out["p"] < ALPHA)
     out.loc[moved, "change"] = "inconclusive"
+    out.attrs["between_runs"] = (
+        f"between-run sd of each level learned from {read} reports of A's series (A and B left out), added"
+        if spread
+        else f"no between-run sd of the levels yet ({read} of the {MIN_REPORTS} reports of A's series it needs, "
+        "A and B left out): the intervals cover the two reports' rounds only"
+    )
     return out
+
+
+LevelKey = tuple[str, str, str, str]  # (experiment, arm, cell, metric)
+
+
+def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tuple[dict[LevelKey, float], int]:
+    """The between-run sd of each arm's level (log of the metric), per cell, over the other reports of A's series
+    (NEWEST at most), where MIN_REPORTS measured it; and how many reports were read."""
+    a, b = user_path(run_a), user_path(run_b)
+    others = [r for r in _series_of(a) if r not in (a.name, b.name)][-NEWEST:]
+    if len(others) < MIN_REPORTS:
+        return {}, len(others)
+    per: dict[LevelKey, list[tuple[float, float]]] = {}
+    for run in others:
+        _, stores = load_report(a.parent / run)
+        for exp, runs in stores.items():
+            for metric in (m for m in metrics if m in runs):
+                for (arm, cell), est in _levels(runs, metric).items():
+                    per.setdefault((exp, arm, cell, metric), []).append(est)
+    spread = {
+        k: math.sqrt(paule_mandel([v for v, _ in xs], [se * se for _, se in xs]))
+        for k, xs in per.items()
+        if len(xs) >= MIN_REPORTS
+    }
+    return spread, len(others)
+
+
+def _series_of(report: Path) -> list[str]:
+    """The finished reports of the series `report` belongs to (reporting/series.py), oldest first."""
+    df = collect(report.parent.parent, report.parent.name)
+    mine = df[df["run"] == report.name] if len(df) else df
+    if not len(mine):
+        return []
+    key = mine.iloc[0]
+    same = (df[SERIES[1:]] == key[SERIES[1:]]).all(axis=1)
+    return list(dict.fromkeys(df[same].sort_values(["date", "run"])["run"]))
+
+
+def _levels(runs: pd.DataFrame, metric: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(arm, cell) -> the mean log of the metric over the report's runs, and its standard error."""
+    by = ["arm", *_factors(runs)]
+    out = {}
+    for key, g in runs.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        x = g[metric].to_numpy(dtype=float)
+        x = np.log(x[np.isfinite(x) & (x > 0)])
+        if len(x) >= 2:
+            out[(str(key[0]), _cell_text(dict(zip(by[1:], key[1:], strict=True))))] = (
+                float(x.mean()),
+                float(x.std(ddof=1) / math.sqrt(len(x))),
+            )
+    return out
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in cell.items())
+
+
+def _with_spread(row: dict[str, Any], spread: dict[LevelKey, float]) -> dict[str, Any]:
+    """A row with the between-run sd of its level taken in (A and B each draw it once): its interval widened in
+    variance at its own t quantile, its p from t on the log ratio with that variance, its change read again."""
+    arm = str(row["arm"]).split(" -> ")[0]
+    tau = spread.get((row["experiment"], arm, row["cell"], row["metric"]))
+    row = {**row, "between runs sd": tau if tau is not None else float("nan")}
+    lo, hi, ratio, n = row["ci_low"], row["ci_high"], row["ratio"], min(row["n_a"], row["n_b"])
+    if tau is None or n < 2 or not (0 < lo <= hi < math.inf and ratio > 0):
+        return row
+    q = t_quantile(n - 1, 0.5 + float(row["confidence"]) / 2)
+    own = (math.log(hi) - math.log(lo)) / 2 / q
+    total = math.sqrt(own**2 + 2 * tau**2)
+    centre = math.log(ratio)
+    row["ci_low"], row["ci_high"] = math.exp(centre - q * total), math.exp(centre + q * total)
+    row["p"] = float(2 * stats.t.sf(abs(centre) / total, n - 1))
+    row["change"] = str(change(ratio, row["ci_low"], row["ci_high"], higher_is_better=row["higher_is_better"]))
+    return row
 
 
 def _arm_pairs(ra: pd.DataFrame, rb: pd.DataFrame) -> list[tuple[str, str]]:
@@ -136,7 +228,7 @@ def _rows(
         for c in comps.values():
             rows.append({
                 "experiment": exp, "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
-                "cell": " ".join(f"{k}={v}" for k, v in c.cell.items()), "metric": metric, "unit": u,
+                "cell": _cell_text(c.cell), "metric": metric, "unit": u, "confidence": c.confidence,
                 "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median, "ratio": c.ratio,
                 "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "change": str(c.change),
                 "n_a": c.n_baseline, "n_b": c.n_candidate, **noisy,

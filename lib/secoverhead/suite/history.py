@@ -20,8 +20,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from secoverhead.analysis.changepoints import detect
+from secoverhead.core.runs import EMBEDDED
 from secoverhead.core.units import unit
-from secoverhead.reporting.series import EMBEDDED, SERIES, collect
+from secoverhead.reporting.series import SERIES, collect
 from secoverhead.suite import expected as expected_marks
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json, within
-from secoverhead.core.runs import counting, describe, from_the_future, runs_of, scale_of, status_of
+from secoverhead.core.runs import EMBEDDED, counting, describe, from_the_future, runs_of, scale_of, status_of
 from secoverhead.reporting import series, summary
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history, pooled
@@ -58,7 +58,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 hist = pooled.section(root, study.id, df) + history.section(root, study.id, study.title, df)
             except Exception as exc:  # history is a view; a corrupt old run must not cost the index
                 hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
-        rows.sort(key=lambda r: (r["target"] != series.EMBEDDED, r["target"]))  # stable: newest first per target
+        rows.sort(key=lambda r: (r["target"] != EMBEDDED, r["target"]))  # stable: newest first per target
         studies.append({"id": study.id, "title": study.title, "runs": rows, "history": hist})
     page = summary.template("index.html.j2").render(
         studies=studies,
@@ -126,7 +126,7 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
             for p in sorted(run.glob("results/*/results.csv"))
         ],
         "status": status_of(meta),
-        "target": str(meta.get("target") or series.EMBEDDED),
+        "target": str(meta.get("target") or EMBEDDED),
         "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
         "error": "; ".join(filter(None, (str(meta.get("error") or ""), FUTURE if from_the_future(meta) else ""))),
         "duration": meta.get("duration_s", ""),
