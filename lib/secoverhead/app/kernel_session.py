@@ -37,21 +37,33 @@ logging.getLogger("traitlets").addFilter(_not_zmq_teardown)
 
 
 @contextlib.contextmanager
-def kernel_manager(kernel: str) -> Iterator[Any]:
+def kernel_manager(kernel: str, log: Path | None = None) -> Iterator[Any]:
     """The kernel on Unix sockets in a private folder (IPC transport): nothing listens on a TCP port, and the
-    kernel has no reason to warn that its traffic is unencrypted."""
+    kernel has no reason to warn that its traffic is unencrypted. The kernel process's own output (its
+    logging, a traceback of its message loop when a signal ends the run) goes to `log` (run.log), not to the
+    terminal: what cells print reaches run.log through papermill either way."""
     # deferred: loaded when a run starts, not for bad input
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
+    class Manager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if out is not None:
+                kw.setdefault("stdout", out)
+                kw.setdefault("stderr", out)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
     # named for its owner like every private folder: a crashed run's (its key inside) is swept at the next start
-    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{owners.me()}-kernel-") as d:
+    with (
+        tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{owners.me()}-kernel-") as d,
+        open(log, "a") if log is not None else contextlib.nullcontext() as out,
+    ):
         os.chmod(d, 0o700)
         # async: nbclient then polls the kernel's life beside its wait for a reply, and a kernel that died (any
         # signal) ends the run in about a second; the blocking client waited for the reply forever, deaf even to
         # SIGTERM. The connection file (the kernel's HMAC key) in the private folder, removed with it.
         os.environ[PARENT_ENV] = str(os.getpid())  # read by the kernel: see kernel._expected_parent
-        km = AsyncKernelManager(
+        km = Manager(
             kernel_name=kernel, transport="ipc", ip=str(Path(d) / "k"), connection_file=str(Path(d) / "kernel.json")
         )
         try:
@@ -65,7 +77,7 @@ def kernel_manager(kernel: str) -> Iterator[Any]:
             _interrupt(km)
             died = _death(km, exc)
             if died:
-                raise KernelDied(died) from None
+                raise KernelDied(died + (f" (its own output: {log.name})" if log is not None else "")) from None
             raise
         finally:  # papermill stops only a kernel manager it made itself; this one is ours to stop
             with contextlib.suppress(Exception):

@@ -357,7 +357,7 @@ def execute(prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: s
         _watching(run, study.id),
     ):
         log.info("running %s (%s) into %s", study.id, record.name, run.dir)
-        with kernel_manager(kernel) as km:
+        with kernel_manager(kernel, run.dir / "run.log") as km:
             papermill.execute_notebook(
                 str(study.notebook_path),
                 str(run.dir / "report.ipynb"),
