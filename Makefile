@@ -104,7 +104,7 @@ bench: setup
 	$(BIN)/python benchmarks/noise_floors.py $(BENCH_ARGS)
 
 error-rates: setup
-	SECOVERHEAD_AA_EXPERIMENTS=1000 $(BIN)/pytest -s tests/unit/test_claim_error_rates.py --timeout 3600
+	SECOVERHEAD_AA_EXPERIMENTS=1000 SECOVERHEAD_ERROR_RATES=all $(BIN)/pytest -s tests/unit/test_claim_error_rates.py --timeout 3600
 
 # Rooted at the checkout: notebooks/ to explore, reports/ to open what `make reports` executed.
 lab: setup

@@ -120,6 +120,7 @@ class Scenario:
     budget_stop: bool = False
     part: str = ""  # the verdict's part prefix ("" for a study of one part)
     others: dict | None = None  # other arms' means (relative to the baseline), for a claim over several arms
+    sd: float | None = None  # the per-round sd where it is not the plan's: the reports' lowest or highest (MEASURED)
 
     @property
     def family(self) -> str:
@@ -144,16 +145,22 @@ FAMILY = {
 
 
 def _stalls(s: Scenario, arm: str) -> bool:
+    if s.stall_arm == "baseline":
+        return arm == PLANS[s.plan].arms[0]
     return s.stall_arm == "both" or (s.stall_arm == "candidate" and arm == s.candidate)
 
 
 def _scenarios() -> tuple[Scenario, ...]:
     gl = "general_log"
     cand5 = {"stall_rate": 0.05, "stall_arm": "candidate"}
+    base5 = {"stall_rate": 0.05, "stall_arm": "baseline"}
     out = [
         Scenario("general_log loss 14.9 % (outside 15-45 %)", "audit", "general_log-loss", gl, {(): 0.851},
                  "reproduced"),
         Scenario("general_log loss 15.1 % (inside)", "audit", "general_log-loss", gl, {(): 0.849}, "not reproduced"),
+        # a stalling baseline is what pushes a loss toward a band above it (its typical run better than its mean)
+        Scenario("general_log loss 14.9 %, stalls in the baseline (5 %)", "audit", "general_log-loss", gl,
+                 {(): 0.851}, "reproduced", **base5),
         Scenario("general_log loss 14.9 % incl. stalls in its own arm (5 %)", "audit", "general_log-loss", gl,
                  {(): 0.851}, "reproduced", **cand5),
         Scenario("server_audit 10.1 % slower (outside 0.90-1.02)", "audit-sa", "server_audit-small", "server_audit",
@@ -184,6 +191,8 @@ def _scenarios() -> tuple[Scenario, ...]:
                  part="MySQL"),
         Scenario("TLS set-up 1.29x incl. stalls in its own arm (5 %)", "tls-setup", "setup", "TLS", {(): 1.29},
                  "reproduced", part="MySQL", **cand5),
+        Scenario("TLS set-up 1.29x, stalls in the baseline (5 %)", "tls-setup", "setup", "TLS", {(): 1.29},
+                 "reproduced", part="MySQL", **base5),
         Scenario("TLS reused query 1.101x (outside 0.9-1.1)", "tls-reused", "reused", "TLS", {(): 1.101},
                  "reproduced", part="MySQL"),
         Scenario("TLS reused query 1.101x incl. stalls in its own arm (5 %)", "tls-reused", "reused", "TLS",
@@ -193,6 +202,8 @@ def _scenarios() -> tuple[Scenario, ...]:
                  {(2,): 1.019}, "reproduced", part="MongoDB"),
         Scenario("SCRAM server CPU 1.019x incl. stalls in its own arm (5 %)", "auth", "auth-server-cpu",
                  "SCRAM-SHA-256", {(2,): 1.019}, "reproduced", part="MongoDB", **cand5),
+        Scenario("SCRAM server CPU 1.019x, stalls in the baseline (5 %)", "auth", "auth-server-cpu",
+                 "SCRAM-SHA-256", {(2,): 1.019}, "reproduced", part="MongoDB", **base5),
         # pooling: pooled / SCRAM below 0.5, the two compared through auth off (never in one duet)
         Scenario("pooling 0.505x of SCRAM's CPU (above 0.5x)", "auth-pooling", "pooling", "pooled SCRAM-SHA-256",
                  {(2,): 1.5 * 0.505}, "reproduced", part="MongoDB", others={"SCRAM-SHA-256": {(2,): 1.5}}),
@@ -224,6 +235,9 @@ def _scenarios() -> tuple[Scenario, ...]:
                  {(WT, 16): 10.1}, "reproduced", part="4c16g"),
         Scenario("TDE CPU +10.1 pp, stalls in its own arm (5 %)", "tde-cpu", "cpu-pp", "encryption on",
                  {(WT, 16): 10.1}, "reproduced", part="4c16g", **cand5),
+        # a CPU burst (a run 30 % busier) is what pulls a difference back inside a band it lies above
+        Scenario("TDE CPU +10.1 pp, bursts in its own arm (5 %)", "tde-cpu", "cpu-pp", "encryption on",
+                 {(WT, 16): 10.1}, "reproduced", part="4c16g", stall_loss=-0.3, **cand5),
     ]  # fmt: skip
     return tuple(out)
 
@@ -232,7 +246,41 @@ SCENARIOS = _scenarios()
 
 # Scenarios whose wrong-verdict rate the design bounds by alpha (no stall belongs to one arm): the test asserts
 # the bound on these and reports the others as measured.
-BOUNDED = tuple(s for s in SCENARIOS if s.stall_arm != "candidate")
+BOUNDED = tuple(s for s in SCENARIOS if s.stall_arm in ("", "both"))
+
+# The per-round sd the reports showed, lowest and highest over every cell (benchmarks/round_noise.py): the
+# plans' sds came from A/A tables, and a rule's error with one arm stalling depends on the noise around it (at
+# TDE's lowest noise a 5 % stall rate moves its "under 5 %" more than at its declared 0.052).
+# Three make reports of 2026-11-27 (09:35, 12:55, 13:16; quick scale, this machine, nothing else running).
+MEASURED: dict[str, tuple[float, float]] = {
+    "audit": (0.0395, 0.1437),
+    "audit-all": (0.0395, 0.1437),
+    "audit-sa": (0.0999, 0.1709),
+    "tls-setup": (0.1301, 0.1445),
+    "tls-reused": (0.0461, 0.1034),
+    "auth": (0.0235, 0.0555),
+    "auth-pooling": (0.0235, 0.0555),
+    "https": (0.1072, 0.1953),
+    "tde": (0.0025, 0.0483),
+    "tde-cpu": (0.1671, 5.1221),  # pp
+}
+MEASURED_SHARE = 0.2  # a plan's sd this far from the reports' extreme gets the scenario again at that extreme
+
+
+def _at_measured_noise(scenarios: tuple[Scenario, ...]) -> tuple[Scenario, ...]:
+    """Each scenario with one arm stalling again at its plan's lowest and highest measured per-round sd, where
+    that differs from the plan's by more than MEASURED_SHARE."""
+    out = []
+    for s in (s for s in scenarios if s.stall_arm in ("candidate", "baseline")):
+        plan = PLANS[s.plan]
+        declared = plan.additive_sd or plan.round_sd
+        for which, sd in zip(("lowest", "highest"), MEASURED.get(s.plan, ()), strict=False):
+            if abs(sd / declared - 1) > MEASURED_SHARE:
+                out.append(dataclasses.replace(s, name=f"{s.name}, at the reports' {which} round sd {sd:g}", sd=sd))
+    return tuple(out)
+
+
+AT_MEASURED_NOISE = _at_measured_noise(SCENARIOS)
 
 # This machine's noise in the audit study's quick plan (interleaved, no quota; make reports of 2026-11-26):
 # per-round sd of log(arm / A) of TPS 0.08-0.19 over four arms, i.e. a run's sd of about 0.1 on each side.
@@ -295,7 +343,9 @@ def one(s: Scenario, seed: int, directory: Path) -> str:
     p = _params(plan.study, seed, directory, f"e{seed}")
     factors = dict(plan.factors)
     names = list(factors)
-    run_sd = plan.round_sd / math.sqrt(2)  # two arms' independent noise make the per-round sd of their ratio
+    round_sd = s.sd if s.sd is not None and not additive else plan.round_sd
+    additive_sd = s.sd if s.sd is not None and additive else plan.additive_sd
+    run_sd = round_sd / math.sqrt(2)  # two arms' independent noise make the per-round sd of their ratio
     counts: dict[tuple, int] = {}
 
     def measure(arm: str, f: dict) -> Measurement:
@@ -307,7 +357,7 @@ def one(s: Scenario, seed: int, directory: Path) -> str:
         hit = _stalls(s, arm)
         stall = s.stall_rate * s.stall_loss if hit else 0.0
         if additive:  # % of the quota: 60 % for the baseline; a stalled run idles, its CPU share falls
-            x = (60.0 + mean) / (1 - stall) + rng.normal(0, plan.additive_sd / math.sqrt(2))
+            x = (60.0 + mean) / (1 - stall) + rng.normal(0, additive_sd / math.sqrt(2))
             if hit and rng.random() < s.stall_rate:
                 x *= 1 - s.stall_loss
             return Measurement({metric: x, "tps": 1000.0})
