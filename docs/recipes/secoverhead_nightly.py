@@ -1,4 +1,5 @@
-"""An Airflow DAG that runs the fleet every night and prunes old runs: a recipe (copy it into your DAG folder and
+"""An Airflow DAG that runs the fleet every night, fails the night when a report steps out of its series
+(`index --fail-on-change`), and prunes old runs: a recipe (copy it into your DAG folder and
 set the paths). Each task is a BashOperator running the CLI, so Airflow needs nothing of secoverhead's own: the
 checkout's .venv runs it. A failed fleet is retried by Airflow (the fleet itself retries each failed job once with
 --resume); the index and history are rebuilt by the fleet at its end.
@@ -34,9 +35,14 @@ with DAG(
         bash_command=f"{CLI} fleet {FLEET} --scheduler {SCHEDULER} --reports {REPORTS}",
         execution_timeout=dt.timedelta(hours=6),
     )
+    alarm = BashOperator(  # fails the night when a series' newest report steps out of what its history predicts
+        task_id="alarm",
+        bash_command=f"{CLI} index --fail-on-change --reports {REPORTS}",
+        retries=0,  # a step is news, not a fault to retry
+    )
     prune = BashOperator(
         task_id="prune",
         bash_command=f"{CLI} prune --keep 30 --reports {REPORTS}",
         trigger_rule="all_done",  # keep the disk in check even after a failed night
     )
-    fleet >> prune
+    fleet >> [alarm, prune]

@@ -44,5 +44,6 @@ def test_the_nightly_dag_loads_in_airflow_and_runs_the_fleet_then_prunes(tmp_pat
     assert out["errors"] == {} and out["dags"] == ["secoverhead_nightly"]
     tasks = out["tasks"]
     assert "secoverhead fleet " in tasks["fleet"]["cmd"] and "--scheduler" in tasks["fleet"]["cmd"]
-    assert tasks["fleet"]["retries"] == 2 and tasks["fleet"]["down"] == ["prune"]
+    assert tasks["fleet"]["retries"] == 2 and tasks["fleet"]["down"] == ["alarm", "prune"]
+    assert "secoverhead index --fail-on-change" in tasks["alarm"]["cmd"] and tasks["alarm"]["retries"] == 0
     assert "secoverhead prune --keep" in tasks["prune"]["cmd"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from secoverhead.reporting import series
 from secoverhead.suite import expected, history
@@ -141,3 +142,43 @@ def test_a_mark_names_a_run_of_its_own_study_by_folder(tmp_path):
     assert not (tmp_path / expected.FILE).exists()
     (mislaid / "run.json").write_text(json.dumps({"study": "tls", "status": "ok"}))
     assert expected.mark(tmp_path, "tls", mislaid.name, "why").exists()
+
+
+def _series_frame(values, *, se=0.02, claim="cpu", series="a", metric="server_cpu_us_per_op"):
+    """One series' reports as history rows: each report's log estimate over its own rounds and its se."""
+    rows = [
+        {"study": "auth", "run": f"202611{1 + k:02d}T000000Z-{series}", "started": f"2026-11-{1 + k:02d}T00:00:00Z",
+         "commit": "", "target": "t", "server": "s", "speed class": "x", "scale": "quick", "claim id": claim,
+         "claim": claim, "metric": metric, "verdict": "inconclusive", "log estimate": v, "se": se,
+         "ratio": math.exp(v), "ci low": math.exp(v - 2 * se), "ci high": math.exp(v + 2 * se)}
+        for k, v in enumerate(values)
+    ]  # fmt: skip
+    df = pd.DataFrame(rows)
+    df["date"] = pd.to_datetime(df["started"], utc=True)
+    return df
+
+
+def test_a_step_in_the_newest_report_is_reported_the_night_it_lands():
+    rng = np.random.default_rng(3)
+    before = list(0.2 + rng.normal(0, 0.03, 5))  # five reports of one configuration
+    assert history.newest_steps(_series_frame(before)) == []  # five: nothing to predict the sixth from yet
+    assert history.newest_steps(_series_frame([*before, 0.2 + 0.01])) == []  # within what they showed
+    (step,) = history.newest_steps(_series_frame([*before, 0.2 + math.log(1.5)]))  # +50 %
+    assert step.run == "20261106T000000Z-a" and step.direction == "worse" and step.after / step.before > 1.4
+
+
+def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_stated():
+    """Three series a night, each report drawn with a between-run sd (0.03) and its own se (0.02), judged every
+    night from the sixth report to the thirtieth: nights with any alarm stay within NIGHT_ALPHA (a binomial bound
+    that fails a rate twice the stated one)."""
+    rng = np.random.default_rng(11)
+    nights = alarms = 0
+    for _ in range(20):
+        draws = {s: 0.1 + rng.normal(0, 0.03, 30) + rng.normal(0, 0.02, 30) for s in "abc"}
+        for n in range(6, 31):
+            night = pd.concat([_series_frame(draws[s][:n], claim=s, series=s) for s in "abc"], ignore_index=True)
+            nights += 1
+            alarms += bool(history.newest_steps(night))
+    bound = stats.binom.ppf(0.999, nights, history.NIGHT_ALPHA)
+    assert alarms <= bound, (alarms, nights)
+    assert stats.binom.sf(bound, nights, 2 * history.NIGHT_ALPHA) > 0.99  # twice the rate would fail

@@ -98,7 +98,8 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
             if not isinstance(v, dict):
                 continue
             metric = str((v.get("registered") or {}).get("metric") or "")
-            for claim_id, claim, ratio, lo, hi in series_of(v):
+            cells = series_of(v)
+            for (claim_id, claim, ratio, lo, hi), (estimate, se) in zip(cells, _estimates(v, len(cells)), strict=True):
                 rows.append(
                     {
                         "study": study,
@@ -118,6 +119,8 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                         "ratio": ratio,
                         "ci low": lo,
                         "ci high": hi,
+                        "log estimate": estimate,  # over the report's own rounds (the ratio's log), and its se
+                        "se": se,
                     }
                 )
     df = pd.DataFrame(rows)
@@ -139,3 +142,21 @@ def _environment_now(current: bool) -> dict[str, Any]:
     """The one fact of a report's environment its series reads (the server build on this machine), for the report
     still being written."""
     return {"tools": {"mariadbd": environment.tool_version("mariadbd")}} if current else {}
+
+
+def _estimates(v: dict[str, Any], n: int) -> list[tuple[float | None, float | None]]:
+    """Each series cell's estimate over the report's own rounds and its standard error (the first reading's, as
+    verdicts.json records them on the log ratio; None where it has none)."""
+    judged = v.get("judged") or []
+    reading = judged[0] if judged and isinstance(judged[0], dict) else {}
+    each = reading.get("estimates") or [] if reading_quantity(reading)[0] in ("ratio", "loss") else []
+    out: list[tuple[float | None, float | None]] = []
+    for j in range(n):
+        e = each[j] if j < len(each) else None
+        pair = (_number(e[0]), _positive(e[1])) if isinstance(e, list | tuple) and len(e) == 2 else (None, None)
+        out.append(pair if None not in pair else (None, None))
+    return out
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
+from scipy import stats
 
 from secoverhead.analysis.changepoints import detect
+from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.core.runs import EMBEDDED
 from secoverhead.core.units import unit
 from secoverhead.reporting.series import SERIES, collect
@@ -71,27 +74,63 @@ def changes(df: pd.DataFrame, root: Path | None = None) -> list[Change]:
             continue
         half = ((g["ci high"] - g["ci low"]) / 2).to_numpy(dtype=float)
         for cp in detect(g["ratio"].to_numpy(dtype=float), half):
-            row = g.iloc[cp.index]
-            out.append(
-                Change(
-                    str(row["study"]),
-                    str(row["claim id"]),
-                    str(row["claim"]),
-                    str(row["scale"]),
-                    str(row["target"]),
-                    str(row["server"]),
-                    str(row["speed class"]),
-                    str(row["run"]),
-                    str(row["started"])[:19],
-                    str(row["commit"]),
-                    cp.before,
-                    cp.after,
-                    cp.p_value,
-                    _direction(str(row["metric"]), cp.before, cp.after),
-                    expected_marks.why(marks, str(row["study"]), str(row["claim id"]), str(row["target"]), row["run"]),
-                )
-            )
+            out.append(_change(g.iloc[cp.index], cp.before, cp.after, cp.p_value, marks))
     return out
+
+
+NIGHT_ALPHA = 0.05  # the chance that a night whose reports all measure what their series did raises any alarm
+MIN_PRIOR = 5  # reports of a series before its newest is judged against them
+
+
+def newest_steps(df: pd.DataFrame, root: Path | None = None, alpha: float = NIGHT_ALPHA) -> list[Change]:
+    """The newest report of each series against what the reports before it predict (a random-effects prediction
+    interval: their pooled estimate, Paule-Mandel's tau, its own se; Higgins, Thompson & Spiegelhalter 2009), so a
+    step is reported the night it lands. Every series judged on a night shares alpha (Bonferroni over them):
+    a night of reports like their series raises an alarm at most that often. E-divisive (changes) locates
+    older steps."""
+    tested = [g for g in _by_series(df) if len(g) > MIN_PRIOR]
+    marks = expected_marks.load(root) if root is not None else []
+    out = []
+    for g in tested:
+        prior, new = g.iloc[:-1], g.iloc[-1]
+        values, ses = prior["log estimate"].to_numpy(float), prior["se"].to_numpy(float)
+        tau2 = paule_mandel(list(values), list(ses**2))
+        w = 1 / (ses**2 + tau2)
+        mean = float((w * values).sum() / w.sum())
+        scale = math.sqrt(tau2 + 1 / w.sum() + float(new["se"]) ** 2)
+        p = float(2 * stats.t.sf(abs(float(new["log estimate"]) - mean) / scale, len(prior) - 2))  # HTS: k - 2
+        if p < alpha / len(tested):
+            before, after = math.exp(mean), math.exp(float(new["log estimate"]))
+            out.append(_change(new, before, after, p, marks))
+    return out
+
+
+def _by_series(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """Each series' reports with an estimate, oldest first."""
+    if not len(df) or "log estimate" not in df:
+        return []
+    with_estimates = df.dropna(subset=["log estimate", "se"])
+    return [g.sort_values(["date", "run"]) for _, g in with_estimates.groupby(SERIES, sort=False)]
+
+
+def _change(row: pd.Series, before: float, after: float, p: float, marks: list) -> Change:
+    return Change(
+        str(row["study"]),
+        str(row["claim id"]),
+        str(row["claim"]),
+        str(row["scale"]),
+        str(row["target"]),
+        str(row["server"]),
+        str(row["speed class"]),
+        str(row["run"]),
+        str(row["started"])[:19],
+        str(row["commit"]),
+        before,
+        after,
+        p,
+        _direction(str(row["metric"]), before, after),
+        expected_marks.why(marks, str(row["study"]), str(row["claim id"]), str(row["target"]), row["run"]),
+    )
 
 
 def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:

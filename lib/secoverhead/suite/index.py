@@ -8,6 +8,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json, within
 from secoverhead.core.runs import EMBEDDED, counting, describe, from_the_future, runs_of, scale_of, status_of
@@ -23,6 +25,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     skipped: list[str] = []
     studies, summaries, everything = [], [], []
     detected: list[history.Change] = []
+    tonight: list[pd.DataFrame] = []  # every study's series: their newest reports share one night's alpha
     for study in NOTEBOOKS.values():
         rows, glance = [], None
         counts = counting(root / study.id)
@@ -55,11 +58,13 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 if len(df):
                     history.export_csv(df, root / "history" / f"{study.id}.csv")
                     detected += history.changes(df, root)
+                    tonight.append(df)
                 hist = pooled.section(root, study.id, df) + history.section(root, study.id, study.title, df)
             except Exception as exc:  # history is a view; a corrupt old run must not cost the index
                 hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
         rows.sort(key=lambda r: (r["target"] != EMBEDDED, r["target"]))  # stable: newest first per target
         studies.append({"id": study.id, "title": study.title, "runs": rows, "history": hist})
+    detected += _newest_steps(tonight, root, detected)
     page = summary.template("index.html.j2").render(
         studies=studies,
         summaries=summaries,
@@ -71,6 +76,16 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     atomic_write_text(out, page)
     write_changes(root, detected)
     return out
+
+
+def _newest_steps(dfs: list[pd.DataFrame], root: Path, found: list[history.Change]) -> list[history.Change]:
+    """Each series' newest report against its predecessors (history.newest_steps), those E-divisive had not
+    already found at that report."""
+    if not dfs:
+        return []
+    seen = {(c.study, c.claim_id, c.scale, c.target, c.run) for c in found}
+    steps = history.newest_steps(pd.concat(dfs, ignore_index=True), root)
+    return [c for c in steps if (c.study, c.claim_id, c.scale, c.target, c.run) not in seen]
 
 
 def write_changes(root: Path, detected: list[history.Change]) -> Path:
