@@ -22,6 +22,7 @@ defer their imports.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable
@@ -64,7 +65,10 @@ def _main(argv: list[str] | None) -> int:
     try:
         return args.handler(args)
     except SecoverheadError as exc:
-        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {line}", file=sys.stderr)
+        if getattr(args, "format", "text") == "json":  # a tool reading stdout gets the refusal as a document
+            print(json.dumps({"schema": commands.RUN_OUTPUT_SCHEMA, "error": line}))
         return 2
     except BrokenPipeError:  # `secoverhead compare A B | head`: the reader has what it wanted; say nothing
         _quiet_stdout()

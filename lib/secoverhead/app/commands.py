@@ -177,11 +177,33 @@ def _say_index(reports: Path, outcomes: list, *, text: bool) -> None:
     except OSError as exc:
         print(f"index: not written ({exc.strerror or exc})", file=sys.stderr)
     if not text:
-        from secoverhead.core.runs import describe  # deferred: see the module docstring
+        _json({"schema": RUN_OUTPUT_SCHEMA, "runs": [_run_record(o) for o in outcomes],
+               "index": str(index) if index else None})  # fmt: skip
 
-        runs = [{"study": o.study, "status": o.status, "run_dir": str(o.run_dir), "error": o.error,
-                 "run": describe(o.run_dir) if o.run_dir else None} for o in outcomes]  # fmt: skip
-        _json({"runs": runs, "index": str(index) if index else None})
+
+RUN_OUTPUT_SCHEMA = 1  # docs/schemas/run-output.schema.json
+
+
+def _run_record(o: Any) -> dict[str, Any]:
+    """One run as `run --format json` gives it (docs/schemas/run-output.schema.json): its id, study, scale, status,
+    where it is, why it failed, and how many claims got each verdict."""
+    from collections import Counter
+
+    from secoverhead.analysis.verdicts import read_verdicts  # deferred: see the module docstring
+    from secoverhead.core.files import read_json
+    from secoverhead.core.runs import scale_of
+
+    meta = read_json(o.run_dir / "run.json") if o.run_dir else None
+    verdicts = (read_verdicts(o.run_dir) or {}).get("verdicts", []) if o.run_dir else []
+    return {
+        "id": o.run_dir.name if o.run_dir else None,
+        "study": o.study,
+        "scale": scale_of(meta.get("params_name")) if isinstance(meta, dict) else "",
+        "status": o.status,
+        "run_dir": str(o.run_dir) if o.run_dir else None,
+        "error": o.error,
+        "verdicts": dict(Counter(str(v.get("verdict")) for v in verdicts if isinstance(v, dict))),
+    }
 
 
 def index(args: argparse.Namespace) -> int:
