@@ -294,7 +294,8 @@ def run_study(
         stop = signals.as_terminated(exc) if isinstance(exc, KeyboardInterrupt) else exc
         ending = ended_by(stop)
         if isinstance(stop, signals.Terminated):
-            stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}"
+            resume_with = f"`secoverhead run --resume {run.dir}` continues it"
+            stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}; {resume_with}"
             raise stop from None
     finally:
         with signals.deferred():  # a second Ctrl-C must not leave the record half-done

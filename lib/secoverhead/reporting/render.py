@@ -77,7 +77,8 @@ def is_signed(notebook: Path) -> bool:
 
 
 STATUS_BANNERS = {
-    "interrupted": "This run was interrupted: the report holds what was measured before it stopped.",
+    "interrupted": "This run was interrupted: the report holds what was measured before it stopped; "
+    "`secoverhead run --resume` with this report's folder continues it where it stopped.",
     "failed": "This run failed: the report holds what was measured before the failure; its verdicts are not the "
     "study's.",
 }
