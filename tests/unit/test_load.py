@@ -71,3 +71,22 @@ def test_what_load_cannot_read_is_said_and_a_link_out_of_the_run_is_not_followed
         "2026-11-27-big/run.json (larger than 4 MB)" in text and "2026-11-28-linked/results/tde-x (a link out" in text
     )
     assert set(r.runs["run"]) == {"2026-11-26-quick"} and 5.0 not in set(r.runs["tps"])
+
+
+def test_load_finds_the_reports_from_anywhere_and_says_when_there_are_none(tmp_path, monkeypatch):
+    """From notebooks/ (where `make lab` opens JupyterLab) a study loads from $SECOVERHEAD_REPORTS; a study with
+    no report there is one clear error, never empty frames; `latest` reads as the run it names."""
+    make_run(tmp_path, "tde", "2026-11-26-quick", "quick", 1000.0)
+    (tmp_path / "tde" / "latest").symlink_to(tmp_path / "tde" / "2026-11-26-quick")
+    elsewhere = tmp_path / "notebooks"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("SECOVERHEAD_REPORTS", str(tmp_path))
+    assert set(secoverhead.load("tde").runs["run"]) == {"2026-11-26-quick"}
+    assert set(secoverhead.load(tmp_path / "tde" / "latest").runs["run"]) == {"2026-11-26-quick"}
+    with pytest.raises(ConfigError, match="no audit report under .*SECOVERHEAD_REPORTS"):
+        secoverhead.load("audit")
+    monkeypatch.delenv("SECOVERHEAD_REPORTS")
+    from secoverhead.core import paths
+
+    assert paths.reports_root() == paths.ROOT / "reports"  # no ./reports here: the checkout's own

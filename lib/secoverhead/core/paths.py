@@ -102,6 +102,22 @@ def state_dir() -> Path:
     return base.expanduser().resolve()
 
 
+REPORTS_ENV = "SECOVERHEAD_REPORTS"  # where the reports are, for a reader anywhere (secoverhead.load)
+
+
+def reports_root(given: str | os.PathLike | None = None) -> Path:
+    """The reports folder a reader means: the one given, else $SECOVERHEAD_REPORTS, else ./reports where it
+    exists (the CLI's default), else the checkout's own (a notebook opened in notebooks/ reads the reports
+    `make reports` wrote)."""
+    if given is not None:
+        return Path(given)
+    env = os.environ.get(REPORTS_ENV)
+    if env:
+        return Path(env)
+    here = Path("reports")
+    return here if here.is_dir() else ROOT / "reports"
+
+
 def interactive_results() -> Path:
     """Where a notebook run outside the pipeline writes: $SECOVERHEAD_RESULTS, else results/interactive/."""
     env = os.environ.get("SECOVERHEAD_RESULTS")

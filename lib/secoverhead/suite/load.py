@@ -24,11 +24,12 @@ from secoverhead.analysis.pooling import ALPHA
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
+from secoverhead.core.paths import REPORTS_ENV, reports_root
 from secoverhead.core.runs import scale_of, status_of
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.reporting import over_reports, series
-from secoverhead.studies import STUDIES
+from secoverhead.suite.notebooks import NOTEBOOKS
 
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
@@ -68,16 +69,22 @@ class Results:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def run_dirs(what: str | Path, reports: str | Path = "reports") -> list[Path]:
-    """The run directories `what` names: a run directory, or a study (every run under reports/<study>/, oldest
-    first, the `latest` link not counted twice)."""
+def run_dirs(what: str | Path, reports: str | Path | None = None) -> list[Path]:
+    """The run directories `what` names: a run directory (a link such as `latest` read as the run it names), or
+    a study (every run under <reports>/<study>/, oldest first, the `latest` link not counted twice; reports as
+    paths.reports_root finds it). A study with no report there is said, never an empty frame."""
     p = Path(what)
     if (p / "run.json").is_file():
-        return [p]
-    if str(what) in STUDIES:
-        base = Path(reports) / str(what)
-        return sorted(d for d in base.glob("*") if d.is_dir() and not d.is_symlink() and (d / "run.json").is_file())
-    raise ConfigError(f"{what}: neither a run directory (with run.json) nor a study ({', '.join(STUDIES)})")
+        return [p.resolve() if p.is_symlink() else p]
+    if str(what) in NOTEBOOKS:
+        base = reports_root(reports) / str(what)
+        found = sorted(d for d in base.glob("*") if d.is_dir() and not d.is_symlink() and (d / "run.json").is_file())
+        if not found:
+            raise ConfigError(
+                f"no {what} report under {base.parent.resolve()} (name the folder: reports=..., or set {REPORTS_ENV})"
+            )
+        return found
+    raise ConfigError(f"{what}: neither a run directory (with run.json) nor a study ({', '.join(NOTEBOOKS)})")
 
 
 def _why_unread(path: Path) -> str:
@@ -99,9 +106,9 @@ def _server(server: dict[str, Any]) -> dict[str, Any]:
     return {column: server.get(key) for key, column in SERVER_COLUMNS.items()}
 
 
-def load(what: str | Path, *, reports: str | Path = "reports", scale: str | None = None) -> Results:
+def load(what: str | Path, *, reports: str | Path | None = None, scale: str | None = None) -> Results:
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
-    given), read-only."""
+    given), read-only. Without `reports`: $SECOVERHEAD_REPORTS, ./reports, or the checkout's reports."""
     runs, verdicts, stores, skipped, read = [], [], [], [], []
     for d in run_dirs(what, reports):
         meta = read_json(d / "run.json")
