@@ -84,7 +84,7 @@ def test_load_finds_the_reports_from_anywhere_and_says_when_there_are_none(tmp_p
     monkeypatch.setenv("SECOVERHEAD_REPORTS", str(tmp_path))
     assert set(secoverhead.load("tde").runs["run"]) == {"2026-11-26-quick"}
     assert set(secoverhead.load(tmp_path / "tde" / "latest").runs["run"]) == {"2026-11-26-quick"}
-    with pytest.raises(ConfigError, match="no audit report under .*SECOVERHEAD_REPORTS"):
+    with pytest.raises(ConfigError, match=r"no audit report under .*SECOVERHEAD_REPORTS"):
         secoverhead.load("audit")
     monkeypatch.delenv("SECOVERHEAD_REPORTS")
     from secoverhead.core import paths
