@@ -91,7 +91,7 @@ def test_load_gives_the_pooled_verdicts_of_the_studies_it_read(tmp_path):
 
 def _lines(root: Path, name: str, monkeypatch) -> dict[str, str]:
     monkeypatch.setattr(series.environment, "tool_version", lambda tool: BUILD)  # this machine's build, now
-    return over_reports.lines(root / "audit" / name, "audit")
+    return {k: line.text for k, line in over_reports.lines(root / "audit" / name, "audit").items()}
 
 
 def test_a_report_being_written_reads_its_claims_pooled_with_the_reports_before_it(tmp_path, monkeypatch):
@@ -101,7 +101,8 @@ def test_a_report_being_written_reads_its_claims_pooled_with_the_reports_before_
     line = _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"]
     assert line == "over 6 reports of its series since 2026-11-01: reproduced, 0.96× [0.907×, 1.02×]"
     monkeypatch.chdir(tmp_path / "audit" / me)  # as the kernel runs: in the report, its results dir relative
-    assert over_reports.lines(Path("results").parent, "audit")["MariaDB:server_audit-small"] == line
+    beside = over_reports.lines(Path("results").parent, "audit")["MariaDB:server_audit-small"]
+    assert beside.text == line and beside.beside  # decided: it stands beside the claim
     _run(tmp_path, 6, 0.96, scale="smoke", status="running")  # another scale is another series
     assert (
         "first report of its series"

@@ -7,6 +7,7 @@ estimates (made before they were) are left out and counted. (series.collect name
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,19 @@ def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, str]:
+INLINE_FROM = 3  # reports pooled before the line shows beside the claim: two pool to an interval of t(1)
+
+
+@dataclass(frozen=True)
+class Line:
+    """What a claim's series says over its reports, and whether it stands beside the claim (else in its detail):
+    a pooled verdict that decides, or one over INLINE_FROM reports or more."""
+
+    text: str
+    beside: bool = False
+
+
+def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, Line]:
     """Verdict id -> what its claim's series says over its reports, the report in `report_dir` (being written)
     included: the pooled verdict and interval over two or more, else that this report opens its series."""
     report_dir = report_dir.resolve()  # the kernel's is relative ("results/..", where the report is written)
@@ -110,19 +123,21 @@ def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, str]:
     return {str(row["verdict id"]): _line(row, report_dir.name) for row in table.to_dict("records")}
 
 
-def _line(row: dict[str, Any], me: str) -> str:
+def _line(row: dict[str, Any], me: str) -> Line:
     k = int(row["reports pooled"])
     if row["newest report's verdict"] == "not testable here":
-        return "not pooled: this report could not test it (a precondition failed)"
+        return Line("not pooled: this report could not test it (a precondition failed)")
     if k >= 2 and me in row["reports"]:
-        return f"over {k} reports of its series since {row['since']}: {row['pooled verdict']}, {row['pooled']}"
+        decided = row["pooled verdict"] in ("reproduced", "not reproduced")
+        text = f"over {k} reports of its series since {row['since']}: {row['pooled verdict']}, {row['pooled']}"
+        return Line(text, beside=decided or k >= INLINE_FROM)
     if k >= 2:
-        return (
+        return Line(
             f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"
         )
     if len(row["reports"]) >= 2:
-        return "not pooled: a report of its series could not test it (a precondition failed)"
+        return Line("not pooled: a report of its series could not test it (a precondition failed)")
     if row["reports without estimates"]:
-        return "not pooled: the reports before this one recorded no estimates"
-    return "the first report of its series here: from the next one on, this line pools them"
+        return Line("not pooled: the reports before this one recorded no estimates")
+    return Line("the first report of its series here: from the next one on, this line pools them")

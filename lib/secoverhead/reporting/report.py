@@ -33,7 +33,10 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
     if not result.recorded:  # a finished report read back is never written into
         write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
     pooled = over_reports.lines(result.params.results_dir().parent, result.study)
-    dicts = [v.as_dict() | {"over_reports": pooled.get(v.id, "")} for v in verdicts]
+    dicts = []
+    for v in verdicts:
+        line = pooled.get(v.id, over_reports.Line(""))
+        dicts.append(v.as_dict() | {"over_reports": line.text, "over_reports_beside": line.beside})
     counts = summary.tally(dicts)
     if counts:
         say(f"**{counts}.**")

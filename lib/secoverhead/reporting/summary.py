@@ -201,7 +201,7 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "server": server_name(d.get("server") or {}),
         "on": _on(d),
         "over_reports": str(d.get("over_reports") or ""),
-        "pooled": str(d.get("over_reports") or "").startswith("over "),
+        "pooled": bool(d.get("over_reports_beside")),
     }
 
 
