@@ -251,18 +251,19 @@ BOUNDED = tuple(s for s in SCENARIOS if s.stall_arm in ("", "both"))
 # The per-round sd the reports showed, lowest and highest over every cell (benchmarks/round_noise.py): the
 # plans' sds came from A/A tables, and a rule's error with one arm stalling depends on the noise around it (at
 # TDE's lowest noise a 5 % stall rate moves its "under 5 %" more than at its declared 0.052).
-# Three make reports of 2026-11-27 (09:35, 12:55, 13:16; quick scale, this machine, nothing else running).
+# Six consecutive make reports of 63db58a (2026-11-27, 22:36-23:57, fresh clone, this machine, nothing else measured;
+# benchmarks/round_noise.py over their 36 report folders), lowest and highest over every cell.
 MEASURED: dict[str, tuple[float, float]] = {
-    "audit": (0.0395, 0.1437),
-    "audit-all": (0.0395, 0.1437),
-    "audit-sa": (0.0999, 0.1709),
-    "tls-setup": (0.1301, 0.1445),
-    "tls-reused": (0.0461, 0.1034),
-    "auth": (0.0235, 0.0555),
-    "auth-pooling": (0.0235, 0.0555),
-    "https": (0.1072, 0.1953),
-    "tde": (0.0025, 0.0483),
-    "tde-cpu": (0.1671, 5.1221),  # pp
+    "audit": (0.0273, 0.1516),
+    "audit-all": (0.0273, 0.1516),
+    "audit-sa": (0.0247, 0.1332),
+    "tls-setup": (0.0952, 0.6064),
+    "tls-reused": (0.0822, 0.1745),
+    "auth": (0.0346, 0.1558),
+    "auth-pooling": (0.0346, 0.1558),
+    "https": (0.0350, 0.1880),
+    "tde": (0.0038, 0.0439),
+    "tde-cpu": (0.2108, 5.6769),  # pp
 }
 MEASURED_SHARE = 0.2  # a plan's sd this far from the reports' extreme gets the scenario again at that extreme
 

@@ -136,3 +136,14 @@ def test_a_series_with_a_report_that_could_not_test_the_claim_or_without_estimat
     _run(tmp_path, 2, 0.96, verdict="not testable here")
     me = _run(tmp_path, 3, 0.96, status="running")
     assert "could not test it" in _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"]
+
+
+def test_a_reading_the_engine_does_not_pool_says_so_not_that_a_precondition_failed(tmp_path, monkeypatch):
+    for k in range(3):
+        name = _run(tmp_path, k, 0.96, status="ok" if k < 2 else "running")
+        path = tmp_path / "audit" / name / "results" / "verdicts.json"
+        doc = json.loads(path.read_text())
+        doc["verdicts"][0]["judged"][0]["estimates"] = [None]  # a share won back: no log-ratio estimate
+        path.write_text(json.dumps(doc))
+    line = _lines(tmp_path, name, monkeypatch)["MariaDB:server_audit-small"]
+    assert line.startswith("not pooled: its reading is judged report by report")

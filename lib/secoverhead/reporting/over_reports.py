@@ -68,6 +68,7 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
                 "newest report's verdict": newest.get("verdict", ""),
                 "reports without estimates": len(runs) - len(with_estimates),
                 "reports": chosen,  # of its series, with estimates (pooled when the verdict is)
+                "why not pooled": _why_not(pv, [verdicts[r][vid] for r in chosen]),
             }
         )
     return pd.DataFrame(rows)
@@ -83,6 +84,14 @@ def _pool(registered: dict[str, Any], judged: list[dict[str, Any]], alpha: float
     if any(v.get("verdict") == "not testable here" for v in judged):  # a precondition failed: nothing to pool
         return None
     return pooled_verdict(registered["study"], registered["id"], [v.get("judged") or [] for v in judged], alpha)
+
+
+def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
+    if pv is not None or len(judged) < 2:
+        return ""
+    if any(v.get("verdict") == "not testable here" for v in judged):
+        return "a report of its series could not test it (a precondition failed)"
+    return "its reading is judged report by report (a share won back, or cells that differ between reports)"
 
 
 def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
@@ -136,8 +145,8 @@ def _line(row: dict[str, Any], me: str) -> Line:
             f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"
         )
-    if len(row["reports"]) >= 2:
-        return Line("not pooled: a report of its series could not test it (a precondition failed)")
+    if row["why not pooled"]:
+        return Line(f"not pooled: {row['why not pooled']}")
     if row["reports without estimates"]:
         return Line("not pooled: the reports before this one recorded no estimates")
     return Line("the first report of its series here: from the next one on, this line pools them")
