@@ -170,7 +170,7 @@ def test_a_step_in_the_newest_report_is_reported_the_night_it_lands():
 def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_stated():
     """Three series a night, each report drawn with a between-run sd (0.03) and its own se (0.02), judged every
     night from the sixth report to the thirtieth: nights with any alarm stay within NIGHT_ALPHA (a binomial bound
-    that fails a rate twice the stated one)."""
+    that a rate twice the stated one fails nine times in ten; the draws are seeded, so the count is fixed)."""
     rng = np.random.default_rng(11)
     nights = alarms = 0
     for _ in range(20):
@@ -181,4 +181,4 @@ def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_s
             alarms += bool(history.newest_steps(night))
     bound = stats.binom.ppf(0.999, nights, history.NIGHT_ALPHA)
     assert alarms <= bound, (alarms, nights)
-    assert stats.binom.sf(bound, nights, 2 * history.NIGHT_ALPHA) > 0.99  # twice the rate would fail
+    assert stats.binom.sf(bound, nights, 2 * history.NIGHT_ALPHA) > 0.85, alarms  # twice the rate would fail

@@ -33,7 +33,7 @@ def test_a_run_document_validates_and_counts_its_verdicts(tmp_path):
                 {"id": "c", "verdict": "not testable here"}]  # fmt: skip
     (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": verdicts}))
     failed = RunOutcome("tls", tmp_path / "tls" / "x", "failed", "a server did not start")
-    _, text = _stdout(commands._say_index, tmp_path, [RunOutcome("https", run, "ok"), failed], False)
+    _, text = _stdout(lambda: commands._say_index(tmp_path, [RunOutcome("https", run, "ok"), failed], text=False))
     doc = json.loads(text)
     jsonschema.validate(doc, SCHEMA)
     first = doc["runs"][0]
