@@ -115,6 +115,15 @@ def from_scale(quantity: str, lo: float, hi: float) -> tuple[float, float]:
     return lo, hi
 
 
+def recorded(e: object) -> RunEstimate | None:
+    """A [value, se] pair as verdicts.json records it, read back (None unless both are finite and se > 0)."""
+    if not isinstance(e, list | tuple) or len(e) != 2:
+        return None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in e) or e[1] <= 0:
+        return None
+    return RunEstimate(float(e[0]), float(e[1]))
+
+
 def run_estimate(quantity: str, lo: float, hi: float, rounds: int, confidence: float) -> RunEstimate | None:
     """A report's estimate from its own interval (its rounds only, before any between-run sd was added): the
     interval's centre on the analysis scale and its half-width over the t quantile it was read at."""
@@ -191,7 +200,7 @@ def _cells(k: int, judged_reports: Sequence[list[dict]]) -> list[tuple[str, list
     per: list[list[RunEstimate]] = []
     for judged in judged_reports:
         entry = judged[k]
-        ests = entry.get("estimates")
+        ests = [recorded(e) for e in entry.get("estimates") or []]
         these = [str(n) for n in entry.get("cells") or []] or [""] * len(entry.get("intervals") or [])
         if not ests or len(ests) != len(these) or any(e is None for e in ests):
             return None
@@ -199,6 +208,6 @@ def _cells(k: int, judged_reports: Sequence[list[dict]]) -> list[tuple[str, list
             names, per = these, [[] for _ in these]
         elif these != names:
             return None
-        for slot, (value, se) in zip(per, ests, strict=True):
-            slot.append(RunEstimate(float(value), float(se)))
+        for slot, est in zip(per, ests, strict=True):
+            slot.append(est)
     return list(zip(names or [], per, strict=True))

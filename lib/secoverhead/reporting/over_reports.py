@@ -81,15 +81,19 @@ def _has_estimates(v: dict[str, Any] | None) -> bool:
 def _pool(registered: dict[str, Any], judged: list[dict[str, Any]], alpha: float) -> PooledVerdict | None:
     if len(judged) < 2 or not registered.get("study") or not registered.get("id"):
         return None
-    if any(v.get("verdict") == "not testable here" for v in judged):  # a precondition failed: nothing to pool
+    if _untestable(judged):  # a precondition failed: nothing to pool
         return None
     return pooled_verdict(registered["study"], registered["id"], [v.get("judged") or [] for v in judged], alpha)
+
+
+def _untestable(judged: list[dict[str, Any]]) -> bool:
+    return any(v.get("verdict") == "not testable here" for v in judged)
 
 
 def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
     if pv is not None or len(judged) < 2:
         return ""
-    if any(v.get("verdict") == "not testable here" for v in judged):
+    if _untestable(judged):
         return "a report of its series could not test it (a precondition failed)"
     return "its reading is judged report by report (a share won back, or cells that differ between reports)"
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from secoverhead.analysis.pooling import recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
 from secoverhead.core.runs import EMBEDDED, scale_of, status_of
@@ -152,11 +153,16 @@ def _estimates(v: dict[str, Any], n: int) -> list[tuple[float | None, float | No
     each = reading.get("estimates") or [] if reading_quantity(reading)[0] in ("ratio", "loss") else []
     out: list[tuple[float | None, float | None]] = []
     for j in range(n):
-        e = each[j] if j < len(each) else None
-        pair = (_number(e[0]), _positive(e[1])) if isinstance(e, list | tuple) and len(e) == 2 else (None, None)
-        out.append(pair if None not in pair else (None, None))
+        e = recorded(each[j]) if j < len(each) else None
+        out.append((e.value, e.se) if e is not None else (None, None))
     return out
 
 
-def _number(x: Any) -> float | None:
-    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
+def reports_like(df: pd.DataFrame, run: str) -> list[str]:
+    """The reports of the series `run` belongs to (collect's frame; any of its claims), oldest first."""
+    mine = df[df["run"] == run] if len(df) else df
+    if not len(mine):
+        return []
+    key = mine.iloc[0][SERIES[1:]]
+    same = (df[SERIES[1:]] == key).all(axis=1)
+    return list(dict.fromkeys(df[same].sort_values(["date", "run"])["run"]))

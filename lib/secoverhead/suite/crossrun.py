@@ -31,7 +31,7 @@ from secoverhead.core.paths import user_path
 from secoverhead.core.runs import scale_of
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting.series import SERIES, collect
+from secoverhead.reporting.series import collect, reports_like
 from secoverhead.studies import STUDIES
 from secoverhead.suite.learned import MIN_REPORTS, NEWEST
 
@@ -125,7 +125,8 @@ def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tu
     """The between-run sd of each arm's level (log of the metric), per cell, over the other reports of A's series
     (NEWEST at most), where MIN_REPORTS measured it; and how many reports were read."""
     a, b = user_path(run_a), user_path(run_b)
-    others = [r for r in _series_of(a) if r not in (a.name, b.name)][-NEWEST:]
+    series = reports_like(collect(a.parent.parent, a.parent.name), a.name)
+    others = [r for r in series if r not in (a.name, b.name)][-NEWEST:]
     if len(others) < MIN_REPORTS:
         return {}, len(others)
     per: dict[LevelKey, list[tuple[float, float]]] = {}
@@ -141,17 +142,6 @@ def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tu
         if len(xs) >= MIN_REPORTS
     }
     return spread, len(others)
-
-
-def _series_of(report: Path) -> list[str]:
-    """The finished reports of the series `report` belongs to (reporting/series.py), oldest first."""
-    df = collect(report.parent.parent, report.parent.name)
-    mine = df[df["run"] == report.name] if len(df) else df
-    if not len(mine):
-        return []
-    key = mine.iloc[0]
-    same = (df[SERIES[1:]] == key[SERIES[1:]]).all(axis=1)
-    return list(dict.fromkeys(df[same].sort_values(["date", "run"])["run"]))
 
 
 def _levels(runs: pd.DataFrame, metric: str) -> dict[tuple[str, str], tuple[float, float]]:

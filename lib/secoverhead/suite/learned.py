@@ -17,10 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from secoverhead.analysis.pooling import paule_mandel
+from secoverhead.analysis.pooling import paule_mandel, recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json
-from secoverhead.reporting.series import collect
+from secoverhead.reporting.series import collect, reports_like
 from secoverhead.studies import STUDIES
 
 MIN_REPORTS = 5  # four degrees of freedom per cell before a learned term replaces the declared one
@@ -35,6 +35,8 @@ def learn(root: Path, study: str, scale: str, target: str) -> list[dict[str, Any
     """The learned terms of a study's newest series at this scale and target, one entry per metric with enough
     reports (entries as between_runs.yaml's, and the reports they came from)."""
     runs = _newest_series(collect(root, study), scale, target)
+    if len(runs) < MIN_REPORTS:  # nothing to learn yet: the study's rules (its code) need not load
+        return []
     cells = _cells(root, study, runs)
     out = []
     for metric in sorted({c[0] for c in cells}):
@@ -68,9 +70,7 @@ def _newest_series(df: pd.DataFrame, scale: str, target: str) -> list[str]:
     df = df[(df["scale"] == scale) & (df["target"] == target)]
     if not len(df):
         return []
-    newest = df.sort_values(["date", "run"]).iloc[-1]
-    same = df[(df["server"] == newest["server"]) & (df["speed class"] == newest["speed class"])]
-    return list(dict.fromkeys(same.sort_values(["date", "run"])["run"]))[-NEWEST:]
+    return reports_like(df, df.sort_values(["date", "run"]).iloc[-1]["run"])[-NEWEST:]
 
 
 def _cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]:
@@ -87,18 +87,9 @@ def _cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]
                 if k >= len(kinds) or not kinds[k]:
                     continue
                 for j, e in enumerate(judged.get("estimates") or []):
-                    if _usable(e):
-                        out[(str(reg.get("metric")), str(v.get("id")), k, j)].append((run, float(e[0]), float(e[1])))
+                    if (est := recorded(e)) is not None:
+                        out[(str(reg.get("metric")), str(v.get("id")), k, j)].append((run, est.value, est.se))
     return out
-
-
-def _usable(e: Any) -> bool:
-    return (
-        isinstance(e, list | tuple)
-        and len(e) == 2
-        and all(isinstance(x, int | float) and math.isfinite(x) for x in e)
-        and e[1] > 0
-    )
 
 
 def _between_instances(study: str) -> dict[str, tuple[bool, ...]]:
