@@ -103,6 +103,39 @@ def test_runs_are_stored_with_warmups_marked(tmp_path):
     assert meta["environment"]["machine"]["cpu_cores"] >= 1
 
 
+def test_a_duets_runs_share_one_noise_window_closed_when_the_last_ends(tmp_path, monkeypatch):
+    """The baseline returns at once, its partner after 0.3 s: the one window both runs' noise is read in closes after
+    the partner's end (closed by the first, it raced the partner's reaping of its clients), and each run keeps its
+    own duration."""
+    from secoverhead.host import noise
+    from secoverhead.measurement import experiment
+
+    closed: list[float] = []
+
+    class Recording(noise.NoiseMonitor):
+        def _close(self):
+            closed.append(time.monotonic())
+            return super()._close()
+
+    monkeypatch.setattr(experiment, "NoiseMonitor", Recording)
+    store = ResultStore(tmp_path, "duet")
+    ended: dict[str, float] = {}
+
+    def measure(arm, f):
+        if arm == "slow":
+            time.sleep(0.3)
+        ended[arm] = time.monotonic()
+        return Measurement({"latency_ms": 1.0})
+
+    plan = ExperimentPlan("duet", arms=["base", "slow"], repetitions=1, warmup=0, design="duet")
+    Experiment(plan, store, progress=False).run(measure)
+    assert closed and min(closed) >= ended["slow"] >= ended["base"]  # each party's stop, after the partner's end
+    runs = store.runs()
+    assert len(runs) == 2 and runs["noise_busy_cores"].nunique() == 1  # one window for both
+    durations = {r.arm: r.duration_s for r in store.records()}
+    assert durations["base"] < durations["slow"] and durations["slow"] >= 0.3 - 0.01  # not the partner's wait
+
+
 def test_a_failure_mid_sweep_keeps_completed_runs_and_records_the_error(tmp_path):
     store = ResultStore(tmp_path, "exp2")
     exp = Experiment(ExperimentPlan("exp2", arms=["a", "b"], repetitions=3, warmup=0), store, progress=False)

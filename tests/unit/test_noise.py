@@ -84,3 +84,46 @@ def test_a_child_in_a_cgroup_this_process_owns_is_counted_there_once():
         child.wait()
         account.remove()
     assert 0.05 < b - a < 0.6 * 1.5 + 0.1, (b - a, child_cpu)  # at most one core's worth over 0.6 s: counted once
+
+
+def test_a_duets_window_closes_when_its_last_run_ends_and_holds_the_partners_clients():
+    """One run of a duet ends at once; its partner's client burns CPU and is reaped before the partner ends. The
+    window (closed by the last run, whoever calls stop first) holds the client's CPU as the experiment's own."""
+    import os
+    import threading
+
+    used: list[float] = []
+    with noise.NoiseMonitor(2) as nm:
+
+        def partner() -> None:
+            child = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.5: pass"])
+            _, child.returncode, usage = os.wait4(child.pid, 0)
+            used.append(usage.ru_utime + usage.ru_stime)
+            nm.stop()
+
+        t = threading.Thread(target=partner)
+        t.start()
+        first = nm.stop()  # the first run's end waits for its partner's
+        t.join()
+    assert first is nm.noise
+    assert used and first.own_cores * first.wall_s > 0.8 * used[0], (first, used)
+
+
+def test_a_duet_partner_that_fails_does_not_hold_the_other_run():
+    with noise.NoiseMonitor(2) as nm:
+        nm.abandon()
+        assert nm.stop().wall_s >= 0
+
+
+@pytest.mark.quiet
+def test_a_busy_core_beside_the_experiment_flags_its_run():
+    """A loop the experiment did not start, on one of the two cores, is noise the run is flagged for."""
+    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                          stdout=subprocess.PIPE, text=True)  # fmt: skip
+    orphan = int(sh.communicate()[0].strip())
+    try:
+        time.sleep(0.2)
+        metrics = _window(1.0).metrics()
+    finally:
+        subprocess.run(["kill", "-9", str(orphan)], check=False)
+    assert metrics["noise_flagged"] and metrics["noise_outside_cores"] > noise.OUTSIDE_LIMIT, metrics

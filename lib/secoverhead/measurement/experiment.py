@@ -336,7 +336,7 @@ class Experiment:
                 rec = self._run_one(unit[0], measure, retake_of, nm)
             return [rec]
 
-        with NoiseMonitor() as nm, ThreadPoolExecutor(max_workers=len(unit)) as pool:
+        with NoiseMonitor(len(unit)) as nm, ThreadPoolExecutor(max_workers=len(unit)) as pool:
             futures = [pool.submit(self._run_one, p, measure, retake_of, nm) for p in unit]
             errors = [f.exception() for f in futures]
         first_error = next((e for e in errors if e is not None), None)
@@ -358,8 +358,8 @@ class Experiment:
                 planned.round,
                 planned.warmup,
                 started,
-                environment.utc_now(),
-                time.monotonic() - t0,
+                ended,
+                duration,
                 profiling=planned.profiling,
                 block=planned.block,
                 partner=planned.partner,
@@ -370,10 +370,13 @@ class Experiment:
         try:
             m = measure(planned.arm, dict(planned.factors))
         except Exception as exc:
+            nm.abandon()
+            ended, duration = environment.utc_now(), time.monotonic() - t0
             with self._lock:
                 self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
             raise
-        m.metrics |= nm.stop().metrics()  # a duet's runs share the window: the first to end closes it
+        ended, duration = environment.utc_now(), time.monotonic() - t0  # before waiting for a duet's partner
+        m.metrics |= nm.stop().metrics()  # a duet's runs share the window: the last to end closes it
         if retake_of is not None:
             m.info = m.info | {"retake_of": retake_of}
         rec = record(metrics=m.metrics, info=m.info)
