@@ -105,6 +105,8 @@ def test_external_mongo(ferret, monkeypatch):
         client.close()
         facts = ext.describe()
         assert facts["embedded"] is False and facts["version"]
+        # FerretDB's serverStatus has no process times: its CPU is not measured, and the facts say why
+        assert ext.cpu is None and "no process CPU times" in facts["server_cpu"], facts["server_cpu"]
     monkeypatch.setenv("SECOVERHEAD_TEST_MONGO_PW", "wrong")
     with (
         pytest.raises(AuthenticationError),

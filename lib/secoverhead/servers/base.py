@@ -41,6 +41,8 @@ class Server(Started):
         self.processes: list[ServerProcess] = []
         self._cleanups: list = []
         self.account: CpuAccount | None = None
+        self.counters: CpuSource | None = None  # a server we did not start: its own CPU counters, where it has them
+        self.counters_note = ""  # why it has none (recorded)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Self:
@@ -88,9 +90,9 @@ class Server(Started):
 
     @property
     def cpu(self) -> CpuSource | None:
-        """Where this server's CPU is read (None for a server we did not start: not our process)."""
+        """Where this server's CPU is read: its cgroup or /proc; a server we did not start, its own counters."""
         if not self.embedded:
-            return None
+            return self.counters
         if self.account is not None:
             return CgroupCpu(self.account)
         return ProcCpu(self.pids)
@@ -98,7 +100,7 @@ class Server(Started):
     @property
     def cpu_method(self) -> str:
         source = self.cpu
-        return source.method if source is not None else "not measured (external server)"
+        return source.method if source is not None else f"not measured ({self.counters_note or 'external server'})"
 
     def describe(self) -> dict[str, Any]:
         """What really runs: engine, version, TLS library, effective security settings."""

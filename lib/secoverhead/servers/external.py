@@ -19,6 +19,7 @@ from secoverhead.core.secrets import Secret, redact, secret_from
 from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
+from secoverhead.servers.counters import MYSQL_NOTE, mongo_server_cpu
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
 
@@ -89,6 +90,7 @@ class ExternalMySQL(Server):
         self.client_key = _check_file(self.client_key, "client key file")
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MySQLEndpoint | None = None
+        self.counters_note = MYSQL_NOTE
 
     def _start(self) -> None:
         password = _password(*self._password_source)
@@ -224,6 +226,7 @@ class ExternalMongo(Server):
     connect_timeout: float = 5.0
     instance_class: str | None = None
     collections: Sequence[str] = ()  # database.collection the run fills: refused at entry if not the project's
+    server_cpu: str = "serverStatus"  # where its CPU is read: its serverStatus (servers/counters.py), or "none"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -240,6 +243,9 @@ class ExternalMongo(Server):
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
+        self.background_cores: float | None = None
+        if self.server_cpu not in ("serverStatus", "none"):
+            raise ConfigError(f"server_cpu={self.server_cpu!r} is not one of serverStatus, none")
 
     def _start(self) -> None:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
@@ -282,6 +288,18 @@ class ExternalMongo(Server):
         finally:
             client.close()
         self.tls_error = self._probe_tls(kwargs)
+        self._read_counters(self.mechanisms[0] if users else None)
+
+    def _read_counters(self, mechanism: str | None) -> None:
+        """Server CPU from its serverStatus where asked for and allowed, and its rate before any load of ours."""
+        if self.server_cpu == "none":
+            self.counters_note = "server_cpu none"
+            return
+        source, self.counters_note = mongo_server_cpu(self.endpoint, mechanism)
+        if source is not None:
+            self._cleanups.append(source.close)
+            self.background_cores = source.background_cores()
+            self.counters = source
 
     def _probe_tls(self, kwargs: dict[str, Any]) -> str:
         """Whether a TLS client gets through ("" if so, else why): arms with TLS need it."""
@@ -313,5 +331,7 @@ class ExternalMongo(Server):
             "version": self._build_info.get("version"),
             "openssl": self._build_info.get("openssl"),
             "tls_accepted": not self.tls_error,
+            "server_cpu": self.cpu_method,
+            "server_cpu_background_cores": self.background_cores,
             "endpoint": self.endpoint.as_dict(),
         }

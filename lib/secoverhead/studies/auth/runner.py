@@ -8,6 +8,7 @@ from typing import Any
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.builds import MARIADB, described, nearest, stand_in_note
+from secoverhead.servers.counters import cpu_note
 from secoverhead.studies.auth.claims import OUTLIER, baseline_conditions, part_claims
 from secoverhead.studies.auth.declarations import (
     DUET_COUNT_FACTOR,
@@ -35,10 +36,7 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
     if engine_of(part) == "MongoDB":
         if p.mongo_uri:
             ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
-            notes = [
-                "external MongoDB: auth-off arms need a server without "
-                "auth, so they are skipped; server CPU is not measured"
-            ]
+            notes = ["external MongoDB: auth-off arms need a server without auth, so they are skipped", cpu_note(ext)]
             return {"on": ext}, {"mongodb": ext.describe()}, notes
         keys = sorted(set(p.server_keys(part).values()))
         build, why = nearest(PART_BUILDS[part])

@@ -93,6 +93,13 @@ class ExternalMongoParams:
     mongo_password_env: str = param("", "environment variable holding its password", pattern=r"[A-Za-z_][A-Za-z0-9_]*")
     mongo_password_file: str = param("", "or a file holding it (first line)")
     mongo_ca_file: str = param("", "CA certificate to verify TLS with")
+    mongo_server_cpu: str = param(
+        "serverStatus",
+        "where your MongoDB's CPU is read: its serverStatus (the mongod process's user and system time; the account "
+        "needs clusterMonitor; everything the server does meanwhile is in it, its rate before the load recorded), "
+        "or none (CPU claims: not testable)",
+        choices=["serverStatus", "none"],
+    )
 
     def check_mongo(self) -> None:
         if not self.mongo_uri:
@@ -132,6 +139,7 @@ class ExternalMongoParams:
             mechanisms=tuple(mechanisms),
             ca_file=self.mongo_ca_file or None,
             collections=self.MONGO_COLLECTIONS,
+            server_cpu=self.mongo_server_cpu,
         )
 
 

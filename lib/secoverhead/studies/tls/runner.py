@@ -10,6 +10,7 @@ from secoverhead.measurement.parts import StudyResult
 from secoverhead.network import Link
 from secoverhead.network.link import connect_ms
 from secoverhead.servers.builds import ServerBuild, described, nearest, stand_in_note
+from secoverhead.servers.counters import cpu_note
 from secoverhead.servers.labels import settled_transport
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
@@ -35,13 +36,14 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
     engine = _engine(part)
     if engine == "MongoDB" and p.mongo_uri:
         ext = stack.enter_context(p.external_mongo((p.mongo_auth_mechanism,)))
-        notes = ["external MongoDB: certificate type and TLS version are the server's own; server CPU is not measured"]
+        notes = ["external MongoDB: certificate type and TLS version are the server's own", cpu_note(ext)]
         return {"rsa": ext}, {"mongodb": ext.describe()}, notes
     if engine == "MySQL" and p.mysql_host:
         ext = stack.enter_context(p.both_ways_mysql())
         notes = [
-            "external MySQL: certificate type is the server's own; server CPU is not measured; the probe reads "
-            "sbtest1 in the named database (created with 1000 rows if absent)"
+            "external MySQL: certificate type is the server's own; the probe reads sbtest1 in the named database "
+            "(created with 1000 rows if absent)",
+            cpu_note(ext),
         ]
         if not p.mysql_ca_file:
             notes.append("no mysql_ca_file: TLS to the server is encrypted but its certificate is not verified")
