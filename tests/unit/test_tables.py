@@ -47,12 +47,12 @@ def test_noise_table_says_why_a_run_was_flagged():
             "arm": ["a", "b"],
             "round": [0, 0],
             "noise_flagged": [True, False],
-            "noise_steal_fraction": [0.09, 0.0],
+            "noise_steal_fraction": [0.19, 0.0],
             "noise_outside_cores": [0.1, 0.0],
         }
     )
     t = noise_table(runs)
-    assert len(t) == 1 and "steal 9.0%" in t["why"].iloc[0]
+    assert len(t) == 1 and "steal 19.0%" in t["why"].iloc[0]
     assert noise_table(runs.assign(noise_flagged=False)).empty
 
 
