@@ -53,6 +53,27 @@ def test_a_run_against_a_copy_of_itself_is_all_tilde_and_exits_0(tmp_path):
     assert len(geomeans) == 2 and all(r["ratio"] == pytest.approx(1.0) for r in geomeans)
 
 
+def test_an_arm_without_a_factor_the_others_have_is_compared_too(tmp_path):
+    """HTTPS's keep-alive and resumed arms have no concurrency (NaN where the full handshakes have 4): grouping by
+    it left them out, 7 of 12 arms."""
+
+    def report(d, rng):
+        atomic_write_json(d / "run.json", {"study": "https"})
+        store = ResultStore(d / "results", "https")
+        store.write_metadata({"status": "complete"})
+        for rnd in range(6):
+            for i, (arm, factors) in enumerate([("TLS 1.2 full, RSA", {"concurrency": 4}), ("HTTPS keep-alive", {})]):
+                us = 100.0 * (i + 1) * float(np.exp(rng.normal(0, 0.03)))
+                m = {"server_cpu_us_per_op": us, "rps": 1e6 / us}
+                store.append(RunRecord(2 * rnd + i, arm, factors, rnd, rnd, False, "", "", 1.0, metrics=m))
+        return d
+
+    a, b = report(tmp_path / "a", np.random.default_rng(1)), report(tmp_path / "b", np.random.default_rng(2))
+    code, text = _compare(a, b, "--format", "json")
+    arms = {r["arm"] for r in json.loads(text) if r["experiment"] != "geomean"}
+    assert code == 0 and arms == {"TLS 1.2 full, RSA", "HTTPS keep-alive"}, arms
+
+
 def test_a_20_percent_slowdown_is_flagged_worse_and_exits_1(tmp_path):
     a = _report(tmp_path / "a", np.random.default_rng(1))
     b = _report(tmp_path / "b", np.random.default_rng(2), slow=1.2)

@@ -210,6 +210,7 @@ def _rows(
     exp: str, both: pd.DataFrame, arm_a: str, arm_b: str, wanted: list[str], by: list[str]
 ) -> list[dict[str, Any]]:
     noisy = {"noisy_a": _flagged(both[both["arm"] == "A"]), "noisy_b": _flagged(both[both["arm"] == "B"])}
+    by = [f for f in by if both[f].notna().all()]  # an arm without a factor (HTTPS keep-alive: no concurrency)
     rows = []
     for metric in (m for m in wanted if m in both):
         u, better = unit(metric)
