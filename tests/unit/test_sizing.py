@@ -19,7 +19,7 @@ from secoverhead import sizing
 from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.sizing import scaling
-from secoverhead.sizing.calculator import cores_text, number
+from secoverhead.sizing.calculator import cores_text, number, parts_text
 from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.estimate import Storage, compute_line, totals
 from secoverhead.sizing.interval import Interval
@@ -153,6 +153,19 @@ def test_numbers_and_intervals_read_as_words():
     assert number(2000) == "2,000" and number(3.14159) == "3.14" and number(12.0) == "12" and number(0.0312) == "0.031"
     assert cores_text(Interval(1.2, 1.1, 1.4)) == "1.10–1.40 cores"
     assert cores_text(Interval(0.1, -0.1, 0.3)).startswith("at most 0.30 cores")
+
+
+def test_lines_not_told_apart_from_zero_add_their_upper_ends_and_nothing_to_the_least():
+    """A DBA's number to plan with: handshakes measured at 0.37-0.79 cores beside reused queries at -0.61-0.77 read
+    0.37-1.56 cores, not 'at most 1.56 (reaches zero)'; all unresolved: at most their upper ends; none: the sum."""
+    m = Measure("tls", "MySQL", "TLS", "no TLS", "server_cpu_us_per_op")
+    handshakes = compute_line(_line(1.0, key="setup", measures=(m,)), {m: _priced(m, 0.58e6, 0.37e6, 0.79e6)}, {}, 0)
+    reused = compute_line(_line(1.0, key="reused", measures=(m,)), {m: _priced(m, 0.08e6, -0.61e6, 0.77e6)}, {}, 0)
+    assert handshakes.cores.lo > 0 >= reused.cores.lo
+    both = parts_text(handshakes.cores, [reused])
+    assert both.startswith("0.37–1.56 cores (0.37–0.79 measured above zero; up to 0.77 more for "), both
+    assert parts_text(Interval.zero(), [reused]).startswith("at most 0.77 cores (")
+    assert parts_text(handshakes.cores, []) == "0.37–0.79 cores"
 
 
 # -- the whole calculation on synthetic runs ------------------------------------------------------------

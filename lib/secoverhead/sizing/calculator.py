@@ -16,7 +16,7 @@ from secoverhead.sizing import recipes, sources
 from secoverhead.sizing.costs import Book
 from secoverhead.sizing.declarations import STUDY, Params
 from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, totals
-from secoverhead.sizing.interval import Interval
+from secoverhead.sizing.interval import Interval, total
 from secoverhead.sizing.thumbs import Thumb, mariadb_encryption, nginx_handshakes
 
 
@@ -39,6 +39,13 @@ class Calculation:
             if r.line.feature == feature and r.line.side == side:
                 out = out + r.cores
         return out
+
+    def parts(self, feature: str | None, side: str = "server") -> tuple[Interval, list[LineResult]]:
+        """A feature's (or every feature's) lines apart: the sum of those whose interval is above zero, and those
+        it reaches (not told apart from zero here)."""
+        mine = [r for r in self.lines if r.line.side == side and feature in (None, r.line.feature)]
+        resolved = total([r.cores for r in mine if r.cores.lo > 0])
+        return resolved, [r for r in mine if r.cores.lo <= 0]
 
     @property
     def where(self) -> str:
@@ -67,13 +74,28 @@ def cores_text(iv: Interval) -> str:
     return f"{number(iv.lo)}–{number(iv.hi)} cores"
 
 
+def parts_text(resolved: Interval, unresolved: list[LineResult]) -> str:
+    """Cores to plan with: the lines measured above zero as an interval, the others by their upper ends. A feature
+    adds work, so a line not told apart from zero adds nothing to the least it costs, and at most its upper end."""
+    if not unresolved:
+        return cores_text(resolved)
+    upper = sum(r.cores.hi for r in unresolved)
+    names = ", ".join(r.line.label for r in unresolved)
+    if resolved.hi <= 0:
+        return f"at most {number(upper)} cores ({names}: not told apart from zero here)"
+    return (
+        f"{number(resolved.lo)}–{number(resolved.hi + upper)} cores ({number(resolved.lo)}–{number(resolved.hi)} "
+        f"measured above zero; up to {number(upper)} more for {names}, not told apart from zero here)"
+    )
+
+
 def _rate(x: float, what: str) -> str:
     return f"{number(x)} {what}"
 
 
 def _sentence(c: Calculation, feature: str) -> str:
     p = c.params
-    cores = cores_text(c.feature_cores(feature))
+    cores = parts_text(*c.parts(feature))
     key = recipes.KEY_NAME[p.tls_key]
     if feature == "tls":
         new = p.new_connections_per_s * (1 - p.pooled_share)
@@ -116,12 +138,15 @@ def _sentence(c: Calculation, feature: str) -> str:
 
 
 def _total_sentence(c: Calculation) -> str:
-    p, t = c.params, c.totals.server
+    p = c.params
+    resolved, unresolved = c.parts(None)
+    t = Interval(resolved.point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
     pct = t.times(100.0 / p.cores)
     need = t.times(1.0 / p.target_utilisation)
     text = (
-        f"In all, {cores_text(t)}: {number(max(pct.lo, 0))}–{number(pct.hi)} % of your {p.cores:g} cores; "
-        f"planned at {p.target_utilisation:.0%} utilisation, {number(max(need.lo, 0))}–{number(need.hi)} cores."
+        f"In all, {parts_text(resolved, unresolved)}: {number(max(pct.lo, 0))}–{number(pct.hi)} % of your "
+        f"{p.cores:g} cores; planned at {p.target_utilisation:.0%} utilisation, {number(max(need.lo, 0))}–"
+        f"{number(need.hi)} cores."
     )
     if c.totals.dominant:
         dom = c.line(c.totals.dominant)
