@@ -80,3 +80,10 @@ def test_verdicts_of_the_originals_and_of_the_suite_are_counted_apart():
     assert t["reading"].iloc[0] == "x: reproduce" and "without one-off duets (check)" in t
     assert "without one-off duets (check)" not in verdict_table(vs[:2])  # only where a study recorded one
     assert _tally([v.as_dict() for v in vs]) == "published claims: 1 of 2 decided; the suite's own: 1 of 1 decided"
+
+
+def test_measured_values_print_without_an_exponent():
+    from secoverhead.core.units import figure
+
+    assert figure(33761.2) == "33,760" and figure(9999.5) == "10,000" and figure(6129.0) == "6129"
+    assert figure(0.0546) == "0.0546" and figure(1.234e-5) == "1.234e-05" and figure(float("nan")) == "nan"

@@ -15,6 +15,7 @@ from secoverhead.analysis import pooling
 from secoverhead.analysis.reads import Cell, Kind, Ratio, cell_of, finite, level_of, widened
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
+from secoverhead.core.units import figure
 
 
 @dataclass(frozen=True)
@@ -339,7 +340,7 @@ def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], 
     cmp = c0.comparison if len(each) == 1 and not c0.name and isinstance(r, Ratio) else None
     if cmp is not None:
         u = f" {unit}" if unit else ""
-        cells = f"median {cmp.baseline_median:.4g}{u} -> {cmp.candidate_median:.4g}{u}; {cells}"
+        cells = f"median {figure(cmp.baseline_median)}{u} -> {figure(cmp.candidate_median)}{u}; {cells}"
     plural = "CIs" if len(each) > 1 else "CI"
     corr = f", Bonferroni over {c0.family} {r.cells_word}" if c0.family > 1 else ""
     p = f", p={cmp.p_value:.2g}" if cmp is not None else ""

@@ -26,6 +26,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from secoverhead.core.units import figure
+
 CONFIDENCE = 0.95
 NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
 PAIRED = "paired by round"
@@ -288,13 +290,13 @@ class Comparison:
         corr = f", Bonferroni over {self.family}" if self.family > 1 else ""
         if self.quantity == "difference":
             return (
-                f"median {self.baseline_median:.4g}{u} -> "
-                f"{self.candidate_median:.4g}{u}; difference {self.ratio:+.3g}{u}, "
+                f"median {figure(self.baseline_median)}{u} -> "
+                f"{figure(self.candidate_median)}{u}; difference {self.ratio:+.3g}{u}, "
                 f"{self.confidence * 100:.4g} % CI {self.ci_low:+.3g} to {self.ci_high:+.3g}{corr}; "
                 f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
             )
         return (
-            f"median {self.baseline_median:.4g}{u} -> {self.candidate_median:.4g}{u}; ratio {self.ratio:.3f} "
+            f"median {figure(self.baseline_median)}{u} -> {figure(self.candidate_median)}{u}; ratio {self.ratio:.3f} "
             f"({self.change_pct:+.1f} %), {self.confidence * 100:.4g} % CI {self.ci_low:.3f}-{self.ci_high:.3f}{corr}; "
             f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
         )

@@ -63,3 +63,11 @@ def shown(x: float, quantity: str, unit: str = "", *, exact: bool = False) -> st
 def shown_interval(lo: float, hi: float, quantity: str, unit: str = "") -> str:
     """An interval on its quantity, both ends through `shown`: 1.62x to 1.94x, -1.1 % to +0.9 %."""
     return f"{shown(lo, quantity, unit)} to {shown(hi, quantity, unit)}"
+
+
+def figure(x: float) -> str:
+    """A measured value in four significant digits as a reader takes it: 33,760 where `.4g` prints 3.376e+04."""
+    short = f"{x:.4g}"
+    if not math.isfinite(x) or "e+" not in short:
+        return short
+    return f"{float(short):,.0f}"

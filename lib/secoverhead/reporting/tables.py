@@ -17,7 +17,7 @@ from secoverhead.analysis.design import aa_floor
 from secoverhead.analysis.stats import median_ci
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
-from secoverhead.core.units import unit
+from secoverhead.core.units import figure, unit
 from secoverhead.host.noise import reason
 from secoverhead.measurement.parts import server_of
 from secoverhead.reporting import summary
@@ -101,8 +101,8 @@ def _with_ci(v: Any, lo: Any, hi: Any) -> Any:
     except (TypeError, ValueError):
         return v
     if not all(map(math.isfinite, (v, lo, hi))):
-        return f"{v:.4g}" if math.isfinite(v) else "-"
-    return f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
+        return figure(v) if math.isfinite(v) else "-"
+    return f"{figure(v)} [{figure(lo)}, {figure(hi)}]"
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
