@@ -206,9 +206,16 @@ def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=str(screenshot))
         pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
-        pg.emulate_media(media="print")
+        print_layout(pg)
         cut = pg.evaluate(_CUT)
         return FirstScreen(**facts, external_requests=list(pg.blocked), print_cut_tables=cut)
+
+
+def print_layout(pg: Any) -> None:
+    """The page as it prints: every folded section open (Chromium prints a closed <details> as its summary alone,
+    whatever the stylesheet says: a 19-page TLS report held none of its evidence), under the print stylesheet."""
+    pg.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    pg.emulate_media(media="print")
 
 
 def pdf(html: Path, out: Path) -> Path:
@@ -219,7 +226,7 @@ def pdf(html: Path, out: Path) -> Path:
         pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
         open_page(pg, html)
         pg.wait_for_timeout(300)
-        pg.emulate_media(media="print")
+        print_layout(pg)
         pg.pdf(path=str(out), format="A4", print_background=True, prefer_css_page_size=True)
     return out
 

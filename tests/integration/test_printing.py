@@ -1,0 +1,34 @@
+"""What a reviewer prints holds what the page folds: Chromium prints a closed <details> as its summary alone,
+whatever the print stylesheet says (a 19-page TLS report printed none of its evidence)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from secoverhead.reporting import browser
+
+pytestmark = pytest.mark.integration
+
+LINES = "".join(f"<p>evidence line {i}: median 6129 us -&gt; 33,760 us</p>" for i in range(300))
+PAGE = (
+    "<!doctype html><html><head><style>@media print { details { display: block; } }</style></head><body><main>"
+    f"<p>verdict</p><details><summary>evidence</summary>{LINES}</details></main></body></html>"
+)
+
+
+def _pages(pdf: bytes) -> int:
+    return len(re.findall(rb"/Type\s*/Page\b", pdf))
+
+
+def test_a_folded_section_prints_whole(tmp_path):
+    html = tmp_path / "page.html"
+    html.write_text(PAGE)
+    with browser.page() as pg:  # printed as the stylesheet alone leaves it: the summary line, one page
+        browser.open_page(pg, html)
+        pg.emulate_media(media="print")
+        pg.pdf(path=str(tmp_path / "folded.pdf"), format="A4")
+    assert _pages((tmp_path / "folded.pdf").read_bytes()) == 1
+    printed = browser.pdf(html, tmp_path / "page.pdf").read_bytes()
+    assert _pages(printed) >= 5  # 300 lines: several A4 pages (10 here)
