@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages the studies need, only those missing (a no-op re-run takes milliseconds).
 set -euo pipefail
-packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium linux-perf unzip maven strace gcc libc6-dev)
+# fonts-wqy-microhei (5 MB): a CJK font, so the originals' Chinese words print as words, not boxes
+packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium fonts-wqy-microhei linux-perf unzip maven strace gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -32,3 +32,22 @@ def test_a_folded_section_prints_whole(tmp_path):
     assert _pages((tmp_path / "folded.pdf").read_bytes()) == 1
     printed = browser.pdf(html, tmp_path / "page.pdf").read_bytes()
     assert _pages(printed) >= 5  # 300 lines: several A4 pages (10 here)
+
+
+def test_the_originals_chinese_words_have_a_font(tmp_path):
+    """Two originals are Chinese blog posts quoted in their words: without a CJK font they print as boxes. The
+    page's Chinese is drawn from a font that covers Chinese (Chromium names the fonts a node was drawn with)."""
+    import subprocess
+
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout
+    assert fonts.strip(), "no font covers Chinese (make setup installs fonts-wqy-microhei)"
+    html = tmp_path / "zh.html"
+    html.write_text("<!doctype html><meta charset=utf-8><body><span id=zh>连接数</span>")
+    with browser.page() as pg:
+        browser.open_page(pg, html)
+        cdp = pg.context.new_cdp_session(pg)
+        root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "#zh"})["nodeId"]
+        cdp.send("CSS.enable")
+        used = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    assert used and all(f["familyName"] in fonts for f in used), (used, fonts)
