@@ -182,3 +182,13 @@ def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_s
     bound = stats.binom.ppf(0.999, nights, history.NIGHT_ALPHA)
     assert alarms <= bound, (alarms, nights)
     assert stats.binom.sf(bound, nights, 2 * history.NIGHT_ALPHA) > 0.85, alarms  # twice the rate would fail
+
+
+def test_a_series_server_is_the_build_its_verdict_ran_on():
+    """Not the machine's mariadbd for every study (FerretDB's, mongod's and nginx's series said MariaDB 10.11)."""
+    from secoverhead.reporting.series import server_of
+
+    assert server_of({"server": {"build": "mongod 4.2", "version": "4.2.6"}}) == "mongod 4.2 4.2.6"
+    assert server_of({"server": {"build": "nginx 1.22.1", "version": "1.22.1"}}) == "nginx 1.22.1"
+    assert server_of({"server": {"build": "MariaDB", "version": "10.11.19-MariaDB"}}) == "MariaDB 10.11.19-MariaDB"
+    assert server_of({"server": {}}) == ""  # a part without a server: auth's nonce generator

@@ -81,6 +81,15 @@ def series_of(v: dict[str, Any]) -> list[tuple[str, str, float | None, float | N
     return out
 
 
+def server_of(verdict: dict) -> str:
+    """The server build a verdict's part ran on, as it recorded it (mongod 4.2 4.2.6, MariaDB 10.11.19-MariaDB...);
+    "" for a part without a server (auth's nonce generator). A verdict from before parts named their build has
+    no "server": its series keep the machine's mariadbd, as they were written then."""
+    server = verdict.get("server") if isinstance(verdict.get("server"), dict) else {}
+    build, version = str(server.get("build") or ""), str(server.get("version") or "")
+    return f"{build} {version}".strip() if version and version not in build else build
+
+
 def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
     """One row per (run, claim, cell), oldest first. `this`: the report being written, counted before it ends
     (its environment, recorded at its end, read from this machine now)."""
@@ -109,7 +118,9 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                         "commit": str(env.get("git_commit") or "")[:10],
                         "target": meta.get("target") or EMBEDDED,
                         "client hosts": ", ".join(meta.get("client_hosts") or []) or meta.get("host", ""),
-                        "server": meta.get("server_version") or tools.get("mariadbd", "") or "",
+                        "server": server_of(v)
+                        if "server" in v
+                        else meta.get("server_version") or tools.get("mariadbd", ""),
                         "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
                         "params": meta.get("params_name", ""),
                         "scale": scale_of(meta.get("params_name")),
