@@ -7,11 +7,13 @@ nanoseconds, user and system apart, exited threads included; else /proc ticks of
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from secoverhead.core.errors import ServerStartError
 from secoverhead.core.lifecycle import Started
 from secoverhead.host.cgroups import CpuAccount, Group
 from secoverhead.host.metrics import CgroupCpu, CpuSource, ProcCpu
@@ -20,6 +22,10 @@ from secoverhead.host.rundirs import make_run_dir
 
 if TYPE_CHECKING:
     from secoverhead.network.link import Link
+
+
+PORT_TAKEN = "ddress already in use"  # mysqld, mariadbd, mongod and nginx all say it so (EADDRINUSE)
+PORT_TRIES = 3
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -46,13 +52,28 @@ class Server(Started):
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Self:
+        """Start (or check) the server. A port picked free can be bound by another process before the server binds
+        it (a test run's other worker took mysqld's once): that start is undone and made again on new ports."""
+        settings = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                self._begin()
+                self._start()
+                return self
+            except ServerStartError as exc:
+                if attempt == PORT_TRIES or not self.embedded or PORT_TAKEN not in str(exc):
+                    raise
+                self.stop()
+                for name, value in settings.items():  # what _start filled in (its certificates) made afresh
+                    setattr(self, name, value)
+        raise AssertionError("unreachable")
+
+    def _begin(self) -> None:
         if self.embedded:
             self.run_dir = make_run_dir(self.kind, self.run_dir_base)
             self.account = CpuAccount.create(self.kind)
             if self.account is not None:
                 self._cleanups.append(self.account.remove)  # cleanups run after the processes stopped
-        self._start()
-        return self
 
     @property
     def listen_host(self) -> str:
