@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -11,6 +12,19 @@ import pytest
 from secoverhead.host import noise
 
 BUSY = [sys.executable, "-c", "while True: pass"]
+
+
+@contextlib.contextmanager
+def _orphan_loop():
+    """A busy loop whose parent is gone (nobody's descendant here): someone else's CPU. Yields its PID."""
+    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                          stdout=subprocess.PIPE, text=True)  # fmt: skip
+    orphan = int(sh.communicate()[0].strip())
+    try:
+        time.sleep(0.2)
+        yield orphan
+    finally:
+        subprocess.run(["kill", "-9", str(orphan)], check=False)
 
 
 def _window(seconds: float = 0.8) -> noise.Noise:
@@ -35,15 +49,9 @@ def test_a_live_child_that_burns_cpu_is_the_experiments_own_not_outside():
 
 def test_a_process_the_experiment_did_not_start_is_outside():
     """An orphaned loop (its parent gone, so it is nobody's descendant here) is someone else's CPU."""
-    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
-                          stdout=subprocess.PIPE, text=True)  # fmt: skip
-    orphan = int(sh.communicate()[0].strip())
-    try:
-        time.sleep(0.2)
+    with _orphan_loop() as orphan:
         assert orphan not in noise.descendants(__import__("os").getpid())
         n = _window()
-    finally:
-        subprocess.run(["kill", "-9", str(orphan)], check=False)
     assert n.outside_cores > 0.1, n
 
 
@@ -118,12 +126,6 @@ def test_a_duet_partner_that_fails_does_not_hold_the_other_run():
 @pytest.mark.quiet
 def test_a_busy_core_beside_the_experiment_flags_its_run():
     """A loop the experiment did not start, on one of the two cores, is noise the run is flagged for."""
-    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
-                          stdout=subprocess.PIPE, text=True)  # fmt: skip
-    orphan = int(sh.communicate()[0].strip())
-    try:
-        time.sleep(0.2)
+    with _orphan_loop():
         metrics = _window(1.0).metrics()
-    finally:
-        subprocess.run(["kill", "-9", str(orphan)], check=False)
     assert metrics["noise_flagged"] and metrics["noise_outside_cores"] > noise.OUTSIDE_LIMIT, metrics

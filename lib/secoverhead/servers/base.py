@@ -49,6 +49,7 @@ class Server(Started):
         self.account: CpuAccount | None = None
         self.counters: CpuSource | None = None  # a server we did not start: its own CPU counters, where it has them
         self.counters_note = ""  # why it has none (recorded)
+        self.background_cores: float | None = None  # what the counters read with no load of ours
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Self:

@@ -28,8 +28,8 @@ class MongoServerStatusCpu:
 
     method = SERVER_STATUS
 
-    def __init__(self, endpoint: MongoEndpoint, mechanism: str | None, tls: bool = False) -> None:
-        self._args = endpoint.client_args(tls=tls, mechanism=mechanism, maxPoolSize=1)
+    def __init__(self, endpoint: MongoEndpoint, mechanism: str | None) -> None:
+        self._args = endpoint.client_args(mechanism=mechanism, maxPoolSize=1)
         self._client: Any = None
 
     def take(self) -> tuple[int, int]:
@@ -89,7 +89,7 @@ def cpu_note(server: Any) -> str:
     source = server.cpu
     if source is None:
         return f"server CPU is not measured: {server.counters_note or 'a server the project did not start'}"
-    background = getattr(server, "background_cores", None)
+    background = server.background_cores
     return f"server CPU read from {source.method}: the whole server's, so everything else it did meanwhile is in it" + (
         f" (it burned {background:.3f} cores over a second before the load)" if background is not None else ""
     )

@@ -243,7 +243,6 @@ class ExternalMongo(Server):
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
-        self.background_cores: float | None = None
         if self.server_cpu not in ("serverStatus", "none"):
             raise ConfigError(f"server_cpu={self.server_cpu!r} is not one of serverStatus, none")
 

@@ -74,17 +74,23 @@ def cores_text(iv: Interval) -> str:
     return f"{number(iv.lo)}–{number(iv.hi)} cores"
 
 
+def planned(resolved: Interval, unresolved: list[LineResult]) -> Interval:
+    """The interval to plan with: the resolved lines' least, and every line's most."""
+    return Interval(resolved.point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
+
+
 def parts_text(resolved: Interval, unresolved: list[LineResult]) -> str:
     """Cores to plan with: the lines measured above zero as an interval, the others by their upper ends. A feature
     adds work, so a line not told apart from zero adds nothing to the least it costs, and at most its upper end."""
     if not unresolved:
         return cores_text(resolved)
-    upper = sum(r.cores.hi for r in unresolved)
+    most = planned(resolved, unresolved).hi
+    upper = most - resolved.hi
     names = ", ".join(r.line.label for r in unresolved)
     if resolved.hi <= 0:
         return f"at most {number(upper)} cores ({names}: not told apart from zero here)"
     return (
-        f"{number(resolved.lo)}–{number(resolved.hi + upper)} cores ({number(resolved.lo)}–{number(resolved.hi)} "
+        f"{number(resolved.lo)}–{number(most)} cores ({number(resolved.lo)}–{number(resolved.hi)} "
         f"measured above zero; up to {number(upper)} more for {names}, not told apart from zero here)"
     )
 
@@ -140,7 +146,7 @@ def _sentence(c: Calculation, feature: str) -> str:
 def _total_sentence(c: Calculation) -> str:
     p = c.params
     resolved, unresolved = c.parts(None)
-    t = Interval(resolved.point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
+    t = planned(resolved, unresolved)
     pct = t.times(100.0 / p.cores)
     need = t.times(1.0 / p.target_utilisation)
     text = (
