@@ -112,7 +112,7 @@ class Params(StudyParams, ExternalMySQLParams):
     emulate_latency: bool = param(
         True,
         "make each read of the servers' data files on the RAM-backed disk take the instance's device latency (a "
-        "local SSD's 150 us, dilated like the instance's cores and IOPS; host/iodelay.py)",
+        "local SSD's 200 us, dilated like the instance's cores and IOPS; host/iodelay.py)",
     )
     write_back: bool = param(
         True,

@@ -12,7 +12,7 @@ from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.readings import REPRODUCE
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.studies.tde.declarations import OFF, ON
-from secoverhead.studies.tde.instances import ORIGINAL, ORIGINAL_THREADS
+from secoverhead.studies.tde.instances import ORIGINAL, ORIGINAL_THREADS, SSD_READ_LATENCY_US
 
 MECHANISM = (
     "pages_read_per_txn",
@@ -213,7 +213,7 @@ def concurrency_table(part: Part) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-READ_LATENCY_MS = 0.15  # assumed: a 16 KiB random read from a local NVMe SSD
+READ_LATENCY_MS = SSD_READ_LATENCY_US / 1000  # a 16 KiB random read from the original's local SSD
 
 
 FSYNC_LATENCY_MS = 0.5  # assumed: a redo-log fsync on the same
