@@ -236,6 +236,27 @@ def test_the_calculation_from_runs_prices_what_they_measured(tmp_path):
     assert "like yours" in slow.headline()[0] and "measured it" in calc.headline()[0]
 
 
+def test_the_machines_size_is_given_or_calibrated_never_assumed(tmp_path):
+    """No cores given and no calibration: the answer is in cores and asks for them, with no share of a machine
+    nobody described; given: the share of those; a calibration file alone: the cores `calibrate` found there."""
+    _report(tmp_path, "https", HTTPS)
+    inputs = dict(features=["https"], reports_dir=str(tmp_path), tls_version="1.2", https_requests_per_s=1000.0)
+    unknown = sizing.calculate(**inputs)
+    assert unknown.cores is None and unknown.share(unknown.totals.server) is None
+    assert "% of your" not in unknown.headline()[-1] and "Give -p cores" in unknown.headline()[-1]
+    given = sizing.calculate(**inputs | {"cores": 8.0})
+    assert "% of your 8 cores (as you gave them)" in given.headline()[-1]
+    assert given.share(Interval(2.0, 1.0, 4.0)).hi == pytest.approx(50.0)
+    cal = tmp_path / "host.json"
+    cal.write_text(json.dumps(M | {"machine": {"hostname": "db7", "cpu_cores": 32, "cpu_cores_usable": 24.0}}))
+    found = sizing.calculate(**inputs | {"calibration_file": str(cal)})
+    assert (
+        found.cores == 24.0
+        and "of your 24 cores (as `secoverhead calibrate` found them on db7)" in (found.headline()[-1])
+    )
+    assert sizing.calculate(**inputs | {"calibration_file": str(cal), "cores": 6.0}).cores == 6.0  # typed wins
+
+
 def test_the_newest_finished_run_is_read_and_a_failed_one_skipped(tmp_path):
     _report(tmp_path, "https", HTTPS, name="20260101T000000Z-h-quick")
     _report(tmp_path, "https", {k: 2 * v for k, v in HTTPS.items()}, name="20260102T000000Z-h-quick")

@@ -29,6 +29,12 @@ class Calculation:
     totals: Totals
     storage: Storage | None
     thumbs: list[Thumb]
+    cores: float | None = None  # the user's machine's cores: given, or found by `calibrate`; None when neither
+    cores_from: str = ""
+
+    def share(self, iv: Interval) -> Interval | None:
+        """iv as a percentage of the user's cores (None when their cores are not known)."""
+        return iv.times(100.0 / self.cores) if self.cores else None
 
     def line(self, key: str) -> LineResult | None:
         return next((r for r in self.lines if r.line.key == key), None)
@@ -147,13 +153,19 @@ def _total_sentence(c: Calculation) -> str:
     p = c.params
     resolved, unresolved = c.parts(None)
     t = planned(resolved, unresolved)
-    pct = t.times(100.0 / p.cores)
+    pct = c.share(t)
     need = t.times(1.0 / p.target_utilisation)
-    text = (
-        f"In all, {parts_text(resolved, unresolved)}: {number(max(pct.lo, 0))}–{number(pct.hi)} % of your "
-        f"{p.cores:g} cores; planned at {p.target_utilisation:.0%} utilisation, {number(max(need.lo, 0))}–"
-        f"{number(need.hi)} cores."
+    mine = (
+        f": {number(max(pct.lo, 0))}–{number(pct.hi)} % of your {c.cores:g} cores ({c.cores_from})"
+        if pct is not None
+        else ""
     )
+    text = (
+        f"In all, {parts_text(resolved, unresolved)}{mine}; planned at {p.target_utilisation:.0%} utilisation, "
+        f"{number(max(need.lo, 0))}–{number(need.hi)} cores."
+    )
+    if pct is None:
+        text += " Give -p cores (or a calibration_file from `secoverhead calibrate`) for the share of your machine."
     if c.totals.dominant:
         dom = c.line(c.totals.dominant)
         share = c.totals.shares[c.totals.dominant]
@@ -181,7 +193,9 @@ def run(p: Params) -> Calculation:
     results = [compute_line(ln, priced, target, p.rtt_ms) for ln in lines]
     level = 1.0 - (1.0 - p.confidence) / max(1, len(priced))
     thumbs = [t for t in [nginx_handshakes(book, target, level)] if t] + mariadb_encryption(results)
-    return Calculation(p, book, target, results, totals(results), _storage(p, book, level), thumbs)
+    cores, cores_from = sources.your_cores(p.cores, p.calibration_file)
+    storage = _storage(p, book, level)
+    return Calculation(p, book, target, results, totals(results), storage, thumbs, cores, cores_from)
 
 
 def calculate(**inputs: Any) -> Calculation:

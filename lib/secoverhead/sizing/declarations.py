@@ -1,6 +1,7 @@
 """The calculator's inputs: a DBA's workload, the features to switch on, their hardware, and where the measured
 costs come from. Every input is optional; the defaults are a readable example (a mid-sized MySQL server behind
-an HTTPS API). Checked before anything runs: a mistake is one line and exit 2."""
+an HTTPS API), save the machine's size: it is what the DBA gives or what `calibrate` measured, never assumed.
+Checked before anything runs: a mistake is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -79,7 +80,13 @@ class Params(NotebookParams):
     )
     rtt_ms: float = param(0.5, "network round trip between client and server, ms", min=0.0, max=10_000.0)
     # -- the hardware
-    cores: float = param(16.0, "the server's cores", min=0.1, max=100_000.0)
+    cores: float = param(
+        0.0,
+        "the server's cores (0: those `secoverhead calibrate` recorded in calibration_file; with neither, the "
+        "answer is in cores, not a share of your machine)",
+        min=0.0,
+        max=100_000.0,
+    )
     target_utilisation: float = param(0.7, "the CPU utilisation you plan for", min=0.05, max=1.0)
     calibration_file: str = param(
         "", "your machine's speed reference, saved by `secoverhead calibrate` (empty: the measuring machine's)"

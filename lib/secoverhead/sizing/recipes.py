@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from secoverhead.core.errors import ConfigError
 from secoverhead.host.calibration import KEY_NAME, RESUMED_TLS13, full_handshake
 from secoverhead.sizing.scaling import Primitives
-from secoverhead.sizing.sources import Measured, Source
+from secoverhead.sizing.sources import Measured, Source, your_cores
 from secoverhead.studies import STUDIES
 
 if TYPE_CHECKING:
@@ -209,14 +209,15 @@ def _scram(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
 
 def tde_instance(p: Params, src: Mapping[str, Source]) -> str:
     """The emulated instance whose TDE costs price the line: the one asked for, or the measured one nearest the
-    user's cores."""
+    user's cores (the smallest measured when their cores are not known)."""
     if p.tde_instance != "auto":
         return p.tde_instance
     original = TDE.group("original instances")
     measured = [k for k in original if src["tde"].experiment(k)]
     if not measured:
         raise ConfigError(f"{src['tde'].run_dir}: no emulated instance ({', '.join(original)}) was measured")
-    return min(measured, key=lambda k: (abs(math.log(int(k[0]) / p.cores)), k))
+    cores, _ = your_cores(p.cores, p.calibration_file)
+    return min(measured, key=lambda k: (abs(math.log(int(k[0]) / cores)) if cores else int(k[0]), k))
 
 
 def _tde(p: Params, src: Mapping[str, Source]) -> list[Line]:

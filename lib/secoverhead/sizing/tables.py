@@ -98,7 +98,7 @@ def cores(calc: Calculation) -> pd.DataFrame:
                 "extra CPU measured (µs/op)": ci(r.measured_us),
                 "on your machine (µs/op)": ci(r.us),
                 "extra cores": ci(r.cores),
-                "% of your cores": ci(r.cores.times(100.0 / calc.params.cores)) if r.line.side == "server" else "-",
+                "% of your cores": _share(calc, r.cores) if r.line.side == "server" else "-",
                 "share of the total": f"{calc.totals.shares.get(r.line.key, 0):.0%}"
                 if r.line.side == "server"
                 else "-",
@@ -110,13 +110,18 @@ def cores(calc: Calculation) -> pd.DataFrame:
             "line": "total, server",
             "where": "server",
             "extra cores": ci(t.server),
-            "% of your cores": ci(t.server.times(100.0 / calc.params.cores)),
+            "% of your cores": _share(calc, t.server),
             "share of the total": "100%",
         }
     )
     if any(r.line.side == "client" for r in calc.lines):
         rows.append({"line": "total, your clients", "where": "your clients", "extra cores": ci(t.client)})
     return pd.DataFrame(rows).fillna("")
+
+
+def _share(calc: Calculation, iv: Interval) -> str:
+    pct = calc.share(iv)
+    return ci(pct) if pct is not None else "- (your cores not given)"
 
 
 def latency(calc: Calculation) -> pd.DataFrame:
@@ -301,6 +306,8 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
             ],
             "total_server_cores": iv(calc.totals.server),
             "total_client_cores": iv(calc.totals.client),
+            "your_cores": calc.cores,
+            "your_cores_from": calc.cores_from,
             "dominant": calc.totals.dominant,
             "audit_log": None
             if s is None
