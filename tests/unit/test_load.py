@@ -47,6 +47,26 @@ def test_a_study_loads_every_run_once_with_its_scale_and_nothing_is_written(tmp_
     assert isinstance(r.samples(), pd.DataFrame)
 
 
+def test_each_judged_cell_loads_with_its_interval_quantity_and_unit_and_a_retake_is_marked(tmp_path):
+    """TDE's loss per workload as the page prints it, in one line; a run taken again names the run it repeats."""
+    make_run(tmp_path, "tde", "r1", "quick", 1000.0)
+    d = tmp_path / "tde" / "r1"
+    judged = {"effect": "TPS loss", "quantity": "loss", "unit": "%", "cells": ["oltp_read_only", "oltp_write_only"],
+              "intervals": [[1.5, 4.0], [-2.0, 9.5]]}  # fmt: skip
+    verdict = json.loads((d / "verdicts.json").read_text())["verdicts"][0] | {"judged": [judged]}
+    (d / "verdicts.json").write_text(json.dumps({"verdicts": [verdict]}))
+    store = ResultStore(d / "results", "tde-x")
+    store.append(RunRecord(2, "on", {"threads": 16}, 0, 0, False, "t0", "t1", 1.0, metrics={"tps": 880.0},
+                           info={"retake_of": 1}))  # fmt: skip
+    r = secoverhead.load("tde", reports=tmp_path)
+    cells = r.cells.set_index("cell")
+    assert list(cells.index) == ["oltp_read_only", "oltp_write_only"] and set(cells.unit) == {"%"}
+    assert cells.loc["oltp_write_only", ["ci_low", "ci_high"]].tolist() == [-2.0, 9.5]
+    assert cells.loc["oltp_read_only", "shown"] == "+1.5 % to +4.0 %" and set(cells.quantity) == {"loss"}
+    assert set(cells.verdict) == {"reproduced"} and set(cells.id) == {"4c16g:high-concurrency-loss"}
+    assert r.runs.retake_of.isna().sum() == 2 and r.runs.set_index("run_id").retake_of[2] == 1
+
+
 def test_what_is_neither_a_run_nor_a_study_is_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="neither a run directory"):
         secoverhead.load(tmp_path / "nothing")

@@ -3,7 +3,7 @@
     import secoverhead
     r = secoverhead.load("tde")              # every run of a study under ./reports
     r = secoverhead.load("reports/tls/...")  # one run directory
-    r.runs, r.verdicts                       # tidy frames; r.samples(), r.intervals() read on demand
+    r.runs, r.verdicts, r.cells              # tidy frames; r.samples(), r.intervals() read on demand
     r.pooled()                               # each claim's verdict over the reports of its series
 
 Every frame carries the run (its directory's name), the study, its scale (smoke, quick, full, or the parameter
@@ -26,6 +26,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
 from secoverhead.core.paths import REPORTS_ENV, reports_root
 from secoverhead.core.runs import scale_of, status_of
+from secoverhead.core.units import shown_interval
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.reporting import over_reports, series
@@ -33,15 +34,21 @@ from secoverhead.suite.notebooks import NOTEBOOKS
 
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
+CELL_COLUMNS = ("run", "study", "scale", "status", "id", "verdict", "part", "reading", "effect", "cell", "quantity",
+                "unit", "ci_low", "ci_high", "shown", *SERVER_COLUMNS.values())  # fmt: skip
 
 
 @dataclass
 class Results:
     """Runs of one study or several, as tidy frames."""
 
-    runs: pd.DataFrame  # one row per measured run: run, study, scale, status, experiment, arm, factors, metrics
+    runs: pd.DataFrame  # one row per measured run: run, study, scale, status, experiment, arm, factors, metrics,
+    # and retake_of (the run_id a noisy run was taken again for; the statistics average the two within their block)
     verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source, part,
     # and the server build that produced it
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per judged cell of a verdict: its reading's
+    # effect, the cell (a workload, an approach; "" for a claim of one comparison), quantity, unit and interval
+    # (the one judged, between-run term included) as the page shows it
     stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
     dirs: list[Path] = field(default_factory=list, repr=False)  # the report directories read
 
@@ -106,10 +113,37 @@ def _server(server: dict[str, Any]) -> dict[str, Any]:
     return {column: server.get(key) for key, column in SERVER_COLUMNS.items()}
 
 
+def _cells(ids: dict[str, Any], v: dict[str, Any]) -> list[dict[str, Any]]:
+    """A verdict's judged intervals, a row per reading and cell, with the quantity and unit the page prints."""
+    rows = []
+    for k, reading in enumerate(r for r in v.get("judged") or [] if isinstance(r, dict)):
+        quantity, unit = str(reading.get("quantity") or ""), str(reading.get("unit") or "")
+        intervals = [i for i in reading.get("intervals") or [] if isinstance(i, list | tuple) and len(i) == 2]
+        names = [str(c) for c in reading.get("cells") or []]
+        for i, (lo, hi) in enumerate(intervals):
+            rows.append({**ids, "id": v.get("id"), "verdict": v.get("verdict"), "part": v.get("part", ""),
+                         "reading": k, "effect": reading.get("effect"), "cell": names[i] if i < len(names) else "",
+                         "quantity": quantity, "unit": unit, "ci_low": lo, "ci_high": hi,
+                         "shown": _shown(lo, hi, quantity, unit), **_server(v.get("server") or {})})  # fmt: skip
+    return rows
+
+
+def _shown(lo: Any, hi: Any, quantity: str, unit: str) -> str:
+    try:
+        return shown_interval(float(lo), float(hi), quantity, unit)
+    except (TypeError, ValueError):
+        return ""
+
+
+def _retakes(store: ResultStore) -> dict[int, int]:
+    """run_id -> the run_id it was taken again for (a run the noise monitor flagged)."""
+    return {r.run_id: r.info["retake_of"] for r in store.records() if isinstance(r.info.get("retake_of"), int)}
+
+
 def load(what: str | Path, *, reports: str | Path | None = None, scale: str | None = None) -> Results:
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
     given), read-only. Without `reports`: $SECOVERHEAD_REPORTS, ./reports, or the checkout's reports."""
-    runs, verdicts, stores, skipped, read = [], [], [], [], []
+    runs, verdicts, cells, stores, skipped, read = [], [], [], [], [], []
     for d in run_dirs(what, reports):
         meta = read_json(d / "run.json")
         if not isinstance(meta, dict):
@@ -128,18 +162,22 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
             stores.append(({**ids, "experiment": exp.name}, store))
             frame = store.runs()
             if len(frame):
-                runs.append(frame.assign(**ids, experiment=exp.name, **_server(_first_server(store))))
+                server = _server(_first_server(store))
+                retake_of = frame.run_id.map(_retakes(store)).astype("Int64")
+                runs.append(frame.assign(**ids, experiment=exp.name, retake_of=retake_of, **server))
         for v in (read_verdicts(d) or {}).get("verdicts", []):
             if isinstance(v, dict):
                 where = {"part": v.get("part", ""), **_server(v.get("server") or {})}
                 verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}, **where})
+                cells += _cells(ids, v)
     if skipped:  # never empty frames without a word
         warnings.warn(f"secoverhead.load skipped {len(skipped)}: {'; '.join(skipped[:5])}", stacklevel=2)
     return Results(
-        pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
-        pd.DataFrame(
+        runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
+        verdicts=pd.DataFrame(
             verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS, "part", *SERVER_COLUMNS.values()]
         ),
-        stores,
-        read,
+        cells=pd.DataFrame(cells, columns=CELL_COLUMNS),
+        stores=stores,
+        dirs=read,
     )
