@@ -1,7 +1,8 @@
 """Every ending signal at any moment finalises the run: SIGINT, SIGTERM and SIGHUP sent to the CLI 1, 3, 5 and
 10 s after it starts (importing, checking, calibrating, starting the kernel and servers, measuring). The CLI exits
-128+signal with one outcome line and no traceback; a run directory it made says "interrupted" with the signal and
-its lock is free; every process it started is gone and its private directories removed.
+128+signal with one outcome line and no traceback, naming `--resume` for a run directory it made; that directory
+says "interrupted" with the signal and its lock is free; every process it started is gone and its private
+directories removed.
 
 `make test` runs 12 of the 60 cases, each signal at each moment with the studies in turn;
 SECOVERHEAD_SIGNAL_MATRIX=full runs all 60 (the evidence in benchmarks/README.md)."""
@@ -79,6 +80,7 @@ def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, tmp_path):
     assert "Traceback" not in err and "Traceback" not in out, err[-3000:]
     assert err.strip().splitlines()[-1].endswith(f"(by {signal.Signals(sig).name})"), err[-500:]
     for run_dir in [p for p in (reports / study).glob("*") if p.is_dir() and not p.is_symlink()]:
+        assert f"secoverhead run --resume {run_dir}" in err.strip().splitlines()[-1], err[-500:]  # how to go on
         meta = json.loads((run_dir / "run.json").read_text())
         assert meta["status"] == "interrupted" and signal.Signals(sig).name in meta["error"], meta
         if (run_dir / "report.ipynb").exists():  # what can be rendered is rendered

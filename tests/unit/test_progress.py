@@ -77,6 +77,34 @@ def test_eta_is_bounded_by_the_budget_left(tmp_path):
     assert unbounded.eta_s() == 18.0
 
 
+def test_runs_the_clock_cannot_cut_keep_the_eta_above_zero_past_the_budget(tmp_path):
+    """The first look's rounds run whatever the budget: their time is the ETA, not 0m00s (TDE said so 3 times)."""
+    now = [0.0]
+    p = Progress("x", tmp_path / "p.json", ceiling=100, max_seconds=30, clock=lambda: now[0])
+    for _ in range(5):
+        now[0] += 10
+        p.finish(10.0)
+    assert p.eta_s() == 0.0  # past the budget, nothing guaranteed left
+    p.floor = 3
+    assert p.eta_s() == 30.0  # three runs of 10 s
+    p.drop(93)
+    assert p.eta_s() == 20.0  # never more than the runs left
+
+
+def test_an_experiment_keeps_the_uncut_runs_current(tmp_path):
+    """Warm-up and the rounds before the first look are counted down as they run, to 0 at the end."""
+    store = ResultStore(tmp_path, "floor")
+    exp = ex.Experiment(ex.ExperimentPlan("floor", arms=["a", "b"], repetitions=4, warmup=1, min_rounds=2), store)
+    floors = []
+
+    def measure(arm, factors):
+        floors.append(exp._progress.floor)
+        return ex.Measurement({"x": 1.0})
+
+    exp.run(measure)
+    assert floors == [6, 5, 4, 3, 2, 1, 0, 0, 0, 0] and exp._progress.floor == 0
+
+
 def test_drops_never_take_the_total_below_the_runs_done(tmp_path):
     p = Progress("x", tmp_path / "p.json", ceiling=4)
     for _ in range(3):
@@ -105,6 +133,9 @@ def test_an_interrupted_experiment_stops_short_of_its_total(tmp_path):
     assert json.loads((tmp_path / "q.json").read_text())["planned"] == 1
 
 
+WHY = "every claim decided after 4 rounds (look 1), or not testable"
+
+
 def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_path, capsys):
     from secoverhead.app.watch import Watch
 
@@ -112,7 +143,7 @@ def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_pat
     running = {"experiment": "tls-mysql", "done": 2, "planned": 9, "eta_s": 30.0, "current": "TLS", "final": False}
     w._draw([running])
     assert w.waiting is None and "tls-mysql" in w.bars
-    final = running | {"done": 9, "final": True, "status": "complete", "current": "all planned rounds ran"}
+    final = running | {"done": 9, "final": True, "status": "decided", "current": WHY * 2}
     w._draw([final])
     bar = w.bars["tls-mysql"]
     assert "tls-mysql" in w.closed and bar.disable  # closed: tqdm draws it no more
@@ -120,7 +151,16 @@ def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_pat
     w._draw([final])  # the next poll leaves it alone, and says what happens between experiments
     assert w.waiting is not None and "between parts" in w.waiting.desc
     w._finish()
-    assert "tls-mysql complete" in capsys.readouterr().err
+    assert "tls-mysql decided" in (err := capsys.readouterr().err) and WHY * 2 in err  # the reason whole
+
+
+def test_the_terminal_cuts_what_runs_at_a_word_and_never_mid_word(tmp_path, capsys):
+    from secoverhead.app.watch import Watch
+
+    w = Watch(tmp_path, "tde", tty=True)
+    w._draw([{"experiment": "tde-4c16g", "done": 2, "planned": 9, "eta_s": 30.0, "current": WHY * 2, "final": False}])
+    postfix = w.bars["tde-4c16g"].postfix
+    assert postfix.endswith("…") and WHY[:40] in postfix and not postfix[:-1].endswith(("no", "("))
 
 
 def test_a_noisy_warm_up_run_is_not_taken_again(tmp_path, monkeypatch):
@@ -138,7 +178,7 @@ def test_a_noisy_warm_up_run_is_not_taken_again(tmp_path, monkeypatch):
 def test_a_running_postfix_is_cut_at_a_word_and_the_reason_it_ended_is_said_whole():
     from secoverhead.measurement.progress import shortened
 
-    reason = "every claim decided after 4 rounds (look 1), or not testable"
+    reason = WHY
     assert len(shortened(reason * 2)) <= 60 and shortened(reason * 2).endswith("…")
     assert not shortened(reason * 2)[:-1].endswith(("no", "(")) and " " not in shortened(reason * 2)[-2:]
     assert shortened("short") == "short"

@@ -14,8 +14,11 @@ from typing import Any
 from tqdm import tqdm
 
 from secoverhead.core.files import read_json
+from secoverhead.measurement.progress import shortened
 
 LOG_EVERY_S = 30.0
+SETTING_UP = "setting up: servers, data, calibration"
+BETWEEN = "between parts: reporting, or setting up the next"
 
 
 def line(study: str, s: dict[str, Any]) -> str:
@@ -56,6 +59,9 @@ class Watch(threading.Thread):
         self._finish()
 
     def _draw(self, states: list[dict[str, Any]]) -> None:
+        running = any(not s.get("final") for s in states)
+        if running:
+            self._end_waiting()  # the waiting line is cleared before a bar takes its place, never drawn over one
         for s in states:
             name = s["experiment"]
             if name in self.closed:  # a finished bar is left as it ended: its clock does not run on
@@ -66,34 +72,32 @@ class Watch(threading.Thread):
             bar.total = s.get("planned", 0)
             bar.n = s.get("done", 0)
             eta = s.get("eta_s")
-            if s.get("final"):
+            if s.get("final"):  # why it ended is said whole, as the experiment's own bar says it
                 bar.set_description(f"{name} {s.get('status')}")
-                bar.set_postfix_str(str(s.get("current") or "")[:50], refresh=True)
+                bar.set_postfix_str(str(s.get("current") or ""), refresh=True)
                 bar.close()
                 self.closed.add(name)
                 continue
             bar.set_postfix_str(
                 (f"ETA ≤ {int(eta // 60)}m{int(eta % 60):02d}s " if isinstance(eta, int | float) else "")
-                + str(s.get("current") or s.get("status") or "")[:50],
+                + shortened(str(s.get("current") or s.get("status") or "")),
                 refresh=True,
             )
-        self._between(states)
+        if not running:
+            self._between(states)  # once every bar has ended and left its line
 
     def _between(self, states: list[dict[str, Any]]) -> None:
         """Before the first experiment and between two (servers starting, data loading, the next part set up),
-        a line says so rather than nothing."""
-        if any(not s.get("final") for s in states):
-            text = ""
-        elif states:
-            text = "between parts: reporting, or setting up the next"
-        else:
-            text = "setting up: servers, data, calibration"
-        if text and self.waiting is None:
+        a line says so rather than nothing; it is cleared, not left, when the next part starts."""
+        text = BETWEEN if states else SETTING_UP
+        if self.waiting is None:
             self.waiting = tqdm(desc=f"{self.study}: {text}", total=None, bar_format="{desc} {elapsed}",
-                                file=sys.stderr)  # fmt: skip
-        elif text and self.waiting is not None:
+                                file=sys.stderr, leave=False)  # fmt: skip
+        else:
             self.waiting.set_description(f"{self.study}: {text}", refresh=True)
-        elif not text and self.waiting is not None:
+
+    def _end_waiting(self) -> None:
+        if self.waiting is not None:
             self.waiting.close()
             self.waiting = None
 
@@ -114,8 +118,7 @@ class Watch(threading.Thread):
             self._draw(states)
             for bar in self.bars.values():
                 bar.close()
-            if self.waiting is not None:
-                self.waiting.close()
+            self._end_waiting()
         else:
             self._log(states, time.monotonic())
 

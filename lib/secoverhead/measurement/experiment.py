@@ -184,6 +184,7 @@ class Experiment:
         completed runs stay stored and the long table is rebuilt on every exit."""
         s = self._begin(profiling)
         s.guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.plan.min_rounds
+        self._progress.floor = self._uncut_left(s)
         status = "complete"
         try:
             for rnd in self.plan.rounds():
@@ -234,6 +235,16 @@ class Experiment:
                         self._run_unit((planned,), profiling.measure or measure)
         s.profiled = True
 
+    def _uncut_left(self, s: _Session) -> int:
+        """Runs still to come that the budget cannot stop: warm-up, and the rounds the first look guarantees."""
+        return sum(
+            1
+            for rnd in self.plan.rounds()
+            for unit in rnd
+            for p in unit
+            if p.key not in s.done and (p.warmup or p.repetition < s.guaranteed)
+        )
+
     def _measure_round(self, rnd: list[Unit], s: _Session, measure: MeasureFn) -> None:
         """Every unit of a round not yet done, except cells the last look no longer needs. The first look is the
         plan's least: the clock bounds the rounds after it, so an experiment that starts late in a shared budget
@@ -249,6 +260,7 @@ class Experiment:
                 raise _Budget
             records = self._run_unit(unit, measure)
             s.done.update(p.key for p in unit)
+            self._progress.floor = self._uncut_left(s)
             if len(unit) == 2 and not first.warmup:
                 s.duets[unit[-1].block] = (unit, records)
             # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what hit both

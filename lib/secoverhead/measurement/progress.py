@@ -49,6 +49,7 @@ class Progress:
         self.ceiling, self.done, self.dropped = int(ceiling), int(done), 0
         self.max_seconds, self.t0 = max_seconds, clock()
         self.durations: list[float] = []
+        self.floor = 0  # runs still to come that the clock cannot cut (the experiment keeps it current)
         self.current, self.status = "", "running"
         self.bar = (
             tqdm(total=self.total(), initial=done, desc=experiment_id, unit="run", leave=True, file=sys.stderr)
@@ -81,14 +82,16 @@ class Progress:
         return max(0.0, self.max_seconds - (self.clock() - self.t0))
 
     def eta_s(self) -> float | None:
-        """Runs left x their recent mean duration, never past the time budget left (the budget stops the runs,
-        save the rounds the first look guarantees, which the bar then shows running past a zero ETA)."""
+        """Runs left x their recent mean duration, never past the time budget left, save the runs the clock
+        cannot cut (warm-up and the first look's rounds: `floor`), which take as long as they take."""
         if not self.durations:
             return self.budget_left_s()
         recent = self.durations[-RECENT:]
-        eta = (self.total() - self.done) * sum(recent) / len(recent)
+        mean = sum(recent) / len(recent)
+        eta = (self.total() - self.done) * mean
         left = self.budget_left_s()
-        return eta if left is None else min(eta, left)
+        bounded = eta if left is None else min(eta, left)
+        return max(bounded, min(eta, self.floor * mean))
 
     def close(self, status: str, reason: str = "") -> None:
         """The final state, and why it ended, in words. An experiment that ended as planned (complete, decided,
