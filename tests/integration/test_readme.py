@@ -6,6 +6,7 @@ host and port, the CA file, the run directories. The secret scan of every report
 from __future__ import annotations
 
 import concurrent.futures
+import html
 import json
 import os
 import re
@@ -194,6 +195,16 @@ def figure_overlaps(notebook: Path) -> list[str]:
     ]
 
 
+EXPONENT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d{1,3}\b")
+
+
+def exponents(page: Path) -> list[str]:
+    """Numbers in e notation in what a reader sees of a page (its text, not its scripts, styles or images)."""
+    text = re.sub(r"<(script|style)\b[^>]*>.*?</\1>", " ", page.read_text(), flags=re.S | re.I)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return [text[max(0, m.start() - 50) : m.end()] for m in EXPONENT.finditer(text)]
+
+
 def _check_first_screens(roots: list[Path]) -> None:
     """Every finished report, as Chromium showed it to a reviewer at 1280x800: every verdict on the first
     screen, no sideways scrolling in the summary, every embedded flame graph with its root frame drawn,
@@ -207,6 +218,7 @@ def _check_first_screens(roots: list[Path]) -> None:
         where = f"{run_json.parent}: {seen}"
         assert "error" not in seen and "verdicts" in seen, where
         assert (run_json.parent / "report.html").stat().st_size < 2_000_000, where  # flame graphs included
+        assert exponents(run_json.parent / "report.html") == [], where  # 13.4k or 0.00023, never 1.34e+04
         if meta.get("study") == "cost":  # no verdicts: its answer is a sentence per feature and the total
             assert seen["headlines"] >= 2 and seen["headlines_visible"] == seen["headlines"], where
             assert seen["summary_overflow"] <= 1 and seen["external_requests"] == [], where
@@ -236,3 +248,4 @@ def _check_first_screens(roots: list[Path]) -> None:
     index = browser.first_screen(roots[0] / "index.html")
     assert index.verdicts >= 1 and index.verdicts_visible >= 1 and index.external_requests == []
     assert index.summary_overflow <= 1
+    assert [e for root in roots for e in exponents(root / "index.html")] == []

@@ -151,6 +151,7 @@ def test_storage_per_day_retention_and_compression():
 
 def test_numbers_and_intervals_read_as_words():
     assert number(2000) == "2,000" and number(3.14159) == "3.14" and number(12.0) == "12" and number(0.0312) == "0.031"
+    assert number(0.000234) == "0.00023" and number(-0.000234) == "-0.00023"  # never 2.3e-04 cores
     assert cores_text(Interval(1.2, 1.1, 1.4)) == "1.10–1.40 cores"
     assert cores_text(Interval(0.1, -0.1, 0.3)).startswith("at most 0.30 cores")
 

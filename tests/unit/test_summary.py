@@ -104,7 +104,7 @@ def test_tables_read_as_words_with_their_intervals():
     assert out.iloc[0, 1] == "10 [9, 11]" and out.iloc[0, 2] == "3:on:threads 16, workload oltp_read_only"
     assert pd.isna(out.iloc[0, 3])
     html = tables.styled(df).to_html()
-    assert "3e-5" in html and "None" not in html
+    assert "&lt;0.001" in html and "None" not in html
 
 
 def test_a_share_shows_as_the_percentage_its_evidence_gives():

@@ -86,4 +86,14 @@ def test_measured_values_print_without_an_exponent():
     from secoverhead.core.units import figure
 
     assert figure(33761.2) == "33,760" and figure(9999.5) == "10,000" and figure(6129.0) == "6129"
-    assert figure(0.0546) == "0.0546" and figure(1.234e-5) == "1.234e-05" and figure(float("nan")) == "nan"
+    assert figure(0.0546) == "0.0546" and figure(1.234e-5) == "0.00001234" and figure(float("nan")) == "nan"
+    assert figure(-2.3e-6) == "-0.0000023" and figure(0.0) == "0"
+
+
+def test_p_values_print_as_papers_print_them():
+    from secoverhead.core.units import p_text
+    from secoverhead.reporting.tables import _p
+
+    assert p_text(7.4e-38) == "p<0.001" and p_text(0.001) == "p=0.001" and p_text(0.0123) == "p=0.012"
+    assert p_text(1.0) == "p=1" and p_text(float("nan")) == "p=n/a"
+    assert _p(4e-5) == "&lt;0.001" and _p(0.04) == "0.04" and _p("x") == "x"  # escaped for the page

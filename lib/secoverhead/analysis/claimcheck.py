@@ -15,7 +15,7 @@ from secoverhead.analysis import pooling
 from secoverhead.analysis.reads import Cell, Kind, Ratio, cell_of, finite, level_of, widened
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
-from secoverhead.core.units import figure
+from secoverhead.core.units import figure, p_text
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,7 @@ def _reading_text(reading: Any, r: Any, each: list[Cell], refuting: list[Cell], 
         cells = f"median {figure(cmp.baseline_median)}{u} -> {figure(cmp.candidate_median)}{u}; {cells}"
     plural = "CIs" if len(each) > 1 else "CI"
     corr = f", Bonferroni over {c0.family} {r.cells_word}" if c0.family > 1 else ""
-    p = f", p={cmp.p_value:.2g}" if cmp is not None else ""
+    p = f", {p_text(cmp.p_value)}" if cmp is not None else ""
     out = f"{head}: {cells} ({plural} at {c0.confidence * 100:.4g} %{corr}; {c0.n_text}, {c0.test}{p})"
     if [c.interval for c in refuting] != [c.interval for c in each]:
         out += f"; for refuting, at {refuting[0].confidence * 100:.4g} %: " + ", ".join(

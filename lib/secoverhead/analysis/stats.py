@@ -26,7 +26,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from secoverhead.core.units import figure
+from secoverhead.core.units import figure, p_text
 
 CONFIDENCE = 0.95
 NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
@@ -293,12 +293,12 @@ class Comparison:
                 f"median {figure(self.baseline_median)}{u} -> "
                 f"{figure(self.candidate_median)}{u}; difference {self.ratio:+.3g}{u}, "
                 f"{self.confidence * 100:.4g} % CI {self.ci_low:+.3g} to {self.ci_high:+.3g}{corr}; "
-                f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
+                f"{self.test}, {p_text(self.p_value)}; {self.n_text} ({self.design})"
             )
         return (
             f"median {figure(self.baseline_median)}{u} -> {figure(self.candidate_median)}{u}; ratio {self.ratio:.3f} "
             f"({self.change_pct:+.1f} %), {self.confidence * 100:.4g} % CI {self.ci_low:.3f}-{self.ci_high:.3f}{corr}; "
-            f"{self.test}, p={self.p_value:.2g}; {self.n_text} ({self.design})"
+            f"{self.test}, {p_text(self.p_value)}; {self.n_text} ({self.design})"
         )
 
     def as_dict(self) -> dict:

@@ -66,8 +66,18 @@ def shown_interval(lo: float, hi: float, quantity: str, unit: str = "") -> str:
 
 
 def figure(x: float) -> str:
-    """A measured value in four significant digits as a reader takes it: 33,760 where `.4g` prints 3.376e+04."""
+    """A measured value in four significant digits as a reader takes it: 33,760 where `.4g` prints 3.376e+04,
+    0.00002347 where it prints 2.347e-05."""
     short = f"{x:.4g}"
-    if not math.isfinite(x) or "e+" not in short:
+    if not math.isfinite(x) or "e" not in short:
         return short
-    return f"{float(short):,.0f}"
+    if "e+" in short:
+        return f"{float(short):,.0f}"
+    return f"{x:.{3 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")
+
+
+def p_text(p: float) -> str:
+    """A p-value as papers print it: p=0.012, p=0.0012, p<0.001 (a p of 7.4e-38 says no more than that)."""
+    if not math.isfinite(p):
+        return "p=n/a"
+    return "p<0.001" if p < 0.001 else f"p={p:.2g}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import html
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from secoverhead.analysis.design import aa_floor
 from secoverhead.analysis.stats import median_ci
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
-from secoverhead.core.units import figure, unit
+from secoverhead.core.units import figure, p_text, unit
 from secoverhead.host.noise import reason
 from secoverhead.measurement.parts import server_of
 from secoverhead.reporting import summary
@@ -74,7 +75,8 @@ def _p(p: Any) -> str:
         return str(p)
     if not math.isfinite(p):
         return "-"
-    return f"{p:.0e}".replace("e-0", "e-") if p < 1e-3 else f"{p:.2g}"
+    # 0.012, <0.001; escaped here: the styler escapes a formatter's input, not what it returns
+    return html.escape(p_text(p).removeprefix("p=").removeprefix("p"))
 
 
 def _cell(v: Any) -> Any:

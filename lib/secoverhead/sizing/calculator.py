@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secoverhead.core.params import build
+from secoverhead.core.units import figure
 from secoverhead.sizing import recipes, sources
 from secoverhead.sizing.costs import Book
 from secoverhead.sizing.declarations import STUDY, Params
@@ -71,7 +72,7 @@ def number(x: float) -> str:
         return f"{x:.1f}".removesuffix(".0")
     if a >= 0.1:
         return f"{x:.2f}"
-    return f"{x:.3f}" if a >= 0.001 or a == 0 else f"{x:.1e}"
+    return f"{x:.3f}" if a >= 0.001 or a == 0 else figure(float(f"{x:.2g}"))
 
 
 def cores_text(iv: Interval) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from secoverhead.core.files import atomic_write_json
 from secoverhead.core.runs import scale_of
+from secoverhead.core.units import figure as four_digits
 from secoverhead.sizing.calculator import Calculation, number
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.scaling import GENERAL, REFERENCES, speed_factor
@@ -212,7 +213,8 @@ def comparisons(calc: Calculation) -> pd.DataFrame:
                     "extra (µs/op)": ci(Interval(p.point, p.lo, p.hi)),
                     "n": f"{p.n} ({p.design})",
                     "confidence": f"{p.confidence:.4f}",
-                    "cryptography in it": ", ".join(f"{n:.3g} x {k}" for k, n in p.primitives) or "-",
+                    "cryptography in it": ", ".join(f"{four_digits(float(f'{n:.3g}'))} x {k}" for k, n in p.primitives)
+                    or "-",
                     "notes": "; ".join([*r.line.notes, *([p.between] if p.between else [])]),
                 }
             )

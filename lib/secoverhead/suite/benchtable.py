@@ -19,6 +19,8 @@ import sys
 import numpy as np
 import pandas as pd
 
+from secoverhead.core.units import p_text
+
 FORMATS = ("text", "csv", "json", "markdown")
 COUNTS = ("n_a", "n_b", "noisy_a", "noisy_b")
 
@@ -29,7 +31,7 @@ ALPHA = 0.05  # benchstat's: a change whose test's p is above it is printed `~`
 def vs(row: pd.Series | dict) -> str:
     """`~` when no difference is detectable (the interval holds 1, lies within the noise, or the test's p is
     above ALPHA, as benchstat prints it); otherwise the signed change, with better/worse once the whole interval
-    is beyond the noise: `+20.1 % worse (p=3e-05)`."""
+    is beyond the noise: `+20.1 % worse (p<0.001)`."""
     lo, hi = row.get("ci_low", float("nan")), row.get("ci_high", float("nan"))
     p = row.get("p", float("nan"))
     unsure = p is not None and math.isfinite(p) and p > ALPHA
@@ -37,7 +39,7 @@ def vs(row: pd.Series | dict) -> str:
         return "~"
     pct = 100 * (row["ratio"] - 1)
     word = f" {row['change']}" if row["change"] in ("better", "worse") else ""
-    return f"{pct:+.1f} %{word}" + (f" (p={p:.1g})" if p is not None and math.isfinite(p) else "")
+    return f"{pct:+.1f} %{word}" + (f" ({p_text(p)})" if p is not None and math.isfinite(p) else "")
 
 
 def with_geomeans(df: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import screen
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
+from secoverhead.core.units import p_text
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.servers.builds import build_note
 
@@ -97,7 +98,7 @@ def episodes(v: ClaimVerdict, strays: Sequence[Mapping[str, Any]], *, recorded: 
     k, n = sum(_worse(d) != baseline for d in mine), len(mine)
     split = (
         f"{n} one-off duet(s) recorded in its arms, {k} of them fell in the candidate (exact binomial toward the "
-        f"candidate, one-sided p={binomial_tail(k, n):.2g})"
+        f"candidate, one-sided {p_text(binomial_tail(k, n))})"
     )
     if not bounds_cost:
         return split
