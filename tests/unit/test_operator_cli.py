@@ -77,3 +77,26 @@ def test_python_dash_m_is_the_console_script():
     bad = subprocess.run([sys.executable, "-m", "secoverhead", "run", "nosuch"], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nosuch" in bad.stderr
+
+
+def test_a_schedulers_log_says_when_each_line_came_and_a_refusal_stays_one_plain_line(capsys, monkeypatch):
+    """stderr to a file or pipe: plans, notes and progress carry their UTC time; on a terminal they do not; the
+    refusal line is `error: ...` alone, whatever stderr is."""
+    import logging
+    import re
+
+    from secoverhead.app import stderr
+
+    stderr.say("plan: tls: 24 rounds")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ plan: tls: 24 rounds\n", capsys.readouterr().err)
+    record = logging.LogRecord("secoverhead", logging.INFO, "", 0, "running tls (quick) into x", None, None)
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ running tls \(quick\) into x", stderr.log_format().format(record)
+    )
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    stderr.say("plan: tls: 24 rounds")
+    assert capsys.readouterr().err == "plan: tls: 24 rounds\n"
+    monkeypatch.undo()
+    res = subprocess.run([EXE, "run", "tls", "-p", "repetitions", "0"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1] == "error: parameter 'repetitions' must be between 1 and 1000, got 0"

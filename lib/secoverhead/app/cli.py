@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from secoverhead import __version__
-from secoverhead.app import commands
+from secoverhead.app import commands, stderr
 from secoverhead.core import signals
 from secoverhead.core.errors import SecoverheadError
 
@@ -60,7 +60,9 @@ def _main(argv: list[str] | None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as e:  # usage errors (one line, exit 2), --help and --version end here, as a return code
         return e.code if isinstance(e.code, int) else 2
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(stderr.log_format())
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     _deprecated_profile(args)
     try:
         return args.handler(args)

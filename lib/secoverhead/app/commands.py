@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from secoverhead.app.stderr import say
 from secoverhead.core.errors import SecoverheadError
 
 
@@ -68,7 +69,7 @@ def _startup_housekeeping() -> None:
     if link.available() is None:
         link.sweep_stale()  # network namespaces of links whose owner was killed
     for message in recover():
-        print(f"note: {message}", file=sys.stderr)
+        say(f"note: {message}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     placement = _placement(args, jobs, reports)
     for prepared, _ in jobs:
         for line in prepared.plan_notes:
-            print(f"plan: {line}", file=sys.stderr)
+            say(f"plan: {line}")
     outcomes = _run_jobs(jobs, reports, lock, placement, text=args.format == "text")
     _say_index(reports, outcomes, text=args.format == "text")
     return 0 if all(o.ok for o in outcomes) else 1
@@ -222,7 +223,7 @@ def index(args: argparse.Namespace) -> int:
         for c in changes:
             where = f"({c.get('scale')}, {c.get('target')})"
             what = f"{c.get('direction')} {c.get('change_pct', 0):+.1f} % from run {c.get('run')}"
-            print(f"change: {c.get('study')} {c.get('claim_id')} {where}: {what}", file=sys.stderr)
+            say(f"change: {c.get('study')} {c.get('claim_id')} {where}: {what}")
     return 1 if changes and args.fail_on_change else 0
 
 
@@ -241,11 +242,11 @@ def compare(args: argparse.Namespace) -> int:
     )
 
     for line in differences(args.run_a, args.run_b):  # said before the numbers, which they qualify
-        print(f"note: {line}", file=sys.stderr)
+        say(f"note: {line}")
     with warnings.catch_warnings():  # a metric one run lacks is a '-' in the table, not numpy's All-NaN warning
         warnings.simplefilter("ignore", RuntimeWarning)
         table = compare_reports(args.run_a, args.run_b, metrics=args.metric or None)
-    print(f"note: {table.attrs['between_runs']}", file=sys.stderr)
+    say(f"note: {table.attrs['between_runs']}")
     print(benchtable.render(table, args.format))
     verdicts = combined_claims(args.run_a, args.run_b)
     if verdicts and args.format == "text":
@@ -254,7 +255,7 @@ def compare(args: argparse.Namespace) -> int:
             print(f"  {v.verdict}: {v.claim}\n      {v.evidence}")
     worse = benchtable.regressions(table)
     for line in benchtable.noisy_regressions(table):
-        print(f"note: the machine was noisy: {line}", file=sys.stderr)
+        say(f"note: the machine was noisy: {line}")
     if worse and args.format == "text":
         print(f"\n{worse} regression(s) beyond the noise (exit 1)", file=sys.stderr)
     return 1 if worse else 0
@@ -313,7 +314,7 @@ def calibrate(args: argparse.Namespace) -> int:
     if not os.access(out if out.exists() else out.parent, os.W_OK):
         raise ConfigError(f"--output {out}: cannot be written here")
 
-    print("measuring this machine's speed reference (about 8 s of one core)...", file=sys.stderr)
+    say("measuring this machine's speed reference (about 8 s of one core)...")
     cal = calibration.measure()
     calibration.save(cal, out)
     for key, what in REFERENCES.items():
@@ -349,7 +350,7 @@ def fleet(args: argparse.Namespace) -> int:
     from secoverhead.fleet import runner  # deferred: Dask
     from secoverhead.suite.index import build_index
 
-    print(f"fleet {fleet.stamp}: {len(fleet.jobs())} job(s) on {args.scheduler or 'a local cluster'}", file=sys.stderr)
+    say(f"fleet {fleet.stamp}: {len(fleet.jobs())} job(s) on {args.scheduler or 'a local cluster'}")
     summary = runner.run(fleet, reports, args.scheduler)
     print(f"summary: {summary.path}\nindex: {build_index(reports)}")
     return 0 if summary.ok else 1

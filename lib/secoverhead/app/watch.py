@@ -13,6 +13,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from secoverhead.app.stderr import say
 from secoverhead.core.files import read_json
 from secoverhead.measurement.progress import shortened
 
@@ -105,10 +106,10 @@ class Watch(threading.Thread):
         for s in states:
             if s.get("final") and s["experiment"] not in self.reported:
                 self.reported.add(s["experiment"])
-                print(line(self.study, s), file=sys.stderr, flush=True)
+                say(line(self.study, s))
         running = [s for s in states if not s.get("final")]
         if running and time.monotonic() - last > LOG_EVERY_S:
-            print(line(self.study, max(running, key=lambda x: x.get("updated", 0))), file=sys.stderr, flush=True)
+            say(line(self.study, max(running, key=lambda x: x.get("updated", 0))))
             return time.monotonic()
         return last
 
