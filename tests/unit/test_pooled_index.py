@@ -73,6 +73,7 @@ def test_runs_without_estimates_are_counted_and_left_out_and_scales_pool_apart(t
 def test_one_run_or_a_claim_not_testable_pools_nothing(tmp_path):
     _run(tmp_path, 0, 0.96)
     assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
+    assert _table(tmp_path).loc["quick", "why not pooled"].startswith("1 report of its series")  # a reader is told
     assert pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit")) == ""
     _run(tmp_path, 1, 0.96, verdict="not testable here")
     assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"

@@ -91,8 +91,10 @@ def _untestable(judged: list[dict[str, Any]]) -> bool:
 
 
 def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
-    if pv is not None or len(judged) < 2:
+    if pv is not None:
         return ""
+    if len(judged) < 2:
+        return f"{len(judged) or 'no'} report of its series with estimates so far: a series pools from two"
     if _untestable(judged):
         return "a report of its series could not test it (a precondition failed)"
     return "its reading is judged report by report (a share won back, or cells that differ between reports)"
@@ -149,8 +151,8 @@ def _line(row: dict[str, Any], me: str) -> Line:
             f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"
         )
-    if row["why not pooled"]:
-        return Line(f"not pooled: {row['why not pooled']}")
-    if row["reports without estimates"]:
+    if len(row["reports"]) < 2 and row["reports without estimates"]:
         return Line("not pooled: the reports before this one recorded no estimates")
-    return Line("the first report of its series here: from the next one on, this line pools them")
+    if len(row["reports"]) < 2:
+        return Line("the first report of its series here: from the next one on, this line pools them")
+    return Line(f"not pooled: {row['why not pooled']}")
