@@ -116,6 +116,7 @@ class _Session:
     needed: set[tuple[str, tuple]] | None = None
     retakes: int = 0
     guaranteed: int = 0  # measured rounds the clock never cuts
+    uncut: set[str] = field(default_factory=set)  # the keys of the runs it never cuts (warm-up included)
     profiled: bool = False
     stop_reason: str = ""
     duets: dict[str, tuple[Unit, list[RunRecord]]] = field(default_factory=dict)  # measured duets, by block
@@ -184,7 +185,8 @@ class Experiment:
         completed runs stay stored and the long table is rebuilt on every exit."""
         s = self._begin(profiling)
         s.guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.plan.min_rounds
-        self._progress.floor = self._uncut_left(s)
+        s.uncut = self._uncut(s.guaranteed)
+        self._progress.floor = len(s.uncut - s.done)
         status = "complete"
         try:
             for rnd in self.plan.rounds():
@@ -235,15 +237,11 @@ class Experiment:
                         self._run_unit((planned,), profiling.measure or measure)
         s.profiled = True
 
-    def _uncut_left(self, s: _Session) -> int:
-        """Runs still to come that the budget cannot stop: warm-up, and the rounds the first look guarantees."""
-        return sum(
-            1
-            for rnd in self.plan.rounds()
-            for unit in rnd
-            for p in unit
-            if p.key not in s.done and (p.warmup or p.repetition < s.guaranteed)
-        )
+    def _uncut(self, guaranteed: int) -> set[str]:
+        """The runs the budget cannot stop: warm-up, and the rounds the first look guarantees."""
+        return {
+            p.key for rnd in self.plan.rounds() for unit in rnd for p in unit if p.warmup or p.repetition < guaranteed
+        }
 
     def _measure_round(self, rnd: list[Unit], s: _Session, measure: MeasureFn) -> None:
         """Every unit of a round not yet done, except cells the last look no longer needs. The first look is the
@@ -260,7 +258,7 @@ class Experiment:
                 raise _Budget
             records = self._run_unit(unit, measure)
             s.done.update(p.key for p in unit)
-            self._progress.floor = self._uncut_left(s)
+            self._progress.floor = len(s.uncut - s.done)
             if len(unit) == 2 and not first.warmup:
                 s.duets[unit[-1].block] = (unit, records)
             # A noisy duet is kept: both runs shared the noise window, and their ratio cancels what hit both
