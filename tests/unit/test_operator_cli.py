@@ -90,6 +90,9 @@ def test_a_schedulers_log_says_when_each_line_came_and_a_refusal_stays_one_plain
     stderr.say("plan: tls: 24 rounds")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ plan: tls: 24 rounds\n", capsys.readouterr().err)
     record = logging.LogRecord("secoverhead", logging.INFO, "", 0, "running tls (quick) into x", None, None)
+    ended = logging.LogRecord("secoverhead", logging.INFO, "", 0, "tls: failed (why)", None, None)
+    ended.__dict__.update(stderr.PLAIN)
+    assert stderr.log_format().format(ended) == "tls: failed (why)"  # how a run ended: one plain line
     assert re.fullmatch(
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ running tls \(quick\) into x", stderr.log_format().format(record)
     )

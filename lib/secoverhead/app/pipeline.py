@@ -29,6 +29,7 @@ from secoverhead.app import review
 from secoverhead.app.kernel_session import kernel_manager, no_object_reprs
 from secoverhead.app.record import Ending, ReportRecord
 from secoverhead.app.rundir import check_reports_root, new_run_dir, point_latest
+from secoverhead.app.stderr import PLAIN
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
@@ -284,13 +285,16 @@ def run_study(
     directory named beforehand and its target and client host recorded."""
     log = log or logging.getLogger("secoverhead")
     check_kernel(kernel)
-    run = claim_run_dir(prepared, check_reports_root(reports_root), resume, lock, placement or Placement())
-    record = begin_record(prepared, run, resumed=resume is not None, placement=placement)
-    ending = Ending()
+    run, record, ending = None, None, Ending()
     try:
-        record.write(reserve=True)
+        with signals.deferred():  # a signal while the directory is made waits for its record, then ends it here
+            run = claim_run_dir(prepared, check_reports_root(reports_root), resume, lock, placement or Placement())
+            record = begin_record(prepared, run, resumed=resume is not None, placement=placement)
+            record.write(reserve=True)
         execute(prepared, run, record, kernel, log)
     except (Exception, KeyboardInterrupt) as exc:
+        if run is None or record is None:
+            raise  # no run directory of ours yet: nothing to record
         stop = signals.as_terminated(exc) if isinstance(exc, KeyboardInterrupt) else exc
         ending = ended_by(stop)
         if isinstance(stop, signals.Terminated):
@@ -298,11 +302,12 @@ def run_study(
             stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}; {resume_with}"
             raise stop from None
     finally:
-        with signals.deferred():  # a second Ctrl-C must not leave the record half-done
-            finalise(run, prepared.study, record, ending)
-            run.lock.release()
-            _undo_what_the_kernel_left()
-    log.info("%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error")
+        if run is not None and record is not None:
+            with signals.deferred():  # a second Ctrl-C must not leave the record half-done
+                finalise(run, prepared.study, record, ending)
+                run.lock.release()
+                _undo_what_the_kernel_left()
+    log.info("%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error", extra=PLAIN)
     return RunOutcome(prepared.study.id, run.dir, ending.status, ending.error)
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
+PLAIN = {"plain": True}  # a log call's `extra` for a line that stays plain: how a run ended
 
 
 def stamped() -> bool:
@@ -27,10 +28,15 @@ def say(text: str) -> None:
     print(line(text), file=sys.stderr, flush=True)
 
 
+class _Stamped(logging.Formatter):
+    converter = time.gmtime
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if getattr(record, "plain", False) else f"{self.formatTime(record, STAMP)} {text}"
+
+
 def log_format() -> logging.Formatter:
-    """The library's log lines (running X into ..., notes) on stderr, stamped as say() stamps."""
-    if not stamped():
-        return logging.Formatter("%(message)s")
-    formatter = logging.Formatter("%(asctime)s %(message)s", datefmt=STAMP)
-    formatter.converter = time.gmtime
-    return formatter
+    """The library's log lines (running X into ..., notes) on stderr, stamped as say() stamps, save those logged
+    with extra=PLAIN."""
+    return _Stamped("%(message)s") if stamped() else logging.Formatter("%(message)s")
