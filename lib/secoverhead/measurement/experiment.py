@@ -121,6 +121,10 @@ class _Session:
     stop_reason: str = ""
     duets: dict[str, tuple[Unit, list[RunRecord]]] = field(default_factory=dict)  # measured duets, by block
 
+    def uncuttable(self, p: PlannedRun) -> bool:
+        """A run the clock never cuts: warm-up, or a round the first look guarantees."""
+        return p.warmup or p.repetition < self.guaranteed
+
     @property
     def flagged(self) -> set[str]:
         return {d["block"] for d in self.strays}  # blocks recorded as outliers (never judged again)
@@ -185,7 +189,7 @@ class Experiment:
         completed runs stay stored and the long table is rebuilt on every exit."""
         s = self._begin(profiling)
         s.guaranteed = looks.rounds[0] if looks is not None and decide is not None else self.plan.min_rounds
-        s.uncut = self._uncut(s.guaranteed)
+        s.uncut = {p.key for rnd in self.plan.rounds() for unit in rnd for p in unit if s.uncuttable(p)}
         self._progress.floor = len(s.uncut - s.done)
         status = "complete"
         try:
@@ -237,12 +241,6 @@ class Experiment:
                         self._run_unit((planned,), profiling.measure or measure)
         s.profiled = True
 
-    def _uncut(self, guaranteed: int) -> set[str]:
-        """The runs the budget cannot stop: warm-up, and the rounds the first look guarantees."""
-        return {
-            p.key for rnd in self.plan.rounds() for unit in rnd for p in unit if p.warmup or p.repetition < guaranteed
-        }
-
     def _measure_round(self, rnd: list[Unit], s: _Session, measure: MeasureFn) -> None:
         """Every unit of a round not yet done, except cells the last look no longer needs. The first look is the
         plan's least: the clock bounds the rounds after it, so an experiment that starts late in a shared budget
@@ -254,7 +252,7 @@ class Experiment:
             if s.needed is not None and not first.warmup and unit[-1].cell not in s.needed:
                 self._progress.drop(len(unit))
                 continue
-            if self._over_budget(s) and not (first.warmup or first.repetition < s.guaranteed):
+            if self._over_budget(s) and not s.uncuttable(first):
                 raise _Budget
             records = self._run_unit(unit, measure)
             s.done.update(p.key for p in unit)

@@ -151,8 +151,8 @@ def _line(row: dict[str, Any], me: str) -> Line:
             f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"
         )
-    if len(row["reports"]) < 2 and row["reports without estimates"]:
+    if len(row["reports"]) >= 2:
+        return Line(f"not pooled: {row['why not pooled']}")
+    if row["reports without estimates"]:
         return Line("not pooled: the reports before this one recorded no estimates")
-    if len(row["reports"]) < 2:
-        return Line("the first report of its series here: from the next one on, this line pools them")
-    return Line(f"not pooled: {row['why not pooled']}")
+    return Line("the first report of its series here: from the next one on, this line pools them")

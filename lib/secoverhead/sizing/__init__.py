@@ -38,9 +38,9 @@ def check(p: Params, reports_root: Path, upcoming: frozenset[str] = frozenset())
     holding every comparison a line is priced by; the user's calibration readable."""
     root = paths.user_path(p.reports_dir) if p.reports_dir else reports_root
     found = sources.sources(root, p.studies(), p.runs, upcoming)
+    target = sources.target_calibration(p.calibration_file, p.speed)
     if set(found) == set(p.studies()):
-        recipes.lines(p, found)
-    sources.target_calibration(p.calibration_file, p.speed)
+        recipes.lines(p, found, target)
 
 
 SPEC = StudySpec(

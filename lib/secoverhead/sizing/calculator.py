@@ -189,12 +189,12 @@ def run(p: Params) -> Calculation:
     src = sources.sources(root, p.studies(), p.runs)
     target = sources.target_calibration(p.calibration_file, p.speed)
     book = Book(src)
-    lines = recipes.lines(p, src)
+    lines = recipes.lines(p, src, target)
     priced = book.price_all(lines, p.confidence)
     results = [compute_line(ln, priced, target, p.rtt_ms) for ln in lines]
     level = 1.0 - (1.0 - p.confidence) / max(1, len(priced))
     thumbs = [t for t in [nginx_handshakes(book, target, level)] if t] + mariadb_encryption(results)
-    cores, cores_from = sources.your_cores(p.cores, p.calibration_file)
+    cores, cores_from = sources.your_cores(p.cores, target)
     storage = _storage(p, book, level)
     return Calculation(p, book, target, results, totals(results), storage, thumbs, cores, cores_from)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.host.calibration import KEY_NAME, RESUMED_TLS13, full_handshake
@@ -207,7 +207,7 @@ def _scram(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
     ]
 
 
-def tde_instance(p: Params, src: Mapping[str, Source]) -> str:
+def tde_instance(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any]) -> str:
     """The emulated instance whose TDE costs price the line: the one asked for, or the measured one nearest the
     user's cores (the smallest measured when their cores are not known)."""
     if p.tde_instance != "auto":
@@ -216,14 +216,14 @@ def tde_instance(p: Params, src: Mapping[str, Source]) -> str:
     measured = [k for k in original if src["tde"].experiment(k)]
     if not measured:
         raise ConfigError(f"{src['tde'].run_dir}: no emulated instance ({', '.join(original)}) was measured")
-    cores, _ = your_cores(p.cores, p.calibration_file)
+    cores, _ = your_cores(p.cores, calibration)
     return min(measured, key=lambda k: (abs(math.log(int(k[0]) / cores)) if cores else int(k[0]), k))
 
 
-def _tde(p: Params, src: Mapping[str, Source]) -> list[Line]:
+def _tde(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any]) -> list[Line]:
     if p.read_only_tps + p.read_write_tps + p.write_only_tps <= 0:
         return []
-    instance = tde_instance(p, src)
+    instance = tde_instance(p, src, calibration)
     exp = _need(src, "tde", instance)
     threads = _nearest(exp.levels.get("threads", {"1"}), p.concurrency)
     arm = _arm(src, "tde", instance, TDE["encrypted"])
@@ -383,9 +383,9 @@ def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
     return out
 
 
-def lines(p: Params, src: Mapping[str, Source]) -> list[Line]:
+def lines(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] | None = None) -> list[Line]:
     """Every line the inputs call for, each naming the comparison that prices it (ConfigError where the runs
-    lack one)."""
+    lack one). `calibration`: the user's, as sources.target_calibration loaded it (its machine's cores)."""
     new_conn = p.new_connections_per_s * (1.0 - p.pooled_share)
     out: list[Line] = []
     if "tls" in p.features:
@@ -393,7 +393,7 @@ def lines(p: Params, src: Mapping[str, Source]) -> list[Line]:
     if "scram" in p.features:
         out += _scram(p, src, new_conn)
     if "encryption_at_rest" in p.features:
-        out += _tde(p, src)
+        out += _tde(p, src, calibration or {})
     if "audit" in p.features:
         out += _audit(p, src)
     if "https" in p.features:

@@ -140,12 +140,13 @@ def _check_speeds(cal: dict[str, Any], where: str) -> None:
             raise ConfigError(f"{where}: {key} must be a time above zero, not {str(v)[:40]}")
 
 
-def your_cores(given: float, calibration_file: str) -> tuple[float | None, str]:
+def your_cores(given: float, calibration: Mapping[str, Any]) -> tuple[float | None, str]:
     """The user's machine's cores and where the figure came from: as given, else as `secoverhead calibrate` found
-    them on the machine it measured (usable cores: a container's quota, not the host's), else unknown (None)."""
+    them on the machine it measured (usable cores: a container's quota, not the host's; `calibration` as
+    target_calibration loaded it), else unknown (None)."""
     if given > 0:
         return float(given), "as you gave them"
-    machine = check_calibration(calibration_file).get("machine") if calibration_file else None
+    machine = calibration.get("machine")
     if isinstance(machine, dict):
         n = machine.get("cpu_cores_usable") or machine.get("cpu_cores")
         if isinstance(n, int | float) and not isinstance(n, bool) and 0 < n < 100_000:
