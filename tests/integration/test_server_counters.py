@@ -10,6 +10,7 @@ from secoverhead.servers import ExternalMongo
 from secoverhead.servers.engines import MONGOD_4_2, MONGOD_6_0
 from secoverhead.servers.mongod import MongodServer
 
+
 pytestmark = pytest.mark.integration
 
 
@@ -62,3 +63,144 @@ def test_mysqls_statement_cpu_leaves_out_most_of_a_tls_connections_cost():
     assert whole > 0.1 and 0 < statement < 0.5 * whole, shares
     statement, whole = shares["reused connection, point selects"]
     assert 0 < statement < whole, shares
+
+
+# -- the DBA's host: /proc over SSH, process-exporter, node_exporter ---------------------------------------------
+PW = "Watched-Pw-4711"
+SOURCES = ["ssh", "process-exporter", "node_exporter"]
+
+
+@pytest.fixture(scope="module")
+def host_sshd(tmp_path_factory):
+    from tests.integration.watchers import sshd
+
+    with sshd(tmp_path_factory.mktemp("sshd")) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def mysql8():
+    from secoverhead.servers.engines import MYSQL_8_0
+    from secoverhead.servers.mysql import MySQLServer
+
+    if not MYSQL_8_0.available:
+        pytest.skip("MySQL 8.0 is not fetched here: `make setup` fetches it")
+    with MySQLServer(tls=True) as s:
+        conn = s.admin()
+        conn.cursor().execute("CREATE USER 'dba'@'%' IDENTIFIED BY %s", (PW,))
+        conn.close()
+        yield s
+
+
+def _spec(source: str, sshd, tmp_path, stack, server, name: str) -> dict:
+    """The source's parameters, pointed at this server's process alone (other tests' servers may run beside it)."""
+    import re
+
+    from tests.integration.watchers import exporter
+
+    if source == "ssh":
+        where = sshd.spec(str(server.pids[0]))
+        return {"server_cpu": where, "ssh_key": str(sshd.key), "known_hosts": str(sshd.known_hosts)}
+    kind = "process" if source == "process-exporter" else "node"
+    url = stack.enter_context(exporter(kind, tmp_path, (name, f".*{re.escape(str(server.run_dir))}.*")))
+    return {"server_cpu": f"{url}#{name}" if kind == "process" else url}
+
+
+def _host_cpu_s() -> float:
+    """Every CPU's user, nice, system, irq and softirq time in /proc/stat: what node_exporter adds up."""
+    from secoverhead.host.metrics import TICK_S
+
+    fields = open("/proc/stat").readline().split()[1:]
+    return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) * TICK_S
+
+
+def _agree(source: str, meter, proc_s: float, host_s: float) -> None:
+    by_source = meter.server.total_s
+    print(f"{source}: {by_source:.3f} s by the source, {proc_s:.3f} s by /proc, host {host_s:.3f} s")
+    if source == "node_exporter":  # the whole host's: the server's CPU, the client's and everything else
+        assert by_source >= 0.9 * proc_s - 0.05, (by_source, proc_s)
+        assert abs(by_source - host_s) <= 0.1 + 0.08 * host_s, (by_source, host_s)
+        assert "whole host" in meter.source.method
+        return
+    # one process's ticks read two ways (10 ms each, two readings each): the same CPU
+    assert proc_s > 0.2, (proc_s, by_source)
+    assert abs(by_source - proc_s) <= 0.05 + 0.08 * proc_s, (by_source, proc_s)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_named_mysqls_cpu_from_its_host_is_its_proc_cpu(source, mysql8, host_sshd, tmp_path, monkeypatch):
+    """MySQL 8.0's own counter leaves out connections and TLS; its host's /proc does not."""
+    import contextlib
+
+    from secoverhead.servers import ExternalMySQL
+
+    monkeypatch.setenv("WATCHED_PW", PW)
+    with contextlib.ExitStack() as stack:
+        where = _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld")
+        named = stack.enter_context(
+            ExternalMySQL(host="127.0.0.1", port=mysql8.endpoint.port, user="dba", password_env="WATCHED_PW",
+                          tls=True, **where)
+        )
+        assert named.describe()["server_cpu"] == named.cpu.method and named.background_cores is not None
+        proc = ProcCpu(mysql8.pids)
+        with CpuMeter(named.cpu) as meter:
+            before, host_before = proc.take(), _host_cpu_s()
+            for _ in range(300):  # new TLS connections: the handshakes a statement counter cannot see
+                conn = named.endpoint.connect(tls=True)
+                cur = conn.cursor()
+                cur.execute("SELECT 1")
+                cur.fetchall()
+                conn.close()
+            conn = named.endpoint.connect(tls=False)
+            cur = conn.cursor()
+            for i in range(3000):
+                cur.execute("SELECT %s", (i,))
+                cur.fetchall()
+            conn.close()
+            after, host_after = proc.take(), _host_cpu_s()
+    _agree(source, meter, sum(proc.seconds(before, after)), host_after - host_before)
+
+
+@pytest.fixture(scope="module")
+def mongod6():
+    with MongodServer(build=MONGOD_6_0.name, tls=False) as mongod:
+        yield mongod
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_named_mongods_cpu_from_its_host_is_its_proc_cpu(source, mongod6, host_sshd, tmp_path):
+    import contextlib
+
+    mongod = mongod6
+    with contextlib.ExitStack() as stack:
+        where = _spec(source, host_sshd, tmp_path, stack, mongod, "mongod")
+        uri = f"mongodb://{mongod.endpoint.host}:{mongod.endpoint.port}/"
+        named = stack.enter_context(ExternalMongo(uri=uri, **where))
+        assert named.describe()["server_cpu"] == named.cpu.method
+        client = mongod.endpoint.client()
+        coll = client.secoverhead_test.counters
+        proc = ProcCpu(mongod.pids)
+        with CpuMeter(named.cpu) as meter:
+            before, host_before = proc.take(), _host_cpu_s()
+            for i in range(3000):
+                coll.insert_one({"i": i, "pad": "x" * 200})
+                coll.find_one({"i": i})
+            after, host_after = proc.take(), _host_cpu_s()
+        client.close()
+    _agree(source, meter, sum(proc.seconds(before, after)), host_after - host_before)
+
+
+def test_an_ssh_source_that_cannot_log_in_or_finds_two_servers_says_why_in_one_line(host_sshd, tmp_path):
+    from secoverhead.core.errors import ConfigError, UnreachableServerError
+    from secoverhead.servers.remote_cpu import CpuSpec, remote_cpu
+
+    with MongodServer(build=MONGOD_6_0.name, tls=False), MongodServer(build=MONGOD_6_0.name, tls=False):  # two
+        with pytest.raises(ConfigError, match=r"\d server processes on 127\.0\.0\.1.*name one as ssh://host/PID"):
+            remote_cpu(CpuSpec.parse("x", host_sshd.spec()), "MongoDB", str(host_sshd.key), str(host_sshd.known_hosts))
+    with pytest.raises(UnreachableServerError, match="host key is not in known_hosts"):
+        empty = tmp_path / "known_hosts"
+        empty.write_text("")
+        remote_cpu(CpuSpec.parse("x", host_sshd.spec("1")), "MongoDB", str(host_sshd.key), str(empty))
+    with pytest.raises(ConfigError, match="no nosuchd process"):
+        remote_cpu(CpuSpec.parse("x", host_sshd.spec("nosuchd")), "MongoDB", str(host_sshd.key),
+                   str(host_sshd.known_hosts))

@@ -78,6 +78,15 @@ class CgroupCpu:
         return user / 1e9, system / 1e9
 
 
+def background_cores(source: CpuSource, seconds: float = 1.0) -> float:
+    """Cores a source reads with no load of ours (a server's own counters, a host's): what every reading of a run
+    also holds, recorded beside it."""
+    a, t0 = source.take(), time.monotonic()
+    time.sleep(seconds)
+    user, system = source.seconds(a, source.take())
+    return (user + system) / (time.monotonic() - t0)
+
+
 def cpu_source(server: CpuSource | Sequence[int] | None) -> CpuSource | None:
     """A CpuSource from a server's source, a list of PIDs (/proc), or None (nothing to measure)."""
     if server is None:

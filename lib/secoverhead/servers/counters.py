@@ -13,7 +13,6 @@ in them, so `background_cores` reads the server's rate before any load and the r
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from secoverhead.core.errors import ConfigError
@@ -49,13 +48,6 @@ class MongoServerStatusCpu:
     def seconds(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[float, float]:
         return (b[0] - a[0]) / 1e6, (b[1] - a[1]) / 1e6
 
-    def background_cores(self, seconds: float = 1.0) -> float:
-        """Cores the server burns with no load of ours: what every reading of a run also holds."""
-        a, t0 = self.take(), time.monotonic()
-        time.sleep(seconds)
-        user, system = self.seconds(a, self.take())
-        return (user + system) / (time.monotonic() - t0)
-
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
@@ -80,7 +72,8 @@ def mongo_server_cpu(endpoint: MongoEndpoint, mechanism: str | None) -> tuple[Mo
 
 MYSQL_NOTE = (
     "MySQL's own statement CPU counter holds 14-66 % of mysqld's CPU (connections, TLS and the protocol's work fall "
-    "outside statements: benchmarks/statement_cpu.py), so it is not read as server CPU"
+    "outside statements: benchmarks/statement_cpu.py), so it is not read as server CPU: name /proc over ssh:// or "
+    "an exporter's http:// page as mysql_server_cpu"
 )
 
 

@@ -19,7 +19,9 @@ from secoverhead.core.secrets import Secret, redact, secret_from
 from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
+from secoverhead.host.metrics import background_cores
 from secoverhead.servers.counters import MYSQL_NOTE, mongo_server_cpu
+from secoverhead.servers.remote_cpu import CpuSpec, check_key, remote_cpu
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 
 
@@ -57,6 +59,23 @@ def _password(env: str | None, file: str | Path | None) -> Secret:
     return secret_from(env=env, file=file)
 
 
+def _check_cpu_source(server_cpu: str, own: tuple[str, ...], ssh_key: str) -> None:
+    """A source named by its spec (ssh://, http://) is parsed and its key checked before anything starts."""
+    if server_cpu in own:
+        return
+    spec = CpuSpec.parse("server_cpu", server_cpu)
+    if spec.kind == "ssh":
+        check_key("server_cpu_ssh_key", ssh_key)
+
+
+def _open_remote_cpu(server: Server, engine: str) -> None:
+    """Server CPU from the DBA's host (/proc over SSH, an exporter), and its rate before any load of ours."""
+    source = remote_cpu(CpuSpec.parse("server_cpu", server.server_cpu), engine, server.ssh_key, server.known_hosts)
+    server._cleanups.append(source.close)
+    server.background_cores = background_cores(source)
+    server.counters = source
+
+
 @dataclass(eq=False, repr=False, kw_only=True)
 class ExternalMySQL(Server):
     """A MySQL-protocol server the user names. tls: whether the load (and the checking connection) uses TLS;
@@ -81,6 +100,9 @@ class ExternalMySQL(Server):
     plain_too: bool = False
     tables: Sequence[str] = ()
     encryption: str | None = None  # "on" / "off": the user's label, checked against the server before any load
+    server_cpu: str = "none"  # where its CPU is read: ssh://host/mysqld, an exporter's http:// page, or "none"
+    ssh_key: str = ""  # with ssh://: the private key file SSH logs in with (a passphrase: from ssh-agent)
+    known_hosts: str = ""  # with ssh://: a known_hosts file (else ssh's own)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,6 +112,7 @@ class ExternalMySQL(Server):
         self.client_key = _check_file(self.client_key, "client key file")
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MySQLEndpoint | None = None
+        _check_cpu_source(self.server_cpu, ("none",), self.ssh_key)
         self.counters_note = MYSQL_NOTE
 
     def _start(self) -> None:
@@ -109,6 +132,8 @@ class ExternalMySQL(Server):
             tls_required=False,
         )
         self._facts = self._query_facts()
+        if self.server_cpu != "none":
+            _open_remote_cpu(self, "MySQL")
 
     def _query_facts(self) -> dict[str, Any]:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
@@ -201,6 +226,8 @@ class ExternalMySQL(Server):
             "kind": self.kind,
             "instance_class": self.instance_class,
             **self._facts,
+            "server_cpu": self.cpu_method,
+            "server_cpu_background_cores": self.background_cores,
             "endpoint": self.endpoint.as_dict(),
         }
 
@@ -226,7 +253,9 @@ class ExternalMongo(Server):
     connect_timeout: float = 5.0
     instance_class: str | None = None
     collections: Sequence[str] = ()  # database.collection the run fills: refused at entry if not the project's
-    server_cpu: str = "serverStatus"  # where its CPU is read: its serverStatus (servers/counters.py), or "none"
+    server_cpu: str = "serverStatus"  # where its CPU is read: serverStatus (servers/counters.py), ssh://, http://, none
+    ssh_key: str = ""  # as ExternalMySQL's
+    known_hosts: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -243,8 +272,7 @@ class ExternalMongo(Server):
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
-        if self.server_cpu not in ("serverStatus", "none"):
-            raise ConfigError(f"server_cpu={self.server_cpu!r} is not one of serverStatus, none")
+        _check_cpu_source(self.server_cpu, ("serverStatus", "none"), self.ssh_key)
 
     def _start(self) -> None:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
@@ -290,14 +318,18 @@ class ExternalMongo(Server):
         self._read_counters(self.mechanisms[0] if users else None)
 
     def _read_counters(self, mechanism: str | None) -> None:
-        """Server CPU from its serverStatus where asked for and allowed, and its rate before any load of ours."""
+        """Server CPU from its serverStatus or the DBA's host where asked for and allowed, and its rate before any
+        load of ours."""
         if self.server_cpu == "none":
             self.counters_note = "server_cpu none"
+            return
+        if self.server_cpu != "serverStatus":
+            _open_remote_cpu(self, "MongoDB")
             return
         source, self.counters_note = mongo_server_cpu(self.endpoint, mechanism)
         if source is not None:
             self._cleanups.append(source.close)
-            self.background_cores = source.background_cores()
+            self.background_cores = background_cores(source)
             self.counters = source
 
     def _probe_tls(self, kwargs: dict[str, Any]) -> str:

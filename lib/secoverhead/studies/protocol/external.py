@@ -10,11 +10,32 @@ from urllib.parse import urlsplit
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.servers import ExternalMongo, ExternalMySQL
+from secoverhead.servers.remote_cpu import CpuSpec, check_key
 from secoverhead.studies.protocol.params import _check_host
 
 
+CPU_SOURCES = (
+    "ssh://[user@]host[:port][/process or PID] (/proc over SSH with server_cpu_ssh_key), or an exporter's "
+    "http://host:port/metrics[#group] (process-exporter's group; node_exporter: the whole host's CPU)"
+)
+
+
 @dataclass
-class ExternalMySQLParams:
+class ServerCpuParams:
+    """Where a named server's CPU is read on its host: the key and known hosts an ssh:// source logs in with."""
+
+    server_cpu_ssh_key: str = param("", "with an ssh:// CPU source: the private key file (a passphrase: ssh-agent)")
+    server_cpu_ssh_known_hosts: str = param("", "with an ssh:// CPU source: a known_hosts file (else ssh's own)")
+
+    def check_cpu_source(self, name: str, value: str, own: tuple[str, ...]) -> None:
+        if value in own:
+            return
+        if CpuSpec.parse(name, value).kind == "ssh":
+            check_key("server_cpu_ssh_key", self.server_cpu_ssh_key)
+
+
+@dataclass
+class ExternalMySQLParams(ServerCpuParams):
     """How a study names a MySQL-protocol server it did not start (empty mysql_host: start MariaDB)."""
 
     mysql_host: str = param("", "your MySQL/MariaDB host (empty: the study starts its own)", pattern=r"[^\s/@]*")
@@ -37,9 +58,16 @@ class ExternalMySQLParams:
         "", "with mysql_tls: a client certificate your server's CA signed (sysbench 1.0 connects over TLS only so)"
     )
     mysql_client_key_file: str = param("", "with mysql_tls: that certificate's key")
+    mysql_server_cpu: str = param(
+        "none",
+        "where your MySQL's CPU is read: " + CPU_SOURCES + "; none: CPU claims not testable (its own statement CPU "
+        "counter leaves out connections and TLS)",
+        pattern=r"none|(ssh|https?)://\S+",
+    )
 
     def check_mysql(self) -> None:
         _check_host("mysql_host", self.mysql_host)
+        self.check_cpu_source("mysql_server_cpu", self.mysql_server_cpu, ("none",))
         if self.mysql_tls and not (self.mysql_ca_file and self.mysql_client_cert_file and self.mysql_client_key_file):
             raise ConfigError(
                 "mysql_tls: sysbench 1.0 connects over TLS only with your server's CA and a client certificate and "
@@ -79,11 +107,14 @@ class ExternalMySQLParams:
             plain_too=plain_too,
             tables=tables,
             instance_class=instance_class or None,
+            server_cpu=self.mysql_server_cpu,
+            ssh_key=self.server_cpu_ssh_key,
+            known_hosts=self.server_cpu_ssh_known_hosts,
         )
 
 
 @dataclass
-class ExternalMongoParams:
+class ExternalMongoParams(ServerCpuParams):
     """How a study names a MongoDB it did not start (empty mongo_uri: the study starts its own)."""
 
     mongo_uri: str = param(
@@ -97,13 +128,14 @@ class ExternalMongoParams:
         "serverStatus",
         "where your MongoDB's CPU is read: its serverStatus (the mongod process's user and system time; the account "
         "needs clusterMonitor; everything the server does meanwhile is in it, its rate before the load recorded), "
-        "or none (CPU claims: not testable)",
-        choices=["serverStatus", "none"],
+        "or " + CPU_SOURCES + ", or none (CPU claims: not testable)",
+        pattern=r"serverStatus|none|(ssh|https?)://\S+",
     )
 
     def check_mongo(self) -> None:
         if not self.mongo_uri:
             return
+        self.check_cpu_source("mongo_server_cpu", self.mongo_server_cpu, ("serverStatus", "none"))
         try:
             parts = urlsplit(self.mongo_uri)
             port = parts.port
@@ -140,6 +172,8 @@ class ExternalMongoParams:
             ca_file=self.mongo_ca_file or None,
             collections=self.MONGO_COLLECTIONS,
             server_cpu=self.mongo_server_cpu,
+            ssh_key=self.server_cpu_ssh_key,
+            known_hosts=self.server_cpu_ssh_known_hosts,
         )
 
 
