@@ -204,3 +204,48 @@ def test_an_ssh_source_that_cannot_log_in_or_finds_two_servers_says_why_in_one_l
     with pytest.raises(ConfigError, match="no nosuchd process"):
         remote_cpu(CpuSpec.parse("x", host_sshd.spec("nosuchd")), "MongoDB", str(host_sshd.key),
                    str(host_sshd.known_hosts))
+
+
+# -- a study's CPU claims on the DBA's MySQL, measured on its host -------------------------------------------------
+def _run_auth(tmp_path, server, where: dict) -> dict:
+    """The auth study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's
+    facts and the part's notes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    conn = server.admin()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE IF NOT EXISTS sbtest")
+    cur.execute("GRANT ALL PRIVILEGES ON sbtest.* TO 'dba'@'%'")
+    conn.close()
+    args = {"mysql_host": "127.0.0.1", "mysql_port": server.endpoint.port, "mysql_user": "dba",
+            "mysql_password_env": "WATCHED_PW", "mongo_enabled": "false", "nonce_enabled": "false",
+            "repetitions": 2, "mysql_server_cpu": where["server_cpu"]}
+    if "ssh_key" in where:
+        args |= {"server_cpu_ssh_key": where["ssh_key"], "server_cpu_ssh_known_hosts": where["known_hosts"]}
+    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", "auth", "--reports", str(tmp_path / "reports")]
+    argv += [x for k, v in args.items() for x in ("-p", k, str(v))]
+    env = os.environ | {"WATCHED_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    results = next((tmp_path / "reports").rglob("verdicts.json")).parent
+    meta = json.loads((results / "auth-mysql" / "metadata.json").read_text())
+    return json.loads((results / "verdicts.json").read_text()), meta["servers"]["mysql"], meta["notes"]
+
+
+@pytest.mark.parametrize("source", ["ssh", "process-exporter"])
+def test_the_pooling_claim_is_decided_on_a_named_mysql_from_its_hosts_cpu(source, mysql8, host_sshd, tmp_path):
+    """Without a CPU source the claim is not testable on a named MySQL; with one it is judged."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        verdicts, facts, notes = _run_auth(tmp_path, mysql8, _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld"))
+    pooling = [v for v in verdicts["verdicts"] if v["id"] == "MySQL:pooling"]
+    assert pooling and all(v["verdict"] in ("reproduced", "not reproduced") for v in pooling), pooling
+    assert all(v["preconditions"][0]["holds"] for v in pooling), pooling
+    assert all("MariaDB" not in v["engine_note"] and "MySQL 8.0" in v["engine_note"] for v in pooling), pooling
+    assert any(n.startswith(f"server CPU read from {facts['server_cpu']}") for n in notes), (facts, notes)
+    assert ("over ssh" if source == "ssh" else "process-exporter group mysqld") in facts["server_cpu"]

@@ -24,7 +24,8 @@ CLIENT_BOUND_CORES = 0.8
 
 
 class CpuSource(Protocol):
-    """Where a server's CPU is read: take() a reading, seconds(a, b) -> (user, system) between two."""
+    """Where a server's CPU is read: take() a reading, seconds(a, b) -> (user, system) between two; resolution_s,
+    the counter's step (a /proc tick, a microsecond), where the source has one."""
 
     method: str
 
@@ -43,6 +44,7 @@ class ProcCpu:
     """/proc ticks of a fixed set of processes; a process gone by the second reading counts nothing."""
 
     method = "proc-ticks"
+    resolution_s = TICK_S
 
     def __init__(self, pids: Iterable[int]) -> None:
         self.pids = list(pids)
@@ -66,6 +68,7 @@ class CgroupCpu:
     """A cpuacct group's nanosecond counters."""
 
     method = CpuAccount.method
+    resolution_s = 1e-9
 
     def __init__(self, account: CpuAccount) -> None:
         self.account = account
@@ -105,6 +108,7 @@ class CpuUsage:
     user_s: float
     system_s: float
     method: str = "rusage"
+    resolution_s: float = 0.0  # the counter's step: 0 for one far finer than a run
 
     @property
     def total_s(self) -> float:
@@ -117,8 +121,9 @@ class CpuUsage:
 
     @property
     def low_resolution(self) -> bool:
-        """Tick-based and fewer than 200 ticks: uncertain by more than 0.5 % from rounding alone."""
-        return self.method == ProcCpu.method and self.total_s < 200 * TICK_S
+        """Counted in steps of a millisecond or more (/proc ticks, here or on the DBA's host) and fewer than 200 of
+        them: uncertain by more than 0.5 % from rounding alone."""
+        return self.resolution_s >= 1e-3 and self.total_s < 200 * self.resolution_s
 
     def per_op_us(self, operations: int) -> dict[str, float]:
         """CPU microseconds per operation, total and split user/system."""
@@ -131,7 +136,7 @@ class CpuUsage:
         }
 
     def as_dict(self, prefix: str = "") -> dict[str, float]:
-        d = {k: v for k, v in asdict(self).items() if k != "method"} | {"total_s": self.total_s, "cores": self.cores}
+        d = {k: v for k, v in asdict(self).items() if k not in ("method", "resolution_s")} | {"total_s": self.total_s, "cores": self.cores}
         return {f"{prefix}{k}": v for k, v in d.items()}
 
 
@@ -158,10 +163,12 @@ class CpuMeter:
         wall = time.monotonic() - self._wall0
         if self.source is not None:
             user, system = self.source.seconds(self._server0, self.source.take())
-            self.server = CpuUsage(wall, user, system, self.source.method)
+            self.server = CpuUsage(wall, user, system, self.source.method, getattr(self.source, "resolution_s", 0.0))
         if self.client_source is not None:
             user, system = self.client_source.seconds(self._client0, self.client_source.take())
-            self.client = CpuUsage(wall, user, system, self.client_source.method)
+            self.client = CpuUsage(
+                wall, user, system, self.client_source.method, getattr(self.client_source, "resolution_s", 0.0)
+            )
             return
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.client = CpuUsage(

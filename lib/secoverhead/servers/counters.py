@@ -26,6 +26,7 @@ class MongoServerStatusCpu:
     its own opened at the first reading (its own commands are a few per run: noise well under a millisecond)."""
 
     method = SERVER_STATUS
+    resolution_s = 1e-6
 
     def __init__(self, endpoint: MongoEndpoint, mechanism: str | None) -> None:
         self._args = endpoint.client_args(mechanism=mechanism, maxPoolSize=1)
@@ -83,6 +84,7 @@ def cpu_note(server: Any) -> str:
     if source is None:
         return f"server CPU is not measured: {server.counters_note or 'a server the project did not start'}"
     background = server.background_cores
-    return f"server CPU read from {source.method}: the whole server's, so everything else it did meanwhile is in it" + (
+    what = "" if "whole host" in source.method else ": the whole server's, so everything else it did meanwhile is in it"
+    return f"server CPU read from {source.method}{what}" + (
         f" (it burned {background:.3f} cores over a second before the load)" if background is not None else ""
     )

@@ -111,7 +111,7 @@ class SshProcCpu:
         self.key_file, self.known_hosts = str(Path(key_file).expanduser()), known_hosts
         self.method = f"/proc ticks over ssh to {spec.host}"
         self.pids: list[int] = []
-        self.tick_s = 0.01
+        self.resolution_s = 0.01  # the host's tick, read at open
         self._proc: ServerProcess | None = None
         self._dir: Path | None = None
         self._buffer = b""
@@ -132,7 +132,7 @@ class SshProcCpu:
         self._proc = ServerProcess("ssh", self.argv(), log_path=self._dir / "ssh.log", cwd=self._dir, pipes=True)
         first = self._line()
         self.pids = [int(x) for x in first.removeprefix("pids").split()]
-        self.tick_s = 1.0 / float(self._line().removeprefix("tck "))
+        self.resolution_s = 1.0 / float(self._line().removeprefix("tck "))
         where = f"{self.spec.host}:{self.spec.port}"
         if not self.pids:
             wanted = self.spec.process or " or ".join(PROCESS_NAMES[self.engine])
@@ -177,7 +177,7 @@ class SshProcCpu:
         return user, system
 
     def seconds(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[float, float]:
-        return (b[0] - a[0]) * self.tick_s, (b[1] - a[1]) * self.tick_s
+        return (b[0] - a[0]) * self.resolution_s, (b[1] - a[1]) * self.resolution_s
 
     def close(self) -> None:
         if self._proc is not None:
@@ -197,6 +197,7 @@ class PrometheusCpu:
         self.spec, self.engine, self.timeout = spec, engine, timeout
         self.group = ""
         self.method = f"Prometheus exporter at {spec.url}"
+        self.resolution_s = 0.01  # both exporters read /proc's ticks (USER_HZ, 100 on Linux)
 
     def open(self) -> None:
         """Read the page once: which counter measures, and whether it names exactly one group of the server's."""
@@ -231,25 +232,27 @@ class PrometheusCpu:
 
     def take(self) -> tuple[float, float]:
         """(user, system) seconds so far: the group's, or the host's summed over its CPUs."""
-        user = system = 0.0
-        for s in self._samples():
-            if self.group and s.name == PROCESS_GROUP_METRIC and s.labels.get("groupname") == self.group:
-                mode = s.labels.get("mode")
-            elif not self.group and s.name == HOST_METRIC:
-                mode = s.labels.get("mode")
-            else:
-                continue
-            if mode in _USER_MODES:
-                user += s.value
-            elif mode in _SYSTEM_MODES:
-                system += s.value
-        return user, system
+        return exported_cpu(self._samples(), self.group)
 
     def seconds(self, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
         return b[0] - a[0], b[1] - a[1]
 
     def close(self) -> None:
         pass
+
+
+def exported_cpu(samples: list[Any], group: str) -> tuple[float, float]:
+    """(user, system) seconds in an exporter's samples: one process-exporter group's, or (no group) node_exporter's
+    over every CPU, nice, interrupts and softirqs counted in; idle, iowait and steal are not CPU used."""
+    metric = PROCESS_GROUP_METRIC if group else HOST_METRIC
+    user = system = 0.0
+    for s in samples:
+        if s.name != metric or (group and s.labels.get("groupname") != group):
+            continue
+        mode = s.labels.get("mode")
+        user += s.value if mode in _USER_MODES else 0.0
+        system += s.value if mode in _SYSTEM_MODES else 0.0
+    return user, system
 
 
 def remote_cpu(spec: CpuSpec, engine: str, key_file: str = "", known_hosts: str = "") -> SshProcCpu | PrometheusCpu:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.reads import Ratio
 from secoverhead.analysis.verdicts import ClaimVerdict
-from secoverhead.measurement.parts import StudyResult
+from secoverhead.measurement.parts import Part, StudyResult
+from secoverhead.servers.builds import build_note
 from secoverhead.studies.auth.declarations import STUDY, engine_of
 from secoverhead.studies.protocol.conditions import median
 from secoverhead.studies.protocol.judging import study_verdicts
@@ -71,12 +73,22 @@ RULES: dict[str, tuple[Rule, ...]] = {  # words, metrics, readings, precondition
 
 
 def part_claims(
-    part: str, runs: pd.DataFrame, alpha: float = 0.05, *, top: int | None = None, top_workers: int | None = None
+    part: str,
+    runs: pd.DataFrame,
+    alpha: float = 0.05,
+    *,
+    top: int | None = None,
+    top_workers: int | None = None,
+    server_note: str = "",
 ) -> list[ClaimVerdict]:
     """The claims one part can check: MongoDB's auth and pooling costs, MySQL's pooling, the nonce mechanism;
-    each at the highest concurrency (or worker count) measured (top, top_workers: the plan's, when given)."""
+    each at the highest concurrency (or worker count) measured (top, top_workers: the plan's, when given).
+    server_note: what the MySQL part ran on (the embedded MariaDB, or the user's MySQL), over the rule's default."""
     levels = {k: v for k, v in (("concurrency", top), ("workers", top_workers)) if v is not None}
-    return judge(RULES.get(engine_of(part), ()), runs, alpha, part=part, levels=levels)
+    rules = RULES.get(engine_of(part), ())
+    if server_note and engine_of(part) == "MySQL":
+        rules = tuple(replace(r, engine_note=server_note) for r in rules)
+    return judge(rules, runs, alpha, part=part, levels=levels)
 
 
 def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
@@ -90,8 +102,11 @@ def baseline_conditions(part: str, runs: pd.DataFrame) -> dict[str, Any]:
 def claims(result: StudyResult) -> list[ClaimVerdict]:
     p = result.params
     top, top_workers = max(p.concurrency), max(p.nonce_workers)
-    return study_verdicts(
-        result,
-        lambda part: lambda runs, alpha: part_claims(part.name, runs, alpha, top=top, top_workers=top_workers),
-        baseline_conditions,
-    )
+
+    def judge_part(part: Part):
+        note = build_note(part.server)
+        return lambda runs, alpha: part_claims(
+            part.name, runs, alpha, top=top, top_workers=top_workers, server_note=note
+        )
+
+    return study_verdicts(result, judge_part, baseline_conditions)

@@ -58,13 +58,13 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
             for k, srv in servers.items()
         }
         return servers, facts, notes
+    if p.mysql_host:
+        ext = stack.enter_context(p.both_ways_mysql())
+        return {"db": ext}, {"mysql": ext.describe()}, ["password auth is the account's own plugin", cpu_note(ext)]
     notes = [
         "password auth is mysql_native_password (MariaDB's default); MariaDB's ed25519 plugin is not an arm "
         "because mysql-connector-python cannot speak it"
     ]
-    if p.mysql_host:
-        ext = stack.enter_context(p.both_ways_mysql())
-        return {"db": ext}, {"mysql": ext.describe()}, notes
     keys = sorted(set(p.server_keys(part).values()))
     dbs = {k: stack.enter_context(MariaDBServer(tls="on")) for k in keys}
     if p.part_design(part) == "duet":
