@@ -2,7 +2,9 @@
 # Install the Debian packages the studies need, only those missing (a no-op re-run takes milliseconds).
 set -euo pipefail
 # fonts-wqy-microhei (5 MB): a CJK font, so the originals' Chinese words print as words, not boxes
-packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium fonts-wqy-microhei linux-perf unzip maven strace gcc libc6-dev)
+# openssh-client: server CPU over ssh:// on a DBA's host; openssh-server and the two Prometheus exporters: what the
+# tests start on loopback to check those CPU sources against /proc (never started as services: see policy-rc.d)
+packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium fonts-wqy-microhei linux-perf unzip maven strace gcc libc6-dev openssh-client openssh-server prometheus-node-exporter prometheus-process-exporter)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,5 +25,11 @@ fi
 echo "installing Debian packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-# Debian's postinst would start services under systemd; we start our own private instances instead.
+# Debian's postinst would start services (sshd on port 22, the exporters); we start our own private instances
+# instead, so invoke-rc.d is told no while the packages install (only when no policy of the machine's is there).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+  "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
+  trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

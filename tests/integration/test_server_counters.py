@@ -3,13 +3,14 @@ process CPU through serverStatus, and it agrees with /proc on the same process (
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from secoverhead.host.metrics import CpuMeter, ProcCpu
 from secoverhead.servers import ExternalMongo
 from secoverhead.servers.engines import MONGOD_4_2, MONGOD_6_0
 from secoverhead.servers.mongod import MongodServer
-
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +111,7 @@ def _host_cpu_s() -> float:
     """Every CPU's user, nice, system, irq and softirq time in /proc/stat: what node_exporter adds up."""
     from secoverhead.host.metrics import TICK_S
 
-    fields = open("/proc/stat").readline().split()[1:]
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) * TICK_S
 
 
@@ -138,8 +139,9 @@ def test_a_named_mysqls_cpu_from_its_host_is_its_proc_cpu(source, mysql8, host_s
     with contextlib.ExitStack() as stack:
         where = _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld")
         named = stack.enter_context(
-            ExternalMySQL(host="127.0.0.1", port=mysql8.endpoint.port, user="dba", password_env="WATCHED_PW",
-                          tls=True, **where)
+            ExternalMySQL(
+                host="127.0.0.1", port=mysql8.endpoint.port, user="dba", password_env="WATCHED_PW", tls=True, **where
+            )
         )
         assert named.describe()["server_cpu"] == named.cpu.method and named.background_cores is not None
         proc = ProcCpu(mysql8.pids)
@@ -194,46 +196,75 @@ def test_an_ssh_source_that_cannot_log_in_or_finds_two_servers_says_why_in_one_l
     from secoverhead.core.errors import ConfigError, UnreachableServerError
     from secoverhead.servers.remote_cpu import CpuSpec, remote_cpu
 
-    with MongodServer(build=MONGOD_6_0.name, tls=False), MongodServer(build=MONGOD_6_0.name, tls=False):  # two
-        with pytest.raises(ConfigError, match=r"\d server processes on 127\.0\.0\.1.*name one as ssh://host/PID"):
-            remote_cpu(CpuSpec.parse("x", host_sshd.spec()), "MongoDB", str(host_sshd.key), str(host_sshd.known_hosts))
+    two = r"\d server processes on 127\.0\.0\.1.*name one as ssh://host/PID"
+    with (
+        MongodServer(build=MONGOD_6_0.name, tls=False),
+        MongodServer(build=MONGOD_6_0.name, tls=False),
+        pytest.raises(ConfigError, match=two),
+    ):
+        remote_cpu(CpuSpec.parse("x", host_sshd.spec()), "MongoDB", str(host_sshd.key), str(host_sshd.known_hosts))
     with pytest.raises(UnreachableServerError, match="host key is not in known_hosts"):
         empty = tmp_path / "known_hosts"
         empty.write_text("")
         remote_cpu(CpuSpec.parse("x", host_sshd.spec("1")), "MongoDB", str(host_sshd.key), str(empty))
     with pytest.raises(ConfigError, match="no nosuchd process"):
-        remote_cpu(CpuSpec.parse("x", host_sshd.spec("nosuchd")), "MongoDB", str(host_sshd.key),
-                   str(host_sshd.known_hosts))
+        remote_cpu(
+            CpuSpec.parse("x", host_sshd.spec("nosuchd")), "MongoDB", str(host_sshd.key), str(host_sshd.known_hosts)
+        )
 
 
 # -- a study's CPU claims on the DBA's MySQL, measured on its host -------------------------------------------------
-def _run_auth(tmp_path, server, where: dict) -> dict:
-    """The auth study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's
-    facts and the part's notes."""
+STUDY_ARGS = {
+    "auth": {"mongo_enabled": "false", "nonce_enabled": "false", "repetitions": 2},
+    "tls": {"files": "tests/fixtures/tls_tiny.yaml", "rtt_enabled": "false"},
+}
+
+
+def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[str]]:
+    """A study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's facts
+    and the part's notes."""
+    import csv
     import json
     import os
     import subprocess
     import sys
+    from pathlib import Path
 
     conn = server.admin()
     cur = conn.cursor()
     cur.execute("CREATE DATABASE IF NOT EXISTS sbtest")
     cur.execute("GRANT ALL PRIVILEGES ON sbtest.* TO 'dba'@'%'")
     conn.close()
-    args = {"mysql_host": "127.0.0.1", "mysql_port": server.endpoint.port, "mysql_user": "dba",
-            "mysql_password_env": "WATCHED_PW", "mongo_enabled": "false", "nonce_enabled": "false",
-            "repetitions": 2, "mysql_server_cpu": where["server_cpu"]}
+    args = {
+        "mysql_host": "127.0.0.1",
+        "mysql_port": server.endpoint.port,
+        "mysql_user": "dba",
+        "mysql_password_env": "WATCHED_PW",
+        "mysql_server_cpu": where["server_cpu"],
+        **STUDY_ARGS[study],
+    }
     if "ssh_key" in where:
         args |= {"server_cpu_ssh_key": where["ssh_key"], "server_cpu_ssh_known_hosts": where["known_hosts"]}
-    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", "auth", "--reports", str(tmp_path / "reports")]
+    files = args.pop("files", None)
+    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", study, "--reports", str(tmp_path / "reports")]
     argv += [x for k, v in args.items() for x in ("-p", k, str(v))]
+    argv += ["-f", str(Path(__file__).parents[2] / files)] if files else []
     env = os.environ | {"WATCHED_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
     env.pop("PYTEST_CURRENT_TEST", None)
     res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     results = next((tmp_path / "reports").rglob("verdicts.json")).parent
-    meta = json.loads((results / "auth-mysql" / "metadata.json").read_text())
+    part = next(results.glob("*/metadata.json")).parent
+    meta = json.loads((part / "metadata.json").read_text())
+    with (part / "results.csv").open() as f:
+        metrics = {row["metric"] for row in csv.DictReader(f)}
+    assert {m for m in metrics if "server_cpu_us_per_op" in m}, metrics  # every run measured the server's CPU
     return json.loads((results / "verdicts.json").read_text()), meta["servers"]["mysql"], meta["notes"]
+
+
+def _source_noted(facts: dict, notes: list[str]) -> None:
+    assert facts["server_cpu"] and facts["server_cpu_background_cores"] is not None, facts
+    assert any(n.startswith(f"server CPU read from {facts['server_cpu']}") for n in notes), (facts, notes)
 
 
 @pytest.mark.parametrize("source", ["ssh", "process-exporter"])
@@ -242,10 +273,20 @@ def test_the_pooling_claim_is_decided_on_a_named_mysql_from_its_hosts_cpu(source
     import contextlib
 
     with contextlib.ExitStack() as stack:
-        verdicts, facts, notes = _run_auth(tmp_path, mysql8, _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld"))
+        where = _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld")
+        verdicts, facts, notes = _run("auth", tmp_path, mysql8, where)
     pooling = [v for v in verdicts["verdicts"] if v["id"] == "MySQL:pooling"]
     assert pooling and all(v["verdict"] in ("reproduced", "not reproduced") for v in pooling), pooling
     assert all(v["preconditions"][0]["holds"] for v in pooling), pooling
     assert all("MariaDB" not in v["engine_note"] and "MySQL 8.0" in v["engine_note"] for v in pooling), pooling
-    assert any(n.startswith(f"server CPU read from {facts['server_cpu']}") for n in notes), (facts, notes)
+    _source_noted(facts, notes)
     assert ("over ssh" if source == "ssh" else "process-exporter group mysqld") in facts["server_cpu"]
+
+
+def test_a_tls_run_on_a_named_mysql_reads_the_whole_hosts_cpu_and_says_so(mysql8, host_sshd, tmp_path):
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        verdicts, facts, notes = _run("tls", tmp_path, mysql8, _spec("node", host_sshd, tmp_path, stack, mysql8, ""))
+    assert "whole host" in facts["server_cpu"] and verdicts["verdicts"], facts
+    _source_noted(facts, notes)

@@ -61,8 +61,9 @@ def sshd(tmp: Path) -> Iterator[Sshd]:
     made_run = os.geteuid() == 0 and not Path("/run/sshd").exists()  # privilege separation's empty directory
     if made_run:
         Path("/run/sshd").mkdir(mode=0o755)
-    proc = ServerProcess("sshd", [str(SSHD), "-D", "-e", "-f", str(tmp / "sshd_config")], log_path=tmp / "sshd.log",
-                         cwd=tmp)
+    proc = ServerProcess(
+        "sshd", [str(SSHD), "-D", "-e", "-f", str(tmp / "sshd_config")], log_path=tmp / "sshd.log", cwd=tmp
+    )
     try:
         _ready(proc, lambda: _listening(port))
         user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()

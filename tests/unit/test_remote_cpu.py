@@ -12,8 +12,9 @@ from secoverhead.servers.remote_cpu import CpuSpec, _remote_script, check_key, e
 
 
 def test_an_ssh_spec_names_user_host_port_and_process():
-    assert CpuSpec.parse("p", "ssh://dba@db1.example:2222/mysqld") == CpuSpec("ssh", "db1.example", 2222, "dba",
-                                                                              "mysqld")
+    assert CpuSpec.parse("p", "ssh://dba@db1.example:2222/mysqld") == CpuSpec(
+        "ssh", "db1.example", 2222, "dba", "mysqld"
+    )
     assert CpuSpec.parse("p", "ssh://db1") == CpuSpec("ssh", "db1", 22)
     assert CpuSpec.parse("p", "ssh://db1/4711").process == "4711"
 

@@ -136,7 +136,8 @@ class CpuUsage:
         }
 
     def as_dict(self, prefix: str = "") -> dict[str, float]:
-        d = {k: v for k, v in asdict(self).items() if k not in ("method", "resolution_s")} | {"total_s": self.total_s, "cores": self.cores}
+        kept = {k: v for k, v in asdict(self).items() if k not in ("method", "resolution_s")}
+        d = kept | {"total_s": self.total_s, "cores": self.cores}
         return {f"{prefix}{k}": v for k, v in d.items()}
 
 

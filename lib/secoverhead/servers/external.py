@@ -16,13 +16,13 @@ from urllib.parse import urlsplit
 from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
 from secoverhead.core.paths import file_problem
 from secoverhead.core.secrets import Secret, redact, secret_from
+from secoverhead.host.metrics import background_cores
 from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
-from secoverhead.host.metrics import background_cores
 from secoverhead.servers.counters import MYSQL_NOTE, mongo_server_cpu
-from secoverhead.servers.remote_cpu import CpuSpec, check_key, remote_cpu
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
+from secoverhead.servers.remote_cpu import CpuSpec, check_key, remote_cpu
 
 
 def _check_reachable(host: str, port: int, timeout: float) -> None:

@@ -13,7 +13,6 @@ from secoverhead.servers import ExternalMongo, ExternalMySQL
 from secoverhead.servers.remote_cpu import CpuSpec, check_key
 from secoverhead.studies.protocol.params import _check_host
 
-
 CPU_SOURCES = (
     "ssh://[user@]host[:port][/process or PID] (/proc over SSH with server_cpu_ssh_key), or an exporter's "
     "http://host:port/metrics[#group] (process-exporter's group; node_exporter: the whole host's CPU)"
