@@ -76,14 +76,17 @@ def number(x: float) -> str:
 
 
 def cores_text(iv: Interval) -> str:
+    """The estimate first, then its interval: what a DBA plans with and how far it may be off."""
     if iv.lo <= 0 < iv.hi:
         return f"at most {number(iv.hi)} cores (its interval reaches zero: more rounds would say how much)"
-    return f"{number(iv.lo)}–{number(iv.hi)} cores"
+    return f"{number(iv.point)} cores [{number(iv.lo)}, {number(iv.hi)}]"
 
 
 def planned(resolved: Interval, unresolved: list[LineResult]) -> Interval:
-    """The interval to plan with: the resolved lines' least, and every line's most."""
-    return Interval(resolved.point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
+    """The interval to plan with: the resolved lines' least, and every line's most; the estimate adds the
+    unresolved lines' own estimates where above zero (a feature adds work)."""
+    point = resolved.point + sum(max(r.cores.point, 0.0) for r in unresolved)
+    return Interval(point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
 
 
 def parts_text(resolved: Interval, unresolved: list[LineResult]) -> str:
@@ -91,14 +94,15 @@ def parts_text(resolved: Interval, unresolved: list[LineResult]) -> str:
     adds work, so a line not told apart from zero adds nothing to the least it costs, and at most its upper end."""
     if not unresolved:
         return cores_text(resolved)
-    most = planned(resolved, unresolved).hi
-    upper = most - resolved.hi
+    plan = planned(resolved, unresolved)
+    upper = plan.hi - resolved.hi
     names = ", ".join(r.line.label for r in unresolved)
     if resolved.hi <= 0:
         return f"at most {number(upper)} cores ({names}: not told apart from zero here)"
     return (
-        f"{number(resolved.lo)}–{number(most)} cores ({number(resolved.lo)}–{number(resolved.hi)} "
-        f"measured above zero; up to {number(upper)} more for {names}, not told apart from zero here)"
+        f"{number(plan.point)} cores [{number(resolved.lo)}, {number(plan.hi)}] ({number(resolved.point)} "
+        f"[{number(resolved.lo)}, {number(resolved.hi)}] measured above zero; up to {number(upper)} more for "
+        f"{names}, not told apart from zero here)"
     )
 
 
@@ -157,13 +161,14 @@ def _total_sentence(c: Calculation) -> str:
     pct = c.share(t)
     need = t.times(1.0 / p.target_utilisation)
     mine = (
-        f": {number(max(pct.lo, 0))}–{number(pct.hi)} % of your {c.cores:g} cores ({c.cores_from})"
+        f": {number(pct.point)} % [{number(max(pct.lo, 0))}, {number(pct.hi)}] of your {c.cores:g} cores "
+        f"({c.cores_from})"
         if pct is not None
         else ""
     )
     text = (
         f"In all, {parts_text(resolved, unresolved)}{mine}; planned at {p.target_utilisation:.0%} utilisation, "
-        f"{number(max(need.lo, 0))}–{number(need.hi)} cores."
+        f"{number(need.point)} cores [{number(max(need.lo, 0))}, {number(need.hi)}]."
     )
     if pct is None:
         text += " Give -p cores (or a calibration_file from `secoverhead calibrate`) for the share of your machine."

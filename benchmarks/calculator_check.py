@@ -1,0 +1,203 @@
+"""Does the calculator's answer hold for a workload it never saw?
+
+Each feature is checked on the build its study measured, with a workload at set rates that no study ran:
+
+- tls: on a MySQL 8.0 the project starts (the TLS study's build and certificate: RSA-2048, TLS 1.3), new
+  connections per second (each connects, runs the TLS study's point select once and closes) and point selects per
+  second on a connection kept open, both at once; TLS off and on are the connections' own setting.
+- audit: on two MariaDB servers the project starts, one without auditing and one with server_audit as the audit
+  study configures it (CONNECT, QUERY, TABLE events to a file), point selects per second on a connection kept open.
+
+Rounds alternate off and on (ABBA, so a drift of the machine falls on both); the server's CPU is read from its
+cgroup. The extra cores (on minus off, per pair of rounds, with a 95 % t interval) are set beside what
+`sizing.calculate` predicts for the rates met, from the studies' newest counting runs: agreement when the measured
+point lies within +-25 % of the predicted one.
+
+    .venv/bin/python benchmarks/calculator_check.py --reports reports [--json out.json]
+
+It needs finished TLS and audit runs in --reports (`make reports` makes them) and the machine to itself: it is a
+benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from scipy import stats
+
+from secoverhead import sizing
+from secoverhead.core import paths
+from secoverhead.host.metrics import CpuMeter
+from secoverhead.servers.engines import MYSQL_8_0
+from secoverhead.servers.mariadb import MariaDBServer
+from secoverhead.servers.mysql import MySQLServer
+from secoverhead.workloads.sysbench import sbtest_table
+
+FEATURE_STUDY = {"tls": "tls", "audit": "audit"}
+QUERY = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"  # the TLS study's probe query (tls mysql_query)
+AGREEMENT = 0.25
+
+
+@dataclass
+class Round:
+    on: bool
+    seconds: float
+    server_cores: float
+    new_per_s: float  # rates met
+    queries_per_s: float
+
+
+def _paced(rate: float, seconds: float, op, stop: threading.Event) -> int:
+    """op() at `rate` per second for `seconds` (catching up when late, never ahead): how many ran."""
+    start, done = time.monotonic(), 0
+    while not stop.is_set() and (now := time.monotonic()) - start < seconds:
+        due = start + done / rate
+        if due > now:
+            time.sleep(min(due - now, 0.05))
+            continue
+        op()
+        done += 1
+    return done
+
+
+def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds: float, on: bool) -> Round:
+    """Both rates at once for `seconds` (no new connections at a rate of 0); the server's CPU over that time."""
+    e = server.endpoint
+    kept = e.connect(tls=tls)
+    cur = kept.cursor()
+
+    def query() -> None:
+        cur.execute(QUERY)
+        cur.fetchall()
+
+    def connect() -> None:
+        conn = e.connect(tls=tls)
+        c = conn.cursor()
+        c.execute(QUERY)
+        c.fetchall()
+        conn.close()
+
+    counts, stop = {}, threading.Event()
+    counts["new"] = 0
+    threads = [threading.Thread(target=lambda: counts.__setitem__("q", _paced(queries_per_s, seconds, query, stop)))]
+    if new_per_s > 0:
+        work = lambda: counts.__setitem__("new", _paced(new_per_s, seconds, connect, stop))  # noqa: E731
+        threads.append(threading.Thread(target=work))
+    with CpuMeter(server.cpu) as meter:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    kept.close()
+    wall = meter.server.wall_s
+    return Round(on, wall, meter.server.cores, counts["new"] / wall, counts["q"] / wall)
+
+
+def predicted(feature: str, reports: Path, new_per_s: float, queries_per_s: float) -> dict:
+    """The calculator's server cores for the feature at these rates, from its study's newest counting run."""
+    rates = (
+        {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "reused_queries_per_s": queries_per_s}
+        if feature == "tls"
+        else {"audited_statements_per_s": queries_per_s, "audit_approach": "server_audit"}
+    )
+    inputs = {"features": [feature], "engine": "mysql", "tls_version": "1.3", "tls_key": "rsa", **rates}
+    calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
+    iv = calc.feature_cores(feature)
+    lines = {r.line.key: [r.cores.point, r.cores.lo, r.cores.hi] for r in calc.lines if r.line.side == "server"}
+    study = FEATURE_STUDY[feature]
+    return {"point": iv.point, "lo": iv.lo, "hi": iv.hi, "lines": lines, "run": str(calc.book.sources[study].run_dir)}
+
+
+def measured(rounds: list[Round]) -> dict:
+    """On minus off per pair of rounds (ABBA: each pair one of each), its mean and 95 % t interval."""
+    pairs = [rounds[i : i + 2] for i in range(0, len(rounds) - 1, 2)]
+    extra = [next(r for r in p if r.on).server_cores - next(r for r in p if not r.on).server_cores for p in pairs]
+    mean, sd = statistics.fmean(extra), statistics.stdev(extra)
+    half = stats.t.ppf(0.975, len(extra) - 1) * sd / len(extra) ** 0.5
+    return {"point": mean, "lo": mean - half, "hi": mean + half, "pairs": extra}
+
+
+def check(feature: str, a: argparse.Namespace) -> dict:
+    """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
+    order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
+    new = a.new if feature == "tls" else 0.0
+    with contextlib.ExitStack() as stack:
+        if feature == "tls":
+            server = stack.enter_context(MySQLServer(tls=True))
+            servers = {False: server, True: server}
+        else:
+            servers = {on: stack.enter_context(MariaDBServer(audit="server_audit" if on else "none")) for on in (0, 1)}
+        for on, server in servers.items():
+            sbtest_table(server.endpoint)
+            one_round(server, feature == "tls" and on, new, a.queries, 2.0, on)  # warm: caches, hashes, TLS context
+        rounds = [one_round(servers[on], feature == "tls" and on, new, a.queries, a.seconds, on) for on in order]
+        build = servers[True].describe()
+    want = predicted(
+        feature,
+        a.reports,
+        statistics.fmean(r.new_per_s for r in rounds),
+        statistics.fmean(r.queries_per_s for r in rounds),
+    )
+    got = measured(rounds)
+    ratio = got["point"] / want["point"] if want["point"] > 0 else float("nan")
+    return {
+        "feature": feature,
+        "server": f"{build.get('engine', '')} {build.get('version', '')}".strip(),
+        "rates_asked": {"new_per_s": new, "queries_per_s": a.queries},
+        "rates_met_least": {
+            "new_per_s": min(r.new_per_s for r in rounds),
+            "queries_per_s": min(r.queries_per_s for r in rounds),
+        },
+        "rounds": [asdict(r) for r in rounds],
+        "measured_extra_cores": got,
+        "predicted_extra_cores": want,
+        "measured_over_predicted": ratio,
+        "agrees": abs(ratio - 1) <= AGREEMENT,
+    }
+
+
+def say(r: dict) -> str:
+    got, want, rates = r["measured_extra_cores"], r["predicted_extra_cores"], r["rates_asked"]
+    what = (
+        f"TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and {rates['queries_per_s']:g} queries/s"
+        if r["feature"] == "tls"
+        else f"server_audit at {rates['queries_per_s']:g} statements/s"
+    )
+    return (
+        f"{what} on {r['server']}: measured {got['point']:.3f} cores [{got['lo']:.3f}, {got['hi']:.3f}] extra, "
+        f"predicted {want['point']:.3f} [{want['lo']:.3f}, {want['hi']:.3f}]; measured/predicted "
+        f"{r['measured_over_predicted']:.2f} ({'within' if r['agrees'] else 'outside'} +-{AGREEMENT:.0%})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reports", type=Path, default=paths.ROOT / "reports")
+    ap.add_argument("--features", nargs="+", default=["tls", "audit"], choices=tuple(FEATURE_STUDY))
+    ap.add_argument("--new", type=float, default=100.0, help="tls: new connections per second")
+    ap.add_argument("--queries", type=float, default=2000.0, help="queries per second on a kept connection")
+    ap.add_argument("--seconds", type=float, default=10.0, help="one round")
+    ap.add_argument("--pairs", type=int, default=4, help="pairs of rounds, off and on")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    if "tls" in a.features and not MYSQL_8_0.available:
+        print("MySQL 8.0 is not fetched here: run `make setup`", file=sys.stderr)
+        return 2
+    results = []
+    for feature in a.features:
+        results.append(check(feature, a))
+        print(say(results[-1]), flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
