@@ -267,14 +267,17 @@ def test_the_newest_finished_run_is_read_and_a_failed_one_skipped(tmp_path):
     assert calc.line("https_full").measured_us.point == pytest.approx(1000.0, rel=0.05)
 
 
-def test_the_joint_confidence_widens_each_interval(tmp_path):
+def test_each_interval_holds_alone_unless_joint_ones_are_asked_for(tmp_path):
     _report(tmp_path, "https", HTTPS)
     base = dict(features=["https"], reports_dir=str(tmp_path), tls_version="1.2")
-    calc = sizing.calculate(**base)
+    calc = sizing.calculate(**base, joint=True)
     pr = calc.line("https_full").priced[0]
     assert pr.confidence == pytest.approx(1 - 0.05 / 3)  # three comparisons priced together
-    alone = sizing.calculate(**base | {"https_new_share": 1.0, "https_resumed_share": 0.0})
+    alone = sizing.calculate(**base)
     assert alone.line("https_full").priced[0].confidence == pytest.approx(0.95)
+    assert sizing.calculate(**base | {"https_new_share": 1.0, "https_resumed_share": 0.0}, joint=True).line(
+        "https_full"
+    ).priced[0].confidence == pytest.approx(0.95)  # one comparison: nothing to widen
     assert alone.line("https_full").measured_us.hi - alone.line("https_full").measured_us.lo < (
         calc.line("https_full").measured_us.hi - calc.line("https_full").measured_us.lo
     )

@@ -1,11 +1,14 @@
 """The measured extra cost of each comparison a calculation uses, from its study's runs: arm minus baseline on the
 metric, per operation, paired by round (or duet) as the study ran them, with a t interval of the mean difference.
 
-Every interval of one calculation is Bonferroni-widened over all of its comparisons (confidence 1 - alpha / m),
-so the sum of their ends bounds the sum of the costs at the stated joint confidence: a total is never a sum of
-intervals that each held only alone. Where the study's claims add a between-run sd on the metric (its arms ran on
-instances of their own: claim_registry.between_runs, learned or declared), the difference adds it too, as the
-arm's level times that sd of the log ratio: another run of the study would move the extra by that much."""
+Each interval holds at the stated confidence on its own; a total is the sum of its lines' ends, which holds at
+least as often (the sd of a sum is at most the sum of the sds, for any correlation, with intervals of normal
+shape). Asked for `joint`, every interval is Bonferroni-widened over all of the comparisons (1 - alpha / m), so
+all of them hold together at the stated confidence: what a reader needs who reads every line at once.
+
+Where the study's claims add a between-run sd on the metric (its arms ran on instances of their own:
+claim_registry.between_runs, learned or declared), the difference adds it too, as the arm's level times that sd of
+the log ratio: another run of the study would move the extra by that much."""
 
 from __future__ import annotations
 
@@ -62,6 +65,11 @@ def _tde_primitives(arm_runs: pd.DataFrame) -> Primitives:
     )
     log = float(med.get("log_written_bytes_per_txn", 0.0) or 0.0)
     return tuple((k, n) for k, n in ((PAGE, pages), (LOG_BYTE, log)) if np.isfinite(n) and n > 0)
+
+
+def joint_level(confidence: float, m: int) -> float:
+    """Each of m intervals' confidence, so that all m hold together at `confidence` (Bonferroni)."""
+    return 1.0 - (1.0 - confidence) / max(1, m)
 
 
 class Book:
@@ -126,10 +134,10 @@ class Book:
             term.text() if term is not None and term.sd else "",
         )
 
-    def price_all(self, lines: Sequence[Line], confidence: float) -> dict[Measure, Priced]:
-        """Every comparison the lines use, each at 1 - (1 - confidence) / m."""
+    def price_all(self, lines: Sequence[Line], confidence: float, joint: bool = False) -> dict[Measure, Priced]:
+        """Every comparison the lines use, each at `confidence`, or (joint) at 1 - (1 - confidence) / m."""
         measures = list(dict.fromkeys(m for ln in lines for m in ln.measures))
-        level = 1.0 - (1.0 - confidence) / max(1, len(measures))
+        level = joint_level(confidence, len(measures)) if joint else confidence
         return {m: self.price(m, level) for m in measures}
 
     def level(

@@ -96,8 +96,9 @@ class Params(NotebookParams):
     reports_dir: str = param("", "the reports the costs are read from (empty: the reports this run goes to)")
     runs: dict = param({}, "run directories to read a study's costs from, e.g. {tde: reports/tde/<run>}")
     confidence: float = param(
-        0.95, "joint confidence of the intervals (all of a result's costs together)", min=0.5, max=0.999
+        0.95, "confidence of each interval (a total's holds at least as often)", min=0.5, max=0.999
     )
+    joint: bool = param(False, "widen every interval so that all of them hold together at that confidence")
 
     STUDY: ClassVar[str] = STUDY
     MEASURES: ClassVar[bool] = False  # it reads other runs' measurements: no speed reference of its own

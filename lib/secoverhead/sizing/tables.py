@@ -267,7 +267,8 @@ def figure(calc: Calculation):
     )
     ax.set_yticks(y, labels)
     ax.axvline(0, color="#888", lw=0.8)
-    ax.set_xlabel(f"extra cores (bars: estimate; whiskers: joint {calc.params.confidence:.0%} interval)")
+    joint = "joint " if calc.params.joint else ""
+    ax.set_xlabel(f"extra cores (bars: estimate; whiskers: {joint}{calc.params.confidence:.0%} interval)")
     ax.set_title("Where the extra cores go")
     fig.tight_layout()
     return fig
@@ -342,7 +343,12 @@ def headline_html(calc: Calculation) -> str:
     import html
 
     sentences = "".join(f"<p>{html.escape(s)}</p>" for s in calc.headline())
-    conf = f"Intervals: joint {calc.params.confidence:.0%} over every measured cost used (Bonferroni)."
+    conf = (
+        f"Intervals: joint {calc.params.confidence:.0%} over every measured cost used (Bonferroni)."
+        if calc.params.joint
+        else f"Intervals: {calc.params.confidence:.0%} each; a total's is the sum of its lines' ends, which holds at "
+        "least as often (-p joint true: all of them together)."
+    )
     if not calc.target:
         conf += (
             " No speed reference of your machine was given: run `secoverhead calibrate -o my-host.json` on it and "
