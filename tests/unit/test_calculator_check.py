@@ -27,7 +27,7 @@ def test_each_pair_is_on_minus_off_in_either_order():
     assert got["pairs"] == pytest.approx([0.12, 0.12, 0.12])
     assert got["lo"] == pytest.approx(0.12) and got["hi"] == pytest.approx(0.12)
     noisy = cc.measured([_r(False, 0.1), _r(True, 0.2), _r(True, 0.25), _r(False, 0.1)])
-    assert noisy["lo"] < noisy["point"] == pytest.approx(0.125) < noisy["hi"]
+    assert noisy["point"] == pytest.approx(0.125) and noisy["lo"] < 0.125 < noisy["hi"]
 
 
 def test_pacing_never_runs_ahead_of_its_rate():
