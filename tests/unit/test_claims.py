@@ -398,10 +398,11 @@ def test_https_claims(full, recovered, noise, rounds, expected):
         https_declarations.BASELINE: {"server_cpu_us_per_op": http},
         https_declarations.FULL: {"server_cpu_us_per_op": f},
     }
+    levels[https_claims.FULL_13] = {"server_cpu_us_per_op": f}
     for arm in https_claims.RECOVERY_CLAIMS:
         levels[arm] = {"server_cpu_us_per_op": http + (1 - recovered) * (f - http)}
     vs = https_claims.part_claims("https", make_runs(levels, noise=noise, rounds=rounds))
-    assert len(vs) == 5
+    assert len(vs) == 7
     assert verdicts(vs, "multiplies") == expected[0]
     assert {v.verdict for v in vs if "wins back" in v.claim} == {expected[1]}
 
@@ -500,6 +501,7 @@ def every_claims_verdicts() -> dict[str, list]:
     levels = {
         https_declarations.BASELINE: {"server_cpu_us_per_op": 30.0},
         https_declarations.FULL: {"server_cpu_us_per_op": 600.0},
+        https_claims.FULL_13: {"server_cpu_us_per_op": 600.0},
     }
     levels |= {arm: {"server_cpu_us_per_op": 60.0} for arm in https_claims.RECOVERY_CLAIMS}
     tps = {"general_log": 0.7, "server_audit": 0.97, "init_connect + binlog": 0.95, "binlog only": 0.98}

@@ -102,6 +102,8 @@ def test_every_published_claim_quotes_its_original_and_the_suites_own_are_marked
     assert extension == {
         ("https", "recovery:TLS 1.2 resumed, session cache"),
         ("https", "recovery:TLS 1.2 resumed, ticket"),
+        ("https", "recovery:TLS 1.3 resumed, session cache"),
+        ("https", "recovery:TLS 1.3 resumed, ticket"),
     }
     # seed 000 measured MongoDB only: its claims on MySQL are extensions
     setup = next(c for c in CLAIMS if c.id == "setup")
