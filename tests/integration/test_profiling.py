@@ -3,6 +3,7 @@ accounts for the CPU the cgroup measured. Skipped where perf cannot sample (the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,16 @@ def test_servers_start_without_the_users_exported_secrets(kind, monkeypatch):
         for pid in pids:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
             assert b"Exported-Secret-8812" not in environ and b"USERS_EXPORTED_PW" not in environ
+
+
+def test_a_name_too_long_for_its_frame_keeps_its_start():
+    """Go's assembly functions end in .abi0: cut from the left, every narrow FerretDB frame read '..abi0'."""
+    from secoverhead.core import paths
+
+    if not (paths.inferno_bin() / "inferno-flamegraph").exists():
+        pytest.skip("inferno is not built (`make setup` builds it)")
+    long = "crypto/internal/nistec/fiat.p256MulInternal.abi0"
+    svg = profiling.draw(f"main;{long} 30\nmain;other 970\n", "t")
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    cut = [t for t in texts if t.endswith("..") or t.startswith("..")]
+    assert cut and all(t.endswith("..") and long.startswith(t[:-2]) for t in cut), cut

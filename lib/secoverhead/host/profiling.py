@@ -240,8 +240,10 @@ def _inferno(tool: str, stdin: str, *args: str) -> str:
 
 
 def draw(folded: str, title: str, *extra: str) -> str:
-    """An icicle graph (root on top, so the root shows first wherever the page cuts it), small frames left out."""
-    args = ["--title", title, "--countname", "samples", "--inverted", "--minwidth", MIN_WIDTH_PERCENT, *extra]
+    """An icicle graph (root on top, so the root shows first wherever the page cuts it), small frames left out.
+    A name too long for its frame keeps its start ("crypto/sha256.block.."), not its end (Go's "..abi0")."""
+    args = ["--title", title, "--countname", "samples", "--inverted", "--minwidth", MIN_WIDTH_PERCENT]
+    args += ["--truncate-text-right", *extra]
     return _inferno("inferno-flamegraph", folded, *args)
 
 
