@@ -94,3 +94,14 @@ def test_the_whole_host_counts_what_its_cpus_did_and_not_idle_iowait_or_steal():
 )
 def test_only_a_counter_in_coarse_steps_is_low_resolution(resolution, total, low):
     assert CpuUsage(1.0, total, 0.0, "m", resolution).low_resolution is low
+
+
+def test_only_an_ssh_source_needs_a_key():
+    from secoverhead.servers.remote_cpu import check_source
+
+    check_source("mongo_server_cpu", "serverStatus", ("serverStatus", "none"), "")
+    check_source("mysql_server_cpu", "http://db1:9256/metrics#mysqld", ("none",), "")
+    with pytest.raises(ConfigError, match="needs server_cpu_ssh_key"):
+        check_source("mysql_server_cpu", "ssh://db1/mysqld", ("none",), "")
+    with pytest.raises(ConfigError, match="give ssh://"):
+        check_source("mysql_server_cpu", "serverStatus", ("none",), "")  # mongod's word, not MySQL's

@@ -22,7 +22,7 @@ from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
 from secoverhead.servers.counters import MYSQL_NOTE, mongo_server_cpu
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
-from secoverhead.servers.remote_cpu import CpuSpec, check_key, remote_cpu
+from secoverhead.servers.remote_cpu import CpuSpec, check_source, remote_cpu
 
 
 def _check_reachable(host: str, port: int, timeout: float) -> None:
@@ -57,15 +57,6 @@ def _password(env: str | None, file: str | Path | None) -> Secret:
     if env is None and file is None:
         raise ConfigError("name where the password lives: password_env=VAR or password_file=PATH")
     return secret_from(env=env, file=file)
-
-
-def _check_cpu_source(server_cpu: str, own: tuple[str, ...], ssh_key: str) -> None:
-    """A source named by its spec (ssh://, http://) is parsed and its key checked before anything starts."""
-    if server_cpu in own:
-        return
-    spec = CpuSpec.parse("server_cpu", server_cpu)
-    if spec.kind == "ssh":
-        check_key("server_cpu_ssh_key", ssh_key)
 
 
 def _open_remote_cpu(server: Server, engine: str) -> None:
@@ -112,7 +103,7 @@ class ExternalMySQL(Server):
         self.client_key = _check_file(self.client_key, "client key file")
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MySQLEndpoint | None = None
-        _check_cpu_source(self.server_cpu, ("none",), self.ssh_key)
+        check_source("server_cpu", self.server_cpu, ("none",), self.ssh_key)
         self.counters_note = MYSQL_NOTE
 
     def _start(self) -> None:
@@ -272,7 +263,7 @@ class ExternalMongo(Server):
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
-        _check_cpu_source(self.server_cpu, ("serverStatus", "none"), self.ssh_key)
+        check_source("server_cpu", self.server_cpu, ("serverStatus", "none"), self.ssh_key)
 
     def _start(self) -> None:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load

@@ -85,6 +85,13 @@ def check_key(name: str, path: str) -> None:
         raise ConfigError(f"{name} {path[:120]}: {problem}")
 
 
+def check_source(name: str, value: str, own: tuple[str, ...], ssh_key: str) -> None:
+    """A source named by its spec (ssh://, http://) is parsed, and an ssh:// one's key checked, before anything
+    starts; `own` are the engine's own words (serverStatus, none)."""
+    if value not in own and CpuSpec.parse(name, value).kind == "ssh":
+        check_key("server_cpu_ssh_key", ssh_key)
+
+
 # -- /proc over SSH -----------------------------------------------------------------------------------------------
 def _remote_script(process: str, names: tuple[str, ...]) -> str:
     """A POSIX sh loop: the server's PIDs (by PID or comm), the host's tick rate, then one /proc/PID/stat per PID for

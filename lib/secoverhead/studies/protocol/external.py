@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.servers import ExternalMongo, ExternalMySQL
-from secoverhead.servers.remote_cpu import CpuSpec, check_key
+from secoverhead.servers.remote_cpu import check_source
 from secoverhead.studies.protocol.params import _check_host
 
 CPU_SOURCES = (
@@ -27,10 +27,7 @@ class ServerCpuParams:
     server_cpu_ssh_known_hosts: str = param("", "with an ssh:// CPU source: a known_hosts file (else ssh's own)")
 
     def check_cpu_source(self, name: str, value: str, own: tuple[str, ...]) -> None:
-        if value in own:
-            return
-        if CpuSpec.parse(name, value).kind == "ssh":
-            check_key("server_cpu_ssh_key", self.server_cpu_ssh_key)
+        check_source(name, value, own, self.server_cpu_ssh_key)
 
 
 @dataclass
