@@ -103,5 +103,5 @@ def test_only_an_ssh_source_needs_a_key():
     check_source("mysql_server_cpu", "http://db1:9256/metrics#mysqld", ("none",), "")
     with pytest.raises(ConfigError, match="needs server_cpu_ssh_key"):
         check_source("mysql_server_cpu", "ssh://db1/mysqld", ("none",), "")
-    with pytest.raises(ConfigError, match="give ssh://"):
+    with pytest.raises(ConfigError, match="mysql_server_cpu 'serverStatus' names no host"):
         check_source("mysql_server_cpu", "serverStatus", ("none",), "")  # mongod's word, not MySQL's
