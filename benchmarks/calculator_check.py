@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import statistics
 import sys
@@ -84,12 +85,12 @@ def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds
         c.fetchall()
         conn.close()
 
-    counts, stop = {}, threading.Event()
-    counts["new"] = 0
-    threads = [threading.Thread(target=lambda: counts.__setitem__("q", _paced(queries_per_s, seconds, query, stop)))]
-    if new_per_s > 0:
-        work = lambda: counts.__setitem__("new", _paced(new_per_s, seconds, connect, stop))  # noqa: E731
-        threads.append(threading.Thread(target=work))
+    stop = threading.Event()
+    counts, threads = {"new": 0, "q": 0}, []
+    for key, rate, op in (("q", queries_per_s, query), ("new", new_per_s, connect)):
+        if rate > 0:  # a rate of 0: that half of the workload is left out
+            work = functools.partial(lambda k, r, o: counts.__setitem__(k, _paced(r, seconds, o, stop)), key, rate, op)
+            threads.append(threading.Thread(target=work))
     with CpuMeter(server.cpu) as meter:
         for t in threads:
             t.start()

@@ -215,7 +215,7 @@ def test_an_ssh_source_that_cannot_log_in_or_finds_two_servers_says_why_in_one_l
 
 # -- a study's CPU claims on the DBA's MySQL, measured on its host -------------------------------------------------
 STUDY_ARGS = {
-    "auth": {"mongo_enabled": "false", "nonce_enabled": "false", "repetitions": 2},
+    "auth": {"mongo_enabled": "false", "nonce_enabled": "false", "repetitions": 3},
     "tls": {"files": "tests/fixtures/tls_tiny.yaml", "rtt_enabled": "false"},
 }
 
@@ -269,15 +269,17 @@ def _source_noted(facts: dict, notes: list[str]) -> None:
 
 @pytest.mark.parametrize("source", ["ssh", "process-exporter"])
 def test_the_pooling_claim_is_decided_on_a_named_mysql_from_its_hosts_cpu(source, mysql8, host_sshd, tmp_path):
-    """Without a CPU source the claim is not testable on a named MySQL; with one it is judged."""
+    """Without a CPU source the claim is not testable on a named MySQL; with one it is judged. Its verdict is not
+    asserted (three rounds of a busy machine's 10-ms ticks can leave it inconclusive); what pooling does is."""
     import contextlib
 
     with contextlib.ExitStack() as stack:
         where = _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld")
         verdicts, facts, notes = _run("auth", tmp_path, mysql8, where)
     pooling = [v for v in verdicts["verdicts"] if v["id"] == "MySQL:pooling"]
-    assert pooling and all(v["verdict"] in ("reproduced", "not reproduced") for v in pooling), pooling
+    assert pooling and all(v["verdict"] != "not testable here" for v in pooling), pooling
     assert all(v["preconditions"][0]["holds"] for v in pooling), pooling
+    assert all(v["ratio"] < 0.5 for v in pooling), pooling  # a pool logs in once, not once per request
     assert all("MariaDB" not in v["engine_note"] and "MySQL 8.0" in v["engine_note"] for v in pooling), pooling
     _source_noted(facts, notes)
     assert ("over ssh" if source == "ssh" else "process-exporter group mysqld") in facts["server_cpu"]
