@@ -99,9 +99,9 @@ def test_only_a_counter_in_coarse_steps_is_low_resolution(resolution, total, low
 def test_only_an_ssh_source_needs_a_key():
     from secoverhead.servers.remote_cpu import check_source
 
-    check_source("mongo_server_cpu", "serverStatus", ("serverStatus", "none"), "")
-    check_source("mysql_server_cpu", "http://db1:9256/metrics#mysqld", ("none",), "")
+    check_source("mongo_server_cpu", "serverStatus", "MongoDB", "")
+    check_source("mysql_server_cpu", "http://db1:9256/metrics#mysqld", "MySQL", "")
     with pytest.raises(ConfigError, match="needs server_cpu_ssh_key"):
-        check_source("mysql_server_cpu", "ssh://db1/mysqld", ("none",), "")
+        check_source("mysql_server_cpu", "ssh://db1/mysqld", "MySQL", "")
     with pytest.raises(ConfigError, match="mysql_server_cpu 'serverStatus' names no host"):
-        check_source("mysql_server_cpu", "serverStatus", ("none",), "")  # mongod's word, not MySQL's
+        check_source("mysql_server_cpu", "serverStatus", "MySQL", "")  # mongod's word, not MySQL's

@@ -163,13 +163,9 @@ class CpuMeter:
     def __exit__(self, *exc: object) -> None:
         wall = time.monotonic() - self._wall0
         if self.source is not None:
-            user, system = self.source.seconds(self._server0, self.source.take())
-            self.server = CpuUsage(wall, user, system, self.source.method, getattr(self.source, "resolution_s", 0.0))
+            self.server = _usage(self.source, self._server0, wall)
         if self.client_source is not None:
-            user, system = self.client_source.seconds(self._client0, self.client_source.take())
-            self.client = CpuUsage(
-                wall, user, system, self.client_source.method, getattr(self.client_source, "resolution_s", 0.0)
-            )
+            self.client = _usage(self.client_source, self._client0, wall)
             return
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.client = CpuUsage(
@@ -190,6 +186,12 @@ class CpuMeter:
         out.update({f"client_{k}": v for k, v in self.client.per_op_us(operations).items()})
         out["client_bound"] = client_bound(self.client, self.server)
         return out
+
+
+def _usage(source: CpuSource, start: Any, wall: float) -> CpuUsage:
+    """What a source read since `start`, with its method and its step."""
+    user, system = source.seconds(start, source.take())
+    return CpuUsage(wall, user, system, source.method, getattr(source, "resolution_s", 0.0))
 
 
 def client_bound(client: CpuUsage, server: CpuUsage | None) -> bool:

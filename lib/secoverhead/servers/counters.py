@@ -84,7 +84,8 @@ def cpu_note(server: Any) -> str:
     if source is None:
         return f"server CPU is not measured: {server.counters_note or 'a server the project did not start'}"
     background = server.background_cores
-    what = "" if "whole host" in source.method else ": the whole server's, so everything else it did meanwhile is in it"
+    whole_host = getattr(source, "whole_host", False)
+    what = "" if whole_host else ": the whole server's, so everything else it did meanwhile is in it"
     return f"server CPU read from {source.method}{what}" + (
         f" (it burned {background:.3f} cores over a second before the load)" if background is not None else ""
     )

@@ -103,7 +103,7 @@ class ExternalMySQL(Server):
         self.client_key = _check_file(self.client_key, "client key file")
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MySQLEndpoint | None = None
-        check_source("server_cpu", self.server_cpu, ("none",), self.ssh_key)
+        check_source("server_cpu", self.server_cpu, "MySQL", self.ssh_key)
         self.counters_note = MYSQL_NOTE
 
     def _start(self) -> None:
@@ -263,7 +263,7 @@ class ExternalMongo(Server):
         self._password_source = (self.password_env, self.password_file)
         self.endpoint: MongoEndpoint | None = None
         self.tls_error = ""
-        check_source("server_cpu", self.server_cpu, ("serverStatus", "none"), self.ssh_key)
+        check_source("server_cpu", self.server_cpu, "MongoDB", self.ssh_key)
 
     def _start(self) -> None:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load

@@ -26,6 +26,8 @@ from secoverhead.host.process import ServerProcess
 from secoverhead.host.rundirs import make_run_dir
 
 PROCESS_NAMES = {"MySQL": ("mysqld", "mariadbd"), "MongoDB": ("mongod",)}
+# what else a server_cpu parameter may say, per engine: its own counters (mongod's serverStatus), or nothing
+OWN_SOURCES = {"MySQL": ("none",), "MongoDB": ("serverStatus", "none")}
 _NAME = r"[A-Za-z0-9_.:-]{1,15}"  # a process's comm (15 characters at most): it enters a remote shell's line
 _HOST = r"[A-Za-z0-9.:\[\]_-]{1,253}"
 READ_TIMEOUT_S = 10.0
@@ -85,10 +87,10 @@ def check_key(name: str, path: str) -> None:
         raise ConfigError(f"{name} {path[:120]}: {problem}")
 
 
-def check_source(name: str, value: str, own: tuple[str, ...], ssh_key: str) -> None:
+def check_source(name: str, value: str, engine: str, ssh_key: str) -> None:
     """A source named by its spec (ssh://, http://) is parsed, and an ssh:// one's key checked, before anything
-    starts; `own` are the engine's own words (serverStatus, none)."""
-    if value not in own and CpuSpec.parse(name, value).kind == "ssh":
+    starts; the engine's own words (OWN_SOURCES) pass as they are."""
+    if value not in OWN_SOURCES[engine] and CpuSpec.parse(name, value).kind == "ssh":
         check_key("server_cpu_ssh_key", ssh_key)
 
 
@@ -219,6 +221,7 @@ class PrometheusCpu:
     def __init__(self, spec: CpuSpec, engine: str, timeout: float = 5.0) -> None:
         self.spec, self.engine, self.timeout = spec, engine, timeout
         self.group = ""
+        self.whole_host = False  # node_exporter's page: every process on the host, not the server's alone
         self.method = f"Prometheus exporter at {spec.url}"
         self.resolution_s = 0.01  # both exporters read /proc's ticks (USER_HZ, 100 on Linux)
 
@@ -237,6 +240,7 @@ class PrometheusCpu:
             self.group = found[0]
             self.method = f"process-exporter group {self.group} at {self.spec.url}"
         elif any(s.name == HOST_METRIC for s in samples):
+            self.whole_host = True
             self.method = f"node_exporter at {self.spec.url}: the whole host's CPU, every process on it"
         else:
             raise ConfigError(f"{self.spec.url} has neither {PROCESS_GROUP_METRIC} nor {HOST_METRIC}")

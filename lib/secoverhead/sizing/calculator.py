@@ -14,7 +14,7 @@ from typing import Any
 from secoverhead.core.params import build
 from secoverhead.core.units import figure
 from secoverhead.sizing import recipes, sources
-from secoverhead.sizing.costs import Book, joint_level
+from secoverhead.sizing.costs import Book, interval_level
 from secoverhead.sizing.declarations import STUDY, Params
 from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, totals
 from secoverhead.sizing.interval import Interval, total
@@ -195,9 +195,9 @@ def run(p: Params) -> Calculation:
     target = sources.target_calibration(p.calibration_file, p.speed)
     book = Book(src)
     lines = recipes.lines(p, src, target)
-    priced = book.price_all(lines, p.confidence, p.joint)
+    level = interval_level(lines, p.confidence, p.joint)
+    priced = book.price_all(lines, level)
     results = [compute_line(ln, priced, target, p.rtt_ms) for ln in lines]
-    level = joint_level(p.confidence, len(priced)) if p.joint else p.confidence
     thumbs = [t for t in [nginx_handshakes(book, target, level)] if t] + mariadb_encryption(results)
     cores, cores_from = sources.your_cores(p.cores, target)
     storage = _storage(p, book, level)

@@ -67,9 +67,11 @@ def _tde_primitives(arm_runs: pd.DataFrame) -> Primitives:
     return tuple((k, n) for k, n in ((PAGE, pages), (LOG_BYTE, log)) if np.isfinite(n) and n > 0)
 
 
-def joint_level(confidence: float, m: int) -> float:
-    """Each of m intervals' confidence, so that all m hold together at `confidence` (Bonferroni)."""
-    return 1.0 - (1.0 - confidence) / max(1, m)
+def interval_level(lines: Sequence[Line], confidence: float, joint: bool) -> float:
+    """Each comparison's confidence: `confidence`, or (joint) 1 - (1 - confidence) / m over the m comparisons the
+    lines use, so that all of them hold together (Bonferroni)."""
+    comparisons = len({m for ln in lines for m in ln.measures})
+    return 1.0 - (1.0 - confidence) / max(1, comparisons) if joint else confidence
 
 
 class Book:
@@ -134,11 +136,9 @@ class Book:
             term.text() if term is not None and term.sd else "",
         )
 
-    def price_all(self, lines: Sequence[Line], confidence: float, joint: bool = False) -> dict[Measure, Priced]:
-        """Every comparison the lines use, each at `confidence`, or (joint) at 1 - (1 - confidence) / m."""
-        measures = list(dict.fromkeys(m for ln in lines for m in ln.measures))
-        level = joint_level(confidence, len(measures)) if joint else confidence
-        return {m: self.price(m, level) for m in measures}
+    def price_all(self, lines: Sequence[Line], level: float) -> dict[Measure, Priced]:
+        """Every comparison the lines use, each at `level` (interval_level)."""
+        return {m: self.price(m, level) for m in dict.fromkeys(m for ln in lines for m in ln.measures)}
 
     def level(
         self, study: str, part: str, arm: str, metric: str, confidence: float, cell: Sequence[tuple[str, str]] = ()

@@ -26,8 +26,8 @@ class ServerCpuParams:
     server_cpu_ssh_key: str = param("", "with an ssh:// CPU source: the private key file (a passphrase: ssh-agent)")
     server_cpu_ssh_known_hosts: str = param("", "with an ssh:// CPU source: a known_hosts file (else ssh's own)")
 
-    def check_cpu_source(self, name: str, value: str, own: tuple[str, ...]) -> None:
-        check_source(name, value, own, self.server_cpu_ssh_key)
+    def check_cpu_source(self, name: str, value: str, engine: str) -> None:
+        check_source(name, value, engine, self.server_cpu_ssh_key)
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ExternalMySQLParams(ServerCpuParams):
 
     def check_mysql(self) -> None:
         _check_host("mysql_host", self.mysql_host)
-        self.check_cpu_source("mysql_server_cpu", self.mysql_server_cpu, ("none",))
+        self.check_cpu_source("mysql_server_cpu", self.mysql_server_cpu, "MySQL")
         if self.mysql_tls and not (self.mysql_ca_file and self.mysql_client_cert_file and self.mysql_client_key_file):
             raise ConfigError(
                 "mysql_tls: sysbench 1.0 connects over TLS only with your server's CA and a client certificate and "
@@ -131,7 +131,7 @@ class ExternalMongoParams(ServerCpuParams):
     def check_mongo(self) -> None:
         if not self.mongo_uri:
             return
-        self.check_cpu_source("mongo_server_cpu", self.mongo_server_cpu, ("serverStatus", "none"))
+        self.check_cpu_source("mongo_server_cpu", self.mongo_server_cpu, "MongoDB")
         try:
             parts = urlsplit(self.mongo_uri)
             port = parts.port
