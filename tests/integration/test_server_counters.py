@@ -220,16 +220,39 @@ STUDY_ARGS = {
 }
 
 
-def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[str]]:
-    """A study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's facts
-    and the part's notes."""
-    import csv
-    import json
+def _cli(study: str, tmp_path, args: dict):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
+    files = args.pop("files", None)
+    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", study, "--reports", str(tmp_path / "reports")]
+    argv += [x for k, v in args.items() for x in ("-p", k, str(v))]
+    argv += ["-f", str(Path(__file__).parents[2] / files)] if files else []
+    env = os.environ | {"WATCHED_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _results(study: str, tmp_path, args: dict) -> tuple[dict, dict]:
+    """A study's run through the CLI: its verdicts, and its (one) part's metadata, whose every run measured the
+    server's CPU."""
+    import csv
+    import json
+
+    res = _cli(study, tmp_path, args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    results = next((tmp_path / "reports").rglob("verdicts.json")).parent
+    part = next(results.glob("*/metadata.json")).parent
+    with (part / "results.csv").open() as f:
+        metrics = {row["metric"] for row in csv.DictReader(f)}
+    assert {m for m in metrics if "server_cpu_us_per_op" in m}, metrics
+    return json.loads((results / "verdicts.json").read_text()), json.loads((part / "metadata.json").read_text())
+
+
+def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[str]]:
+    """A study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's facts
+    and the part's notes."""
     conn = server.admin()
     cur = conn.cursor()
     cur.execute("CREATE DATABASE IF NOT EXISTS sbtest")
@@ -245,21 +268,8 @@ def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[st
     }
     if "ssh_key" in where:
         args |= {"server_cpu_ssh_key": where["ssh_key"], "server_cpu_ssh_known_hosts": where["known_hosts"]}
-    files = args.pop("files", None)
-    argv = [sys.executable, "-m", "secoverhead.app.cli", "run", study, "--reports", str(tmp_path / "reports")]
-    argv += [x for k, v in args.items() for x in ("-p", k, str(v))]
-    argv += ["-f", str(Path(__file__).parents[2] / files)] if files else []
-    env = os.environ | {"WATCHED_PW": PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
-    env.pop("PYTEST_CURRENT_TEST", None)
-    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    results = next((tmp_path / "reports").rglob("verdicts.json")).parent
-    part = next(results.glob("*/metadata.json")).parent
-    meta = json.loads((part / "metadata.json").read_text())
-    with (part / "results.csv").open() as f:
-        metrics = {row["metric"] for row in csv.DictReader(f)}
-    assert {m for m in metrics if "server_cpu_us_per_op" in m}, metrics  # every run measured the server's CPU
-    return json.loads((results / "verdicts.json").read_text()), meta["servers"]["mysql"], meta["notes"]
+    verdicts, meta = _results(study, tmp_path, args)
+    return verdicts, meta["servers"]["mysql"], meta["notes"]
 
 
 def _source_noted(facts: dict, notes: list[str]) -> None:
@@ -292,3 +302,58 @@ def test_a_tls_run_on_a_named_mysql_reads_the_whole_hosts_cpu_and_says_so(mysql8
         verdicts, facts, notes = _run("tls", tmp_path, mysql8, _spec("node", host_sshd, tmp_path, stack, mysql8, ""))
     assert "whole host" in facts["server_cpu"] and verdicts["verdicts"], facts
     _source_noted(facts, notes)
+
+
+# -- SCRAM's server CPU on the DBA's mongod, against a staging one without auth ------------------------------------
+@pytest.fixture(scope="module")
+def named_mongods():
+    """The original's mongod 4.2 twice, handed over as a DBA's: one with auth and the DBA's account, one without."""
+    build = MONGOD_4_2.name
+    with MongodServer(build=build, auth=True, tls=False) as on, MongodServer(build=build, tls=False) as off:
+        client = on.admin()
+        client.admin.command("createUser", "dba", pwd=PW, roles=["root"])
+        client.close()
+        yield on, off
+
+
+def _mongo_args(on, off_uri: str, **more) -> dict:
+    return {
+        "mongo_uri": f"mongodb://127.0.0.1:{on.endpoint.port}/",
+        "mongo_username": "dba",
+        "mongo_password_env": "WATCHED_PW",
+        "mongo_noauth_uri": off_uri,
+        "mysql_enabled": "false",
+        "nonce_enabled": "false",
+        "repetitions": 3,
+        "concurrency": "[2]",  # quick scale's: 40 connections per worker, dozens of 10-ms ticks per run
+        "ops_per_worker": 40,
+        **more,
+    }
+
+
+def test_scrams_server_cpu_is_decided_between_a_named_mongod_and_one_without_auth(named_mongods, host_sshd, tmp_path):
+    """The auth-off arms run on the server without auth, so the SCRAM claim is judged on the DBA's servers: the
+    auth-on server's CPU read over ssh, the other's by its serverStatus. SCRAM adds commands (saslStart,
+    saslContinue) and their hashing to every connection: its server CPU per connection is above auth off's."""
+    on, off = named_mongods
+    off_uri = f"mongodb://127.0.0.1:{off.endpoint.port}/"
+    ssh = {"server_cpu_ssh_key": host_sshd.key, "server_cpu_ssh_known_hosts": host_sshd.known_hosts}
+    args = _mongo_args(on, off_uri, mongo_server_cpu=host_sshd.spec(str(on.pids[0])), **ssh)
+    verdicts, meta = _results("auth", tmp_path, args)
+    scram = [v for v in verdicts["verdicts"] if v["id"] == "MongoDB:auth-server-cpu"]
+    assert scram and all(v["verdict"] != "not testable here" for v in scram), scram
+    assert all(v["preconditions"][0]["holds"] and v["ratio"] > 1.0 for v in scram), scram
+    assert all("mongod 4.2.6" in v["engine_note"] for v in scram), scram
+    servers = meta["servers"]
+    assert "over ssh" in servers["mongodb"]["server_cpu"], servers
+    assert servers["mongodb auth off"]["authentication"].startswith("off (read back"), servers
+    assert servers["mongodb auth off"]["server_cpu"].startswith("mongod serverStatus"), servers
+    assert any(n.startswith("auth off: server CPU read from mongod serverStatus") for n in meta["notes"])
+
+
+def test_a_server_said_to_run_without_auth_that_asks_for_it_is_refused_in_one_line(named_mongods, tmp_path):
+    on, _ = named_mongods
+    res = _cli("auth", tmp_path, _mongo_args(on, f"mongodb://localhost:{on.endpoint.port}/"))  # itself, renamed
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "requires authentication" in res.stderr, res.stderr
+    assert not list((tmp_path / "reports").rglob("run.json"))  # refused before a run began

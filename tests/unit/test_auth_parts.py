@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from secoverhead.app.pipeline import prepare
+from secoverhead.core.errors import ConfigError
 from secoverhead.studies.auth.claims import part_claims
 from secoverhead.studies.auth.declarations import BESIDE, PART_BUILDS, engine_of
 
@@ -61,3 +63,39 @@ def test_the_build_beside_is_judged_by_the_mongodb_rules_under_its_own_name():
     assert [v.id.replace(BESIDE, "MongoDB") for v in ours] == [v.id for v in record] and len(ours) == 3
     assert all(v.claim.startswith(f"{BESIDE}: ") for v in ours)
     assert [v.verdict for v in ours] == [v.verdict for v in record]
+
+
+# -- a user's MongoDB and the one without auth they name for the auth-off arms -----------------------------------
+NAMED = (("mongo_uri", "mongodb://db.example:27017/"), ("mongo_username", "dba"), ("mongo_password_env", "HOME"))
+
+
+def test_a_named_mongodb_runs_auth_off_only_where_a_server_without_auth_is_named():
+    alone = _params(*NAMED)
+    assert "auth off" not in [a.name for a in alone.arms("MongoDB")]
+    both = _params(*NAMED, ("mongo_noauth_uri", "mongodb://staging.example:27017/"))
+    arms = {a.name: a.server for a in both.arms("MongoDB")}
+    assert arms["auth off"] == "off" and arms["auth off + TLS"] == "off" and arms["SCRAM-SHA-256"] == "on"
+    assert [type(s).__name__ for s in both.external_servers()] == ["ExternalMongo", "ExternalMongo"]
+    off = both.external_servers()[-1]
+    assert off.auth_off and off.username is None and off.server_cpu == "serverStatus"
+    assert not _params(*NAMED, ("mongo_noauth_uri", "mongodb://s:1/"), ("mongo_enabled", "false")).external_servers()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ((("mongo_noauth_uri", "mongodb://s.example/"),), "set mongo_uri and mongo_username"),
+        ((*NAMED[:1], ("mongo_noauth_uri", "mongodb://s.example/")), "set mongo_uri and mongo_username"),
+        ((*NAMED, ("mongo_noauth_uri", "mongodb://db.example:27017")), "another server"),
+        ((*NAMED, ("mongo_noauth_uri", "mongodb://u:p@s.example/")), "mongo_noauth_uri must not hold credentials"),
+        ((*NAMED, ("mongo_noauth_uri", "http://s.example/")), "mongo_noauth_uri must start with mongodb://"),
+        ((*NAMED, ("mongo_noauth_uri", "mongodb://s.example:70000/")), "mongo_noauth_uri is not a valid URI"),
+        (
+            (*NAMED, ("mongo_noauth_uri", "mongodb://s.example/"), ("mongo_noauth_server_cpu", "ssh://h/mongod")),
+            "server_cpu_ssh_key",
+        ),
+    ],
+)
+def test_a_server_without_auth_is_checked_before_anything_starts(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        _params(*overrides)

@@ -223,6 +223,21 @@ class ExternalMySQL(Server):
         }
 
 
+def _without_auth(client: Any, uri: str) -> None:
+    """A server said to run without authentication lists its databases to a client that did not log in."""
+    from pymongo import errors
+
+    try:
+        client.admin.command("listDatabases", nameOnly=True)
+    except errors.OperationFailure as exc:
+        if exc.code != 13:  # Unauthorized
+            raise
+        raise ConfigError(
+            f"the MongoDB at {uri} requires authentication (it refused listDatabases to a client that did not log "
+            "in): name a server without it"
+        ) from None
+
+
 @dataclass(eq=False, repr=False, kw_only=True)
 class ExternalMongo(Server):
     """A MongoDB the user names by a URI without credentials (e.g. mongodb://db.example:27017/?tls=false).
@@ -247,6 +262,7 @@ class ExternalMongo(Server):
     server_cpu: str = "serverStatus"  # where its CPU is read: serverStatus (servers/counters.py), ssh://, http://, none
     ssh_key: str = ""  # as ExternalMySQL's
     known_hosts: str = ""
+    auth_off: bool = False  # the user says it runs without authentication: read back at entry, not trusted
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -293,6 +309,8 @@ class ExternalMongo(Server):
             self._build_info = client.admin.command("buildInfo")
             if users:
                 client.admin.command("connectionStatus")
+            if self.auth_off:
+                _without_auth(client, self.uri)
             ownership.mongo_check(client, self.collections)
         except errors.OperationFailure as exc:
             if exc.code == 18:
@@ -353,6 +371,9 @@ class ExternalMongo(Server):
             "version": self._build_info.get("version"),
             "openssl": self._build_info.get("openssl"),
             "tls_accepted": not self.tls_error,
+            "authentication": "off (read back: it lists databases to a client that did not log in)"
+            if self.auth_off
+            else (f"SCRAM as {self.username}" if self.username else "none given"),
             "server_cpu": self.cpu_method,
             "server_cpu_background_cores": self.background_cores,
             "endpoint": self.endpoint.as_dict(),

@@ -11,9 +11,9 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import param
 from secoverhead.core.paths import SCHEDULER_ENV
 from secoverhead.host.calibration import CryptoBound, full_handshake
-from secoverhead.servers import builds
+from secoverhead.servers import ExternalMongo, builds
 from secoverhead.servers.builds import MONGOD_42, MONGOD_60, ServerBuild
-from secoverhead.studies.protocol.external import BothEngines
+from secoverhead.studies.protocol.external import BothEngines, check_mongo_uri
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -164,6 +164,16 @@ class Params(BothEngines, StudyParams):
         choices=("SCRAM-SHA-1", "SCRAM-SHA-256"),
         items=(1, 2),
     )
+    mongo_noauth_uri: str = param(
+        "",
+        "with mongo_uri: mongodb://host:port/ of a MongoDB like it but without authentication (a staging copy of "
+        "the same build): the auth-off arms run there, so SCRAM's cost is judged on your servers (empty: skipped)",
+    )
+    mongo_noauth_server_cpu: str = param(
+        "serverStatus",
+        "where that server's CPU is read, as mongo_server_cpu (serverStatus needs no account without auth)",
+        pattern=r"serverStatus|none|(ssh|https?)://\S+",
+    )
     mysql_enabled: bool = param(True, "measure MySQL (MariaDB, or mysql_host)")
     nonce_enabled: bool = param(True, "measure the nonce mechanism on its own")
     random_source_connections: int = param(
@@ -189,6 +199,7 @@ class Params(BothEngines, StudyParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines("nonce_enabled")
+        self._check_noauth()
         if self.load_hosts:
             if not os.environ.get(SCHEDULER_ENV):
                 raise ConfigError(
@@ -202,6 +213,36 @@ class Params(BothEngines, StudyParams):
                 )
             if self.design == "duet":
                 raise ConfigError("load_hosts: a server of yours runs interleaved, not in duets")
+
+    def _check_noauth(self) -> None:
+        """A server without auth is the auth-off arms' server: only beside a named MongoDB whose user logs in."""
+        if not self.mongo_noauth_uri:
+            return
+        if not (self.mongo_uri and self.mongo_username):
+            raise ConfigError(
+                "mongo_noauth_uri is the auth-off side of your MongoDB: set mongo_uri and mongo_username too"
+            )
+        if self.mongo_noauth_uri.rstrip("/") == self.mongo_uri.rstrip("/"):
+            raise ConfigError("mongo_noauth_uri must name another server than mongo_uri (one without auth)")
+        check_mongo_uri("mongo_noauth_uri", self.mongo_noauth_uri)
+        self.check_cpu_source("mongo_noauth_server_cpu", self.mongo_noauth_server_cpu, "MongoDB")
+
+    def noauth_mongo(self) -> ExternalMongo:
+        """The user's MongoDB without auth, unstarted; entering reads back that it lets a client in unlogged."""
+        return ExternalMongo(
+            uri=self.mongo_noauth_uri,
+            ca_file=self.mongo_ca_file or None,
+            collections=self.MONGO_COLLECTIONS,
+            server_cpu=self.mongo_noauth_server_cpu,
+            ssh_key=self.server_cpu_ssh_key,
+            known_hosts=self.server_cpu_ssh_known_hosts,
+            auth_off=True,
+        )
+
+    def external_servers(self) -> list:
+        """Every server of the user's the run needs, checked before anything starts: the auth-off one too."""
+        noauth = [self.noauth_mongo()] if self.mongo_enabled and self.mongo_noauth_uri else []
+        return [*super().external_servers(), *noauth]
 
     def secret_reference(self, engine: str) -> tuple[str, str]:
         """Where the load hosts read the password: the same environment variable or file as here."""
@@ -251,7 +292,7 @@ class Params(BothEngines, StudyParams):
     def _external_mongo_arms(self) -> tuple[Arm, ...]:
         if not self.mongo_username:  # the server's own setting, whatever it is
             return (Arm("as configured", "mongo", "on"), Arm("as configured + TLS", "mongo", "on", tls=True))
-        return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=False)
+        return _mongo_arms(tuple(self.mongo_mechanisms), auth_off=bool(self.mongo_noauth_uri))
 
     def planned_runs(self) -> int:
         rounds = self.repetitions + self.warmup + 1

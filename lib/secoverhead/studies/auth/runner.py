@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.builds import MARIADB, described, nearest, stand_in_note
@@ -35,9 +36,7 @@ def _strip_auth(args: dict[str, Any]) -> dict[str, Any]:
 def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
     if engine_of(part) == "MongoDB":
         if p.mongo_uri:
-            ext = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
-            notes = ["external MongoDB: auth-off arms need a server without auth, so they are skipped", cpu_note(ext)]
-            return {"on": ext}, {"mongodb": ext.describe()}, notes
+            return _named_mongos(p, stack)
         keys = sorted(set(p.server_keys(part).values()))
         build, why = nearest(PART_BUILDS[part])
         servers = {k: stack.enter_context(build.server(tls=True, auth=k.startswith("on"))) for k in keys}
@@ -80,6 +79,29 @@ def _servers(p: Params, part: str, stack: contextlib.ExitStack) -> tuple[dict[st
         },
         notes,
     )
+
+
+def _named_mongos(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict, list[str]]:
+    """The user's MongoDB, and the one without auth they name for the auth-off arms (else those are skipped)."""
+    on = stack.enter_context(p.external_mongo(tuple(p.mongo_mechanisms)))
+    if not p.mongo_noauth_uri:
+        notes = ["external MongoDB: auth-off arms need a server without auth (mongo_noauth_uri), so they are skipped"]
+        return {"on": on}, {"mongodb": on.describe()}, [*notes, cpu_note(on)]
+    off = stack.enter_context(p.noauth_mongo())
+    facts = {"mongodb": on.describe(), "mongodb auth off": off.describe()}
+    if facts["mongodb"]["build"] != facts["mongodb auth off"]["build"]:
+        raise ConfigError(
+            f"mongo_noauth_uri runs {facts['mongodb auth off']['build']}, mongo_uri {facts['mongodb']['build']}: "
+            "auth's cost is judged between two servers of one build"
+        )
+    notes = [
+        f"auth off ran on {p.mongo_noauth_uri}, a server of yours without authentication (read back), SCRAM on "
+        f"{p.mongo_uri}: one build, but two servers, so what else differs between them (hardware, data, load) is "
+        "in the comparison too",
+        f"auth on: {cpu_note(on)}",
+        f"auth off: {cpu_note(off)}",
+    ]
+    return {"on": on, "off": off}, facts, notes
 
 
 _SERVER_NAMES = {"off": "off", "on": "on", "off2": "off (a second)", "on2": "on (a second)"}
@@ -165,7 +187,8 @@ def run(p: Params) -> StudyResult:
     def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
         servers, facts, notes = _servers(p, name, stack) if name != "nonce" else ({}, {}, [NONCE_NOTE])
         arms, keys = p.arms(name), p.server_keys(name) if name != "nonce" else {}
-        refused = getattr(servers.get("on"), "tls_error", "") if engine_of(name) == "MongoDB" else ""
+        mongods = servers.values() if engine_of(name) == "MongoDB" else ()
+        refused = next((e for e in (getattr(s, "tls_error", "") for s in mongods) if e), "")
         if refused:  # a user's server without TLS (or one we cannot verify): its TLS arms cannot run
             arms = tuple(a for a in arms if not a.tls)
             notes = [*notes, f"TLS arms skipped: the server refused a TLS client ({refused})"]

@@ -109,6 +109,24 @@ class ExternalMySQLParams(ServerCpuParams):
         )
 
 
+def check_mongo_uri(name: str, uri: str) -> None:
+    """A MongoDB URI the user gives: its scheme, a host, a port in range, and no credentials in it."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{name} is not a valid URI: {exc}") from None
+    if parts.scheme not in ("mongodb", "mongodb+srv"):
+        raise ConfigError(f"{name} must start with mongodb:// or mongodb+srv://, got {parts.scheme or 'no'} scheme")
+    if "@" in parts.netloc:
+        raise ConfigError(f"{name} must not hold credentials: use mongo_username and mongo_password_env")
+    if not parts.hostname:
+        raise ConfigError(f"{name} names no host")
+    _check_host(f"{name} host", parts.hostname)
+    if port is not None and not 0 < port < 65536:
+        raise ConfigError(f"{name} port {port} is outside 1..65535")
+
+
 @dataclass
 class ExternalMongoParams(ServerCpuParams):
     """How a study names a MongoDB it did not start (empty mongo_uri: the study starts its own)."""
@@ -132,22 +150,7 @@ class ExternalMongoParams(ServerCpuParams):
         if not self.mongo_uri:
             return
         self.check_cpu_source("mongo_server_cpu", self.mongo_server_cpu, "MongoDB")
-        try:
-            parts = urlsplit(self.mongo_uri)
-            port = parts.port
-        except ValueError as exc:
-            raise ConfigError(f"mongo_uri is not a valid URI: {exc}") from None
-        if parts.scheme not in ("mongodb", "mongodb+srv"):
-            raise ConfigError(
-                f"mongo_uri must start with mongodb:// or mongodb+srv://, got {parts.scheme or 'no'} scheme"
-            )
-        if "@" in parts.netloc:
-            raise ConfigError("mongo_uri must not hold credentials: use mongo_username and mongo_password_env")
-        if not parts.hostname:
-            raise ConfigError("mongo_uri names no host")
-        _check_host("mongo_uri host", parts.hostname)
-        if port is not None and not 0 < port < 65536:
-            raise ConfigError(f"mongo_uri port {port} is outside 1..65535")
+        check_mongo_uri("mongo_uri", self.mongo_uri)
         if self.mongo_username and not (self.mongo_password_env or self.mongo_password_file):
             raise ConfigError(
                 "with mongo_username, name where the password lives: mongo_password_env or mongo_password_file"
