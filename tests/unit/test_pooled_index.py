@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from secoverhead.analysis.pooling import LOOKS
+from secoverhead.analysis.pooling import ALPHA, LOOKS, RunEstimate, look_confidence, pool
 from secoverhead.reporting import over_reports, series
 from secoverhead.suite import pooled
 
@@ -35,17 +35,26 @@ def _run(
     return name
 
 
+SIX = (0.955, 0.965, 0.96, 0.958, 0.962, 0.96)
+
+
+def _shown(ratios: tuple[float, ...]) -> str:
+    """The pooled interval of these reports (own se 0.03 each) at a look's level, as the reading shows a ratio."""
+    p = pool([RunEstimate(math.log(r), 0.03) for r in ratios], look_confidence(ALPHA))
+    return f"{math.exp(p.estimate):.3g}× [{math.exp(p.low):.3g}×, {math.exp(p.high):.3g}×]"
+
+
 def _table(root: Path):
     return over_reports.pooled(root, "audit", series.collect(root, "audit")).set_index("scale")
 
 
 def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_runs_own(tmp_path):
-    for k, r in enumerate((0.955, 0.965, 0.96, 0.958, 0.962, 0.96)):
+    for k, r in enumerate(SIX):
         _run(tmp_path, k, r)
     row = _table(tmp_path).loc["quick"]
     assert row["reports pooled"] == 6 and row["series"] == "open" and row["since"] == "2026-11-01"
     assert row["pooled verdict"] == "reproduced" and row["newest report's verdict"] == "inconclusive"
-    assert row["pooled"] == "0.96× [0.907×, 1.02×]"  # shown as the reading shows its numbers
+    assert row["pooled"] == _shown(SIX)  # shown as the reading shows its numbers
     assert "Verdicts over reports" in pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
 
 
@@ -100,7 +109,7 @@ def test_a_report_being_written_reads_its_claims_pooled_with_the_reports_before_
         _run(tmp_path, k, r)
     me = _run(tmp_path, 5, 0.96, status="running")  # its run.json says running until it ends
     line = _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"]
-    assert line == "over 6 reports of its series since 2026-11-01: reproduced, 0.96× [0.907×, 1.02×]"
+    assert line == f"over 6 reports of its series since 2026-11-01: reproduced, {_shown(SIX)}"
     monkeypatch.chdir(tmp_path / "audit" / me)  # as the kernel runs: in the report, its results dir relative
     beside = over_reports.lines(Path("results").parent, "audit")["MariaDB:server_audit-small"]
     assert beside.text == line and beside.beside  # decided: it stands beside the claim

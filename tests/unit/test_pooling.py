@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import (
+    CALIBRATED_LOOK_ALPHA,
     LOOKS,
     RunEstimate,
     from_scale,
@@ -58,6 +60,17 @@ def test_the_interval_is_never_narrower_than_the_plain_random_effects_one():
     assert p.tau == 0 and (p.high - p.low) / 2 == pytest.approx(plain_half, rel=1e-5)
 
 
+def test_the_interval_reaches_at_least_as_far_as_the_reports_plain_t_interval():
+    """A report that underestimated its own error (a tiny se from few rounds) draws the weighted estimate to itself;
+    the interval still covers what the reports' own spread says: their mean +- t sd / sqrt(k)."""
+    ests = [RunEstimate(0.0, 1e-4), RunEstimate(0.1, 0.05), RunEstimate(0.2, 0.05), RunEstimate(0.15, 0.05)]
+    p = pool(ests, 0.95)
+    y = np.array([e.value for e in ests])
+    half = stats.t.ppf(0.975, 3) * y.std(ddof=1) / 2
+    assert p.low <= y.mean() - half + 1e-12 and p.high >= y.mean() + half - 1e-12
+    assert p.estimate < y.mean()  # weighted toward the report that claims to know best
+
+
 def test_runs_that_disagree_widen_the_interval_beyond_their_own_errors():
     agree = pool([RunEstimate(0.10, 0.01), RunEstimate(0.10, 0.01), RunEstimate(0.10, 0.01)], 0.95)
     differ = pool([RunEstimate(0.00, 0.01), RunEstimate(0.10, 0.01), RunEstimate(0.20, 0.01)], 0.95)
@@ -65,8 +78,13 @@ def test_runs_that_disagree_widen_the_interval_beyond_their_own_errors():
     assert differ.estimate == pytest.approx(0.10)
 
 
-def test_each_look_spends_alpha_over_the_series_looks():
-    assert look_confidence(0.05) == pytest.approx(1 - 0.05 / (LOOKS - 1))
+def test_each_look_reads_the_calibrated_level_and_an_uncalibrated_alpha_bonferronis():
+    """The calibrated per-look alpha lies between Bonferroni's (which nested looks never need) and alpha itself
+    (which one look alone would spend); an alpha or a number of looks not calibrated splits alpha over the looks."""
+    calibrated = 1 - look_confidence(0.05)
+    assert CALIBRATED_LOOK_ALPHA[0.05] == pytest.approx(calibrated)
+    assert 0.05 / (LOOKS - 1) < calibrated < 0.05
+    assert look_confidence(0.01) == pytest.approx(1 - 0.01 / (LOOKS - 1))
     assert look_confidence(0.05, looks=2) == pytest.approx(0.95)
 
 
@@ -92,12 +110,17 @@ def test_a_runs_estimate_is_its_intervals_centre_and_its_t_half_width():
     assert run_estimate("ratio", 0.9, 1.1, rounds=1, confidence=0.95) is None
 
 
-@pytest.mark.parametrize("tau", sorted({round(b.sd, 3) for b in claim_registry.between_runs().values() if b.sd < 0.2}))
-def test_every_look_of_a_series_covers_the_truth_at_the_stated_level(tau):
-    """Series of LOOKS runs at the between-run sd the registry declares (each run's own error as a quick run's,
-    5 rounds): the share of series in which any look from the second run on misses the true effect stays within
-    alpha (plus three Monte-Carlo standard errors)."""
-    rng = np.random.default_rng(int(tau * 1e4) + 7)
+DECLARED = sorted({round(b.sd, 3) for b in claim_registry.between_runs().values() if b.sd < 0.2})
+
+
+# the registry's between-run sds at 5 rounds; the calibration's hard cases: reports that agree, each knowing its
+# error from 3 rounds (weights on 2 degrees of freedom), and a between-run sd ten times a report's own
+@pytest.mark.parametrize(("tau", "n"), [*((t, 5) for t in DECLARED), (0.0, 3), (0.25, 3)])
+def test_every_look_of_a_series_covers_the_truth_at_the_stated_level(tau, n):
+    """Series of LOOKS runs (each run's own error as a quick run's, over n rounds): the share of series in which
+    any look from the second run on misses the true effect stays within alpha (plus three Monte-Carlo standard
+    errors)."""
+    rng = np.random.default_rng(int(tau * 1e4) + 7 + n)
     alpha, series, truth = 0.05, 400, 0.05
     level = look_confidence(alpha)
     missed = 0
@@ -105,9 +128,9 @@ def test_every_look_of_a_series_covers_the_truth_at_the_stated_level(tau):
         ests = []
         for _k in range(LOOKS):
             own = rng.uniform(0.01, 0.04)  # a run's own standard error on the log ratio, as quick runs show
-            rounds = rng.normal(0, own * math.sqrt(5), size=5)
+            rounds = rng.normal(0, own * math.sqrt(n), size=n)
             value = truth + rng.normal(0, tau) + rounds.mean()
-            ests.append(RunEstimate(value, rounds.std(ddof=1) / math.sqrt(5)))
+            ests.append(RunEstimate(value, rounds.std(ddof=1) / math.sqrt(n)))
         looks = [pool(ests[:k], level) for k in range(2, LOOKS + 1)]
         missed += any(not (p.low <= truth <= p.high) for p in looks)
     limit = alpha + 3 * math.sqrt(alpha * (1 - alpha) / series)

@@ -363,3 +363,43 @@ def test_a_between_run_sd_its_claims_add_widens_the_extra_by_the_arms_level_time
     half = math.sqrt(((own.hi - own.lo) / 2) ** 2 + (q * wide.arm_us * 0.05) ** 2)
     assert (wide.hi - wide.lo) / 2 == pytest.approx(half) and wide.point == own.point
     assert "learned from 6 reports" in sizing_tables.comparisons(calc)["notes"].iloc[0]
+
+
+def _in_series(run: Path, day: int, scale: str = "quick") -> Path:
+    """A report as the index reads one: started on its day, at its scale, with a verdict recorded."""
+    meta = json.loads((run / "run.json").read_text())
+    meta |= {"started": f"2026-01-{day:02d}T00:00:00+00:00", "params_name": scale}
+    (run / "run.json").write_text(json.dumps(meta))
+    verdict = {"id": "https:full-handshake", "claim": "c", "ratio": 2.0, "ci_low": 1.5, "ci_high": 2.5}
+    (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [verdict | {"verdict": "reproduced"}]}))
+    (run / "verdicts.json").write_text((run / "results" / "verdicts.json").read_text())
+    return run
+
+
+def test_a_cost_is_its_series_reports_pooled_from_three_on(tmp_path, monkeypatch):
+    """Reports of one series that price a cost 500, 530 and 560 us: the calculator reads the three pooled (their
+    mean, an interval holding each report's spread), says so and lists them; with two, the newest alone; a report
+    of another scale or a failed one is not in the series."""
+    from secoverhead.analysis import claim_registry
+    from secoverhead.sizing import tables as sizing_tables
+
+    monkeypatch.setattr(claim_registry, "between_runs", lambda: {})
+    base = dict(features=["https"], reports_dir=str(tmp_path), tls_version="1.2", https_new_share=1.0,
+                https_resumed_share=0.0)  # fmt: skip
+    full = "TLS 1.2 full, RSA"
+    for day, cost in ((1, 500.0), (2, 530.0)):
+        _in_series(_report(tmp_path, "https", HTTPS | {full: cost}, name=f"2026010{day}T000000Z-h-quick"), day)
+    _in_series(_report(tmp_path, "https", HTTPS | {full: 900.0}, name="20260102T120000Z-h-smoke"), 2, "smoke")
+    two = sizing.calculate(**base).line("https_full").priced[0]
+    assert two.pooled == () and two.n == 8 and two.point == pytest.approx(530 - 30, rel=0.05)
+    _report(tmp_path, "https", HTTPS | {full: 2000.0}, name="20260103T000000Z-h-quick", status="failed")
+    _in_series(_report(tmp_path, "https", HTTPS | {full: 560.0}, name="20260104T000000Z-h-quick"), 4)
+    calc = sizing.calculate(**base)
+    pooled = calc.line("https_full").priced[0]
+    assert [p.name[:8] for p in pooled.reports] == ["20260101", "20260102", "20260104"]
+    assert pooled.n == 3 and pooled.design == "reports pooled" and "pooled over 3 reports" in pooled.between
+    assert pooled.point == pytest.approx(500.0, rel=0.02)  # 530 - 30 us of HTTP, the three's mean
+    assert pooled.lo < 470.0 and pooled.hi > 530.0  # the reports' spread (+-30 us), not one report's 2 % noise
+    assert "pooled over 3 reports" in sizing_tables.comparisons(calc)["notes"].iloc[0]
+    saved = json.loads(sizing_tables.save(calc, tmp_path).read_text())
+    assert len(next(ln for ln in saved["lines"] if ln["key"] == "https_full")["sources"]) == 3

@@ -307,7 +307,9 @@ def run_study(
                 finalise(run, prepared.study, record, ending)
                 run.lock.release()
                 _undo_what_the_kernel_left()
-    log.info("%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error", extra=PLAIN)
+    # a failure's line on stderr carries its error; an ok run is said once, by its caller, with its directory
+    level = logging.INFO if ending.error else logging.DEBUG
+    log.log(level, "%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error", extra=PLAIN)
     return RunOutcome(prepared.study.id, run.dir, ending.status, ending.error)
 
 

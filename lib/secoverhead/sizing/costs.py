@@ -8,12 +8,18 @@ all of them hold together at the stated confidence: what a reader needs who read
 
 Where the study's claims add a between-run sd on the metric (its arms ran on instances of their own:
 claim_registry.between_runs, learned or declared), the difference adds it too, as the arm's level times that sd of
-the log ratio: another run of the study would move the extra by that much."""
+the log ratio: another run of the study would move the extra by that much.
+
+Where the run's series (reporting.series: one scale, target, server build and machine speed class) holds POOL_FROM
+reports or more up to it that priced the comparison, the cost is theirs pooled (analysis.pooling: random effects,
+Paule-Mandel's between-run sd from those reports, a Hartung-Knapp interval at the stated confidence), not the
+newest report's alone: an answer read once, so no split over looks. The rest (levels, the cryptography in the
+extra, the measuring machine) stays the newest report's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +28,16 @@ import pandas as pd
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.compare import compare_arms
+from secoverhead.analysis.pooling import LOOKS, RunEstimate, pool, run_estimate
 from secoverhead.analysis.stats import mean_interval, widen
 from secoverhead.core.errors import ConfigError
+from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
+from secoverhead.reporting.series import collect, reports_like
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
 from secoverhead.sizing.scaling import Primitives
-from secoverhead.sizing.sources import Source
+from secoverhead.sizing.sources import Source, experiments_of
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,12 @@ class Priced:
     primitives: Primitives  # the cryptography in the extra, per operation (TDE: the pages measured)
     calibration: Mapping[str, Any]  # the measuring machine's speed reference
     run_dir: Path
-    between: str = ""  # the between-run sd added, as its claims say it ("" when none applies)
+    between: str = ""  # the between-run sd added, as its claims say it, or the reports pooled ("" when neither)
+    pooled: tuple[Path, ...] = ()  # the reports of the series pooled, oldest first (empty: the newest alone)
+
+    @property
+    def reports(self) -> tuple[Path, ...]:
+        return self.pooled or (self.run_dir,)
 
 
 def _cell_runs(runs: pd.DataFrame, cell: Sequence[tuple[str, str]]) -> pd.DataFrame:
@@ -67,6 +81,16 @@ def _tde_primitives(arm_runs: pd.DataFrame) -> Primitives:
     return tuple((k, n) for k, n in ((PAGE, pages), (LOG_BYTE, log)) if np.isfinite(n) and n > 0)
 
 
+@dataclass(frozen=True)
+class _One:
+    """One report's cost: its interval over its own rounds (before any between-run sd), its pairs, and as priced."""
+
+    lo_own: float
+    hi_own: float
+    n: int
+    priced: Priced
+
+
 def interval_level(lines: Sequence[Line], confidence: float, joint: bool) -> float:
     """Each comparison's confidence: `confidence`, or (joint) 1 - (1 - confidence) / m over the m comparisons the
     lines use, so that all of them hold together (Bonferroni)."""
@@ -74,26 +98,68 @@ def interval_level(lines: Sequence[Line], confidence: float, joint: bool) -> flo
     return 1.0 - (1.0 - confidence) / max(1, comparisons) if joint else confidence
 
 
+POOL_FROM = 3  # reports of a series from which a cost is theirs pooled (two: Hartung-Knapp's t on 1 df, far wider)
+
+
 class Book:
     """The runs of the studies a calculation reads, loaded once, and the comparisons priced from them."""
 
     def __init__(self, sources: Mapping[str, Source]) -> None:
         self.sources = dict(sources)
-        self._runs: dict[tuple[str, str], pd.DataFrame] = {}
+        self._runs: dict[tuple[Path, str], pd.DataFrame] = {}
+        self._series: dict[str, list[Path]] = {}
 
-    def runs(self, study: str, part: str) -> pd.DataFrame:
-        key = (study, part.lower())
+    def runs(self, study: str, part: str, run_dir: Path | None = None) -> pd.DataFrame:
+        """A part's run table, of the study's source run or (run_dir) another report of its series."""
+        src = self.sources[study]
+        key = (run_dir or src.run_dir, part.lower())
         if key not in self._runs:
-            exp = self.sources[study].experiment(part)
+            exp = src.experiment(part) if run_dir is None else experiments_of(run_dir).get(part_slug(part))
             if exp is None:
-                raise ConfigError(f"{self.sources[study].run_dir}: no {part!r} experiment")
+                raise ConfigError(f"{key[0]}: no {part!r} experiment")
             self._runs[key] = ResultStore(exp.path.parent, exp.path.name, readonly=True).runs()
         return self._runs[key]
 
+    def series(self, study: str) -> list[Path]:
+        """The reports of the source run's series up to it, oldest first, at most pooling.LOOKS."""
+        if study not in self._series:
+            run_dir = self.sources[study].run_dir
+            names = reports_like(collect(run_dir.parent.parent, study), run_dir.name)
+            names = names[: names.index(run_dir.name) + 1] if run_dir.name in names else [run_dir.name]
+            self._series[study] = [run_dir.parent / n for n in names[-LOOKS:]]
+        return self._series[study]
+
     def price(self, m: Measure, confidence: float) -> Priced:
-        src = self.sources[m.study]
-        runs = _cell_runs(self.runs(m.study, m.part), m.cell)
-        where = f"{src.run_dir.name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
+        """The newest report's cost, or where POOL_FROM reports of its series priced it, theirs pooled."""
+        one = self._price_one(m, confidence)
+        ests = {r: self._estimate(m, r) for r in self.series(m.study)[:-1]}
+        ests = {r: e for r, e in ests.items() if e is not None}
+        own = run_estimate("difference", one.lo_own, one.hi_own, one.n, confidence) if one.n > 1 else None
+        if own is None or len(ests) + 1 < POOL_FROM:
+            return one.priced
+        reports, est = (*ests, one.priced.run_dir), [*ests.values(), own]
+        p = pool(est, confidence)
+        if p is None:
+            return one.priced
+        why = (
+            f"pooled over {len(est)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
+            f"between reports {p.tau:.3g} µs (Paule-Mandel), a Hartung-Knapp interval"
+        )
+        return replace(one.priced, point=p.estimate, lo=p.low, hi=p.high, n=len(est), design="reports pooled",
+                       between=why, pooled=tuple(reports))  # fmt: skip
+
+    def _estimate(self, m: Measure, run_dir: Path) -> RunEstimate | None:
+        """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms)."""
+        try:
+            c, n = self._compare(m, 0.95, run_dir)
+        except ConfigError:
+            return None
+        return run_estimate("difference", c.ci_low, c.ci_high, n, 0.95) if np.isfinite(c.ci_low) else None
+
+    def _compare(self, m: Measure, confidence: float, run_dir: Path | None = None) -> tuple[Any, int]:
+        """The arm against its baseline on the metric in one report: the comparison and its pairs."""
+        runs = _cell_runs(self.runs(m.study, m.part, run_dir), m.cell)
+        where = f"{(run_dir or self.sources[m.study].run_dir).name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
             f" ({', '.join(f'{k} {v}' for k, v in m.cell)})" if m.cell else ""
         )
         if m.metric not in runs or runs[runs["arm"] == m.arm][m.metric].notna().sum() == 0:
@@ -113,27 +179,37 @@ class Book:
         c = comps.get(m.arm)
         if c is None or not np.isfinite(c.ratio):
             raise ConfigError(f"{where}: no runs of both arms to compare")
-        n = int(c.n_pairs or min(c.n_baseline, c.n_candidate))
-        lo, hi = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
+        return c, int(c.n_pairs or min(c.n_baseline, c.n_candidate))
+
+    def _price_one(self, m: Measure, confidence: float) -> _One:
+        """The source run's cost alone, the between-run sd its claims declare or learned added."""
+        src = self.sources[m.study]
+        c, n = self._compare(m, confidence)
+        runs = _cell_runs(self.runs(m.study, m.part), m.cell)
+        lo, hi = own = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
         term = registry.between_runs().get((m.study, m.metric))
         if term is not None and term.sd:  # on the log ratio: the arm's level times it, in the metric's unit
             lo, hi = widen(lo, hi, float(c.candidate_median) * term.sd, n, confidence, log=False)
         arm_runs = runs[runs["arm"] == m.arm]
         prims = _tde_primitives(arm_runs) if m.pages else tuple(m.primitives)
-        return Priced(
-            m,
-            float(c.ratio),
-            float(lo),
-            float(hi),
-            float(c.baseline_median),
-            float(c.candidate_median),
+        return _One(
+            *own,
             n,
-            c.design,
-            confidence,
-            prims,
-            src.calibration,
-            src.run_dir,
-            term.text() if term is not None and term.sd else "",
+            Priced(
+                m,
+                float(c.ratio),
+                float(lo),
+                float(hi),
+                float(c.baseline_median),
+                float(c.candidate_median),
+                n,
+                c.design,
+                confidence,
+                prims,
+                src.calibration,
+                src.run_dir,
+                term.text() if term is not None and term.sd else "",
+            ),
         )
 
     def price_all(self, lines: Sequence[Line], level: float) -> dict[Measure, Priced]:

@@ -74,6 +74,12 @@ def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Measured]:
     return out
 
 
+def experiments_of(run_dir: Path) -> dict[str, Measured]:
+    """A report's experiments by part slug (another report of a source's series)."""
+    meta = read_json(run_dir / "run.json")
+    return _experiments(run_dir, meta) if isinstance(meta, dict) and meta.get("study") else {}
+
+
 def source(root: Path, study: str, named: str | None = None) -> Source:
     """The run a study's costs come from: the one named, else the run that counts under root."""
     if named:

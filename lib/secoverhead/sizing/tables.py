@@ -302,7 +302,7 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
                     "cores": iv(r.cores),
                     "latency_ms": iv(r.latency_ms),
                     "round_trips": r.line.round_trips,
-                    "sources": sorted({str(p.run_dir) for p in r.priced}),
+                    "sources": sorted({str(d) for p in r.priced for d in p.reports}),
                     "notes": list(r.line.notes),
                 }
                 for r in calc.lines

@@ -26,8 +26,8 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
         + html.escape(
             f"Each claim's reports of one series (scale, target, server version, machine speed class) pooled: a "
             f"random-effects estimate (Paule-Mandel) and a Hartung-Knapp interval at {level * 100:.3g} %, "
-            f"alpha / {LOOKS - 1} for each look, so looking after every report keeps the error rate within "
-            f"{alpha:g}; a series closes at {LOOKS} reports."
+            f"for each look, a level calibrated by simulation so that looking after every report keeps the chance "
+            f"of any wrong verdict in a series within {alpha:g}; a series closes at {LOOKS} reports."
         )
         + f"</small></p>{table}"
     )
