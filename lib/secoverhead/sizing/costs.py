@@ -12,7 +12,7 @@ the log ratio: another run of the study would move the extra by that much.
 
 Where the run's series (reporting.series: one scale, target, server build and machine speed class) holds POOL_FROM
 reports or more up to it that priced the comparison, the cost is theirs pooled (analysis.pooling: random effects,
-Paule-Mandel's between-run sd from those reports, a Hartung-Knapp interval at the stated confidence), not the
+Paule-Mandel's between-run sd from those reports, the interval pool draws, at the stated confidence), not the
 newest report's alone: an answer read once, so no split over looks. The rest (levels, the cryptography in the
 extra, the measuring machine) stays the newest report's."""
 
@@ -143,7 +143,7 @@ class Book:
             return one.priced
         why = (
             f"pooled over {len(est)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
-            f"between reports {p.tau:.3g} µs (Paule-Mandel), a Hartung-Knapp interval"
+            f"between reports {p.tau:.3g} µs (Paule-Mandel), the interval as pooled verdicts draw it"
         )
         return replace(one.priced, point=p.estimate, lo=p.low, hi=p.high, n=len(est), design="reports pooled",
                        between=why, pooled=tuple(reports))  # fmt: skip
