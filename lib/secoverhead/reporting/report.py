@@ -68,8 +68,9 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
             "several comparisons: the error rate holds per claim, not across a study's claims. "
             f"<i>Over reports</i>: this report's estimates pooled with those of the reports before it in its series "
             f"(one scale, target, server build and machine speed class; a series closes at {LOOKS} reports) by a "
-            "random-effects model (Paule-Mandel), each interval Hartung-Knapp at "
-            f"{look_confidence(ALPHA) * 100:.3g} %, so that looking again after every report keeps the chance of "
+            "random-effects model (Paule-Mandel), each interval Hartung-Knapp (never narrower than the reports' "
+            f"plain t interval) at {look_confidence(ALPHA) * 100:.3g} %, a level calibrated by simulation so that "
+            "looking again after every report keeps the chance of "
             f"any wrong verdict in a series within alpha = {ALPHA:g}.</p></details>"
         )
     )
