@@ -153,7 +153,7 @@ def test_a_reading_the_engine_does_not_pool_says_so_not_that_a_precondition_fail
         name = _run(tmp_path, k, 0.96, status="ok" if k < 2 else "running")
         path = tmp_path / "audit" / name / "results" / "verdicts.json"
         doc = json.loads(path.read_text())
-        doc["verdicts"][0]["judged"][0]["estimates"] = [None]  # a share won back: no log-ratio estimate
+        doc["verdicts"][0]["judged"][0]["estimates"] = [None]  # as a share won back recorded none before 11-28
         path.write_text(json.dumps(doc))
     line = _lines(tmp_path, name, monkeypatch)["MariaDB:server_audit-small"]
-    assert line.startswith("not pooled: its reading is judged report by report")
+    assert line.startswith("not pooled: its reports recorded no estimate to pool")

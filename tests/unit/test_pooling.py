@@ -98,8 +98,9 @@ def test_the_analysis_scale_round_trips(quantity, lo, hi):
     assert from_scale(quantity, a, b) == pytest.approx((lo, hi))
 
 
-def test_a_share_or_a_ratio_reaching_zero_has_no_analysis_scale():
-    assert to_scale("share", 0.1, 0.2) is None
+def test_a_ratio_reaching_zero_or_an_unknown_quantity_has_no_analysis_scale_and_a_share_is_its_own():
+    assert to_scale("share", 0.1, 0.2) == (0.1, 0.2)  # a mean of per-round shares, a t interval: as a difference
+    assert to_scale("nothing", 0.1, 0.2) is None
     assert to_scale("ratio", 0.0, 1.2) is None
     assert to_scale("loss", 50.0, 100.0) is None  # a loss of 100 % is a ratio of 0
 
@@ -152,6 +153,20 @@ def test_runs_that_together_lie_inside_the_band_reproduce_what_one_run_could_not
     assert v.verdict == Verdict.REPRODUCED and v.reports == 6
     (cell,) = v.readings[0]
     assert 0.9 < cell.low < cell.point < cell.high < 1.02
+
+
+def test_shares_won_back_pool_on_their_own_scale():
+    """A session cache wins back a share of the full handshake's extra CPU above 0.5: reports whose own intervals
+    (se 0.03, straddling the line) lie near 0.56 pool above it; reports round 0.5 stay inconclusive."""
+
+    def judged(share: float) -> list[dict]:
+        return [{"cells": [], "intervals": [[0, 0]], "estimates": [[share, 0.03]]}]
+
+    claim = "recovery:TLS 1.2 resumed, session cache"
+    v = pooled_verdict("https", claim, [judged(x) for x in (0.56, 0.57, 0.55, 0.56, 0.58, 0.56)])
+    assert v.verdict == Verdict.REPRODUCED and 0.5 < v.readings[0][0].low < v.readings[0][0].high < 0.62
+    near = pooled_verdict("https", claim, [judged(x) for x in (0.49, 0.52, 0.50, 0.51)])
+    assert near.verdict == Verdict.INCONCLUSIVE
 
 
 def test_runs_that_together_lie_outside_refute_and_a_straddle_stays_inconclusive():

@@ -110,15 +110,16 @@ def look_confidence(alpha: float, looks: int = LOOKS) -> float:
 
 
 # From an interval a report judged on a reading's quantity to the analysis scale and back: a ratio and a loss are
-# pooled on the log ratio (a loss in % is 1 - ratio), a difference in points as it is.
+# pooled on the log ratio (a loss in % is 1 - ratio), a difference in points and a share won back (a mean of
+# per-round shares with its t interval, reads.Share) as they are.
 def to_scale(quantity: str, lo: float, hi: float) -> tuple[float, float] | None:
-    """(lo, hi) of a reading's interval on the analysis scale, ordered; None where it has none (a share, a
-    ratio reaching zero)."""
+    """(lo, hi) of a reading's interval on the analysis scale, ordered; None where it has none (a ratio reaching
+    zero, a quantity not pooled)."""
     if quantity == "loss":
         lo, hi = 1 - hi / 100, 1 - lo / 100
     if quantity in ("ratio", "loss"):
         return (math.log(lo), math.log(hi)) if lo > 0 and hi > 0 else None
-    return (lo, hi) if quantity == "difference" else None
+    return (lo, hi) if quantity in ("difference", "share") else None
 
 
 def from_scale(quantity: str, lo: float, hi: float) -> tuple[float, float]:

@@ -97,7 +97,7 @@ def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
         return f"{len(judged) or 'no'} report of its series with estimates so far: a series pools from two"
     if _untestable(judged):
         return "a report of its series could not test it (a precondition failed)"
-    return "its reading is judged report by report (a share won back, or cells that differ between reports)"
+    return "its reports recorded no estimate to pool (a share won back, before 2026-11-28) or differ in their cells"
 
 
 def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
