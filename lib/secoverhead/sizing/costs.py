@@ -81,16 +81,6 @@ def _tde_primitives(arm_runs: pd.DataFrame) -> Primitives:
     return tuple((k, n) for k, n in ((PAGE, pages), (LOG_BYTE, log)) if np.isfinite(n) and n > 0)
 
 
-@dataclass(frozen=True)
-class _One:
-    """One report's cost: its interval over its own rounds (before any between-run sd), its pairs, and as priced."""
-
-    lo_own: float
-    hi_own: float
-    n: int
-    priced: Priced
-
-
 def interval_level(lines: Sequence[Line], confidence: float, joint: bool) -> float:
     """Each comparison's confidence: `confidence`, or (joint) 1 - (1 - confidence) / m over the m comparisons the
     lines use, so that all of them hold together (Bonferroni)."""
@@ -132,32 +122,27 @@ class Book:
     def price(self, m: Measure, confidence: float) -> Priced:
         """The newest report's cost, or where POOL_FROM reports of its series priced it, theirs pooled."""
         one = self._price_one(m, confidence)
-        ests = {r: self._estimate(m, r) for r in self.series(m.study)[:-1]}
-        ests = {r: e for r, e in ests.items() if e is not None}
-        own = run_estimate("difference", one.lo_own, one.hi_own, one.n, confidence) if one.n > 1 else None
-        if own is None or len(ests) + 1 < POOL_FROM:
-            return one.priced
-        reports, est = (*ests, one.priced.run_dir), [*ests.values(), own]
-        p = pool(est, confidence)
-        if p is None:
-            return one.priced
+        ests = {r: e for r in self.series(m.study) if (e := self._estimate(m, r)) is not None}
+        if one.run_dir not in ests or len(ests) < POOL_FROM or (p := pool(list(ests.values()), confidence)) is None:
+            return one
+        reports = tuple(ests)
         why = (
-            f"pooled over {len(est)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
+            f"pooled over {len(reports)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
             f"between reports {p.tau:.3g} µs (Paule-Mandel), the interval as pooled verdicts draw it"
         )
-        return replace(one.priced, point=p.estimate, lo=p.low, hi=p.high, n=len(est), design="reports pooled",
-                       between=why, pooled=tuple(reports))  # fmt: skip
+        return replace(one, point=p.estimate, lo=p.low, hi=p.high, n=len(reports), design="reports pooled",
+                       between=why, pooled=reports)  # fmt: skip
 
     def _estimate(self, m: Measure, run_dir: Path) -> RunEstimate | None:
         """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms)."""
         try:
-            c, n = self._compare(m, 0.95, run_dir)
+            c, n, _ = self._compare(m, 0.95, run_dir)
         except ConfigError:
             return None
         return run_estimate("difference", c.ci_low, c.ci_high, n, 0.95) if np.isfinite(c.ci_low) else None
 
-    def _compare(self, m: Measure, confidence: float, run_dir: Path | None = None) -> tuple[Any, int]:
-        """The arm against its baseline on the metric in one report: the comparison and its pairs."""
+    def _compare(self, m: Measure, confidence: float, run_dir: Path | None = None) -> tuple[Any, int, pd.DataFrame]:
+        """The arm against its baseline on the metric in one report: the comparison, its pairs and the cell's runs."""
         runs = _cell_runs(self.runs(m.study, m.part, run_dir), m.cell)
         where = f"{(run_dir or self.sources[m.study].run_dir).name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
             f" ({', '.join(f'{k} {v}' for k, v in m.cell)})" if m.cell else ""
@@ -179,37 +164,32 @@ class Book:
         c = comps.get(m.arm)
         if c is None or not np.isfinite(c.ratio):
             raise ConfigError(f"{where}: no runs of both arms to compare")
-        return c, int(c.n_pairs or min(c.n_baseline, c.n_candidate))
+        return c, int(c.n_pairs or min(c.n_baseline, c.n_candidate)), runs
 
-    def _price_one(self, m: Measure, confidence: float) -> _One:
+    def _price_one(self, m: Measure, confidence: float) -> Priced:
         """The source run's cost alone, the between-run sd its claims declare or learned added."""
         src = self.sources[m.study]
-        c, n = self._compare(m, confidence)
-        runs = _cell_runs(self.runs(m.study, m.part), m.cell)
-        lo, hi = own = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
+        c, n, runs = self._compare(m, confidence)
+        lo, hi = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
         term = registry.between_runs().get((m.study, m.metric))
         if term is not None and term.sd:  # on the log ratio: the arm's level times it, in the metric's unit
             lo, hi = widen(lo, hi, float(c.candidate_median) * term.sd, n, confidence, log=False)
         arm_runs = runs[runs["arm"] == m.arm]
         prims = _tde_primitives(arm_runs) if m.pages else tuple(m.primitives)
-        return _One(
-            *own,
+        return Priced(
+            m,
+            float(c.ratio),
+            float(lo),
+            float(hi),
+            float(c.baseline_median),
+            float(c.candidate_median),
             n,
-            Priced(
-                m,
-                float(c.ratio),
-                float(lo),
-                float(hi),
-                float(c.baseline_median),
-                float(c.candidate_median),
-                n,
-                c.design,
-                confidence,
-                prims,
-                src.calibration,
-                src.run_dir,
-                term.text() if term is not None and term.sd else "",
-            ),
+            c.design,
+            confidence,
+            prims,
+            src.calibration,
+            src.run_dir,
+            term.text() if term is not None and term.sd else "",
         )
 
     def price_all(self, lines: Sequence[Line], level: float) -> dict[Measure, Priced]:
