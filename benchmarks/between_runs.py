@@ -7,6 +7,8 @@ For every claim whose readings compare arms on instances of their own (analysis/
 each cell's estimate and standard error per run, as the claim engine computes them (95 %, no family); per cell
 the DerSimonian-Laird sd between runs (stats.between_run_sd); per study and metric the root mean square over
 its cells. Prints the figures and the entries data/claims/between_runs.yaml would take (three runs or more).
+Then the same for each arm's level, as `compare` learns it (suite/crossrun.py: Paule-Mandel per level of the
+study's primary metrics, the root mean square over levels): the entries data/claims/between_runs_levels.yaml takes.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from secoverhead.analysis import claim_registry as registry
+from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.analysis.reads import Ratio, Relative
 from secoverhead.analysis.stats import between_run_sd, t_quantile
-from secoverhead.suite.crossrun import load_report
+from secoverhead.studies import STUDIES
+from secoverhead.suite.crossrun import level_estimates, load_report
 
 
 def _rules(study: str, part: str) -> list:
@@ -100,6 +104,22 @@ def rejudged(report_dirs: list[str], terms: dict[tuple[str, str], float]) -> lis
     return out
 
 
+def level_terms(report_dirs: list[str]) -> dict[tuple[str, str], tuple[float, int, int]]:
+    """(study, metric) -> the root mean square over levels of Paule-Mandel's sd, the reports, the levels."""
+    by_study: dict[str, list[Path]] = defaultdict(list)
+    for d in report_dirs:
+        by_study[load_report(d)[0]].append(Path(d))
+    out = {}
+    for study, reports in sorted(by_study.items()):
+        per_metric: dict[str, list[float]] = defaultdict(list)
+        for (_, _, _, metric), xs in level_estimates(reports, list(STUDIES[study].primary_metrics)).items():
+            if len(xs) >= 3:
+                per_metric[metric].append(paule_mandel([v for v, _ in xs], [se * se for _, se in xs]))
+        for metric, tau2 in sorted(per_metric.items()):
+            out[(study, metric)] = (math.sqrt(sum(tau2) / len(tau2)), len(reports), len(tau2))
+    return out
+
+
 def main(report_dirs: list[str]) -> None:
     per_metric: dict[tuple[str, str], list[float]] = defaultdict(list)
     for (study, metric, claim, cell), values in sorted(cells(report_dirs).items()):
@@ -115,6 +135,12 @@ def main(report_dirs: list[str]) -> None:
     for (study, metric), sd in terms.items():
         n = runs[study]
         print(f'- {{study: {study}, metric: {metric}, sd: {sd:.3f}, runs: {n}, estimated: "<date>, <runs>"}}')
+    print("\n# data/claims/between_runs_levels.yaml (the root mean square over a metric's levels)")
+    for (study, metric), (sd, n, levels) in level_terms(report_dirs).items():
+        print(
+            f'- {{study: {study}, metric: {metric}, sd: {sd:.3f}, runs: {n}, estimated: "<date>, <runs>"}}'
+            f"  # {levels} levels"
+        )
     print("\n# each run's verdicts, stored -> with these sds added")
     for line in rejudged(report_dirs, terms):
         print(line)

@@ -1,18 +1,21 @@
 """The run that counts, on real runs: after a quick run, two smoke runs (the README's first example) leave
 `latest`, the index's glance and the calculator's source on the quick run; `compare` of two smoke runs of one
-configuration back to back (an A/A) exits 0 or says the machine was noisy, and the same run with its measurements
+configuration back to back (an A/A) takes the spread between reports in, and the same run with its measurements
 doctored twice as slow exits 1. Only the compares are quiet: each phase of `make test` builds the runs it needs."""
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
 
+from secoverhead.analysis import claim_registry
 from secoverhead.core.units import unit
 from secoverhead.sizing.sources import source
 from secoverhead.suite.index import build_index
@@ -62,21 +65,32 @@ def test_smoke_runs_after_a_quick_one_never_take_its_place(runs):
     assert source(root, "https").run_dir == quick  # what the calculator prices
 
 
-def _compare(a: Path, b: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, "compare", str(a), str(b)], capture_output=True, text=True, timeout=300)
+def _compare(a: Path, b: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, "compare", str(a), str(b), *args], capture_output=True, text=True, timeout=300)
 
 
 @quiet
-def test_compare_of_two_runs_of_one_configuration_exits_0_or_says_the_machine_was_noisy(smokes):
-    """Two runs of one configuration, back to back: no regression, or every one it reports rests on runs the
-    noise monitor flagged and is said to (two busy loops beside CI once moved TLS 1.2's server CPU by 23 %
-    between two smoke runs: a change of the machine, not of the server)."""
-    res = _compare(smokes["smoke1"], smokes["smoke2"])
-    if res.returncode == 0:
-        return
-    regressed = res.stdout.count(" worse (")
-    said = res.stderr.count("note: the machine was noisy:")
-    assert res.returncode == 1 and regressed and said == regressed, res.stdout[-3000:] + res.stderr[-1000:]
+def test_compare_of_two_runs_of_one_configuration_takes_the_spread_between_reports_in(smokes):
+    """Two runs of one configuration back to back (an A/A). How often `compare` calls such a pair changed is a
+    rate, which benchmarks/compare_aa.py measures over many pairs; one pair cannot assert it (two smoke runs in
+    CI's quiet phase, 2026-11-28, were 9.8 % apart in HTTP's requests/s with nothing flagged). What every pair
+    must show: each interval is no narrower than the spread between reports alone gives (the declared prior,
+    this series being too short to learn it), the note names that prior, and whatever it calls worse it says
+    with its p and n, and says when it rests on runs the noise monitor flagged."""
+    res = _compare(smokes["smoke1"], smokes["smoke2"], "--format", "json")
+    assert res.returncode in (0, 1), res.stderr[-2000:]
+    assert "the prior declared in between_runs_levels.yaml" in res.stderr
+    rows = [r for r in json.loads(res.stdout) if r["experiment"] != "geomean"]
+    prior = claim_registry.level_spread()
+    assert {r["metric"] for r in rows} == {"server_cpu_us_per_op", "rps"} and len(rows) == 4
+    for r in rows:
+        tau = prior[("https", r["metric"])].sd
+        floor = 2 * NormalDist().inv_cdf(0.975) * math.sqrt(2) * tau  # both reports drew their level once
+        assert r["between runs sd"] == tau and math.log(r["ci_high"] / r["ci_low"]) >= floor * 0.999, r
+    worse = [r for r in rows if r["vs_a"].startswith(("+", "-")) and " worse (p=" in r["vs_a"]]
+    assert (res.returncode == 1) == bool(worse), rows
+    flagged = [r for r in worse if r["noisy_a"] or r["noisy_b"]]
+    assert res.stderr.count("note: the machine was noisy:") == len(flagged)
 
 
 @quiet

@@ -182,10 +182,60 @@ def test_reports_that_spread_more_than_their_rounds_widen_the_comparison_once_fi
     rng = np.random.default_rng(7)
     levels = [1.0, 0.88, 1.1, 0.93, 1.08, 0.9]  # reports of one configuration, 10 % apart (their rounds: 3 %)
     reports = [_series_report(tmp_path, k, rng, level) for k, level in enumerate(levels)]
-    assert _compare(reports[1], reports[4])[0] == 1  # four others: no spread known, and 0.88 -> 1.08 reads worse
-    assert "no between-run sd of the levels yet (4 of the 5" in capsys.readouterr().err
+    assert _compare(reports[1], reports[4])[0] == 1  # four others: the prior, and 0.88 -> 1.08 is beyond it
+    assert "the prior declared in between_runs_levels.yaml" in capsys.readouterr().err
     b = _series_report(tmp_path, 6, rng, 1.12)
     assert _compare(reports[0], b)[0] == 0  # five others: their spread widens every row, and 12 % is within it
     assert "learned from 5 reports of A's series" in capsys.readouterr().err
     doubled = _series_report(tmp_path, 8, rng, 2.4)
     assert _compare(reports[0], doubled)[0] == 1  # more than twice as slow is beyond any spread they showed
+
+
+@pytest.fixture
+def prior(tmp_path, monkeypatch):
+    """Declares `compare`'s prior as the text given (empty: none) in a file of the test's own."""
+    from secoverhead.analysis import claim_registry
+    from secoverhead.core import paths
+
+    def declare(text: str) -> None:
+        f = tmp_path / "test-levels.yaml"
+        f.write_text(text)
+        monkeypatch.setattr(paths, "LEVEL_SPREAD", f)
+        claim_registry.level_spread.cache_clear()
+
+    yield declare
+    claim_registry.level_spread.cache_clear()
+
+
+def test_two_reports_apart_by_the_machines_day_are_no_regression_under_the_declared_prior(tmp_path, prior, capsys):
+    """Reports 10 % apart in level, their rounds 3 %: with no spread between reports taken in, a regression; under
+    a prior sd of 0.1 a report's level moves that much, so `~` (and the note names the prior)."""
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(2), slow=1.1)
+    prior("")
+    assert _compare(a, b)[0] == 1 and "the intervals cover the two reports' rounds only" in capsys.readouterr().err
+    entries = "".join(f"- {{study: https, metric: {m}, sd: 0.1, runs: 6, estimated: test}}\n"
+                      for m in ("rps", "server_cpu_us_per_op"))  # fmt: skip
+    prior(entries)
+    code, text = _compare(a, b)
+    assert code == 0 and "worse" not in text, text
+    assert "the prior declared in test-levels.yaml (test), added until 5 reports" in capsys.readouterr().err
+    twice = _report(tmp_path / "twice", np.random.default_rng(3), slow=2.0)
+    assert _compare(a, twice)[0] == 1  # twice as slow is beyond that prior
+
+
+def test_a_broken_prior_is_one_line_and_exit_2(tmp_path, prior, capsys):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    prior("- {study: https, metric: rps, sd: .nan, runs: 6, estimated: test}\n")
+    assert cli.main(["compare", str(a), str(a)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "test-levels.yaml entry 1: sd nan" in err[0], err
+
+
+def test_every_study_declares_a_prior_for_each_metric_compare_reads():
+    from secoverhead.analysis import claim_registry
+    from secoverhead.studies import STUDIES
+
+    declared = claim_registry.level_spread()
+    missing = [(s, m) for s, st in STUDIES.items() for m in st.primary_metrics if (s, m) not in declared]
+    assert not missing and all(0 < t.sd < 0.5 for t in declared.values()), missing

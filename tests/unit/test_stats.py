@@ -60,6 +60,27 @@ def test_welch_ratio_is_welchs_test_on_logs():
     assert est.ci_low < est.ratio < est.ci_high and est.design == UNPAIRED
 
 
+def test_a_between_report_spread_adds_twice_in_variance_with_satterthwaites_degrees_of_freedom():
+    """Two reports each drew their level once: 2 tau^2 joins Welch's variance, and how well tau is known (its
+    degrees of freedom) joins Welch's degrees of freedom."""
+    rng = np.random.default_rng(4)
+    a, b = rng.lognormal(0, 0.03, 4), rng.lognormal(0.1, 0.03, 4)
+    plain, none = welch_ratio(a, b), welch_ratio(a, b, between_sd=0.0, between_df=3)
+    assert (none.ci_low, none.ci_high, none.p_value) == pytest.approx((plain.ci_low, plain.ci_high, plain.p_value))
+    known, rough = welch_ratio(a, b, between_sd=0.05), welch_ratio(a, b, between_sd=0.05, between_df=2)
+    assert known.ratio == pytest.approx(plain.ratio)  # the centre stays
+    assert known.ci_low < plain.ci_low and known.ci_high > plain.ci_high and known.p_value > plain.p_value
+    assert rough.ci_low < known.ci_low and rough.p_value > known.p_value  # a rougher tau reads wider
+    va, vb = np.log(a).var(ddof=1) / 4, np.log(b).var(ddof=1) / 4
+    vt = 2 * 0.05**2
+    df = (va + vb + vt) ** 2 / (va**2 / 3 + vb**2 / 3 + vt**2 / 2)
+    half = st.t.ppf(0.975, df) * math.sqrt(va + vb + vt)
+    assert math.log(rough.ci_high) - math.log(rough.ratio) == pytest.approx(half)
+    flat = welch_ratio([2.0, 2.0], [2.2, 2.2], between_sd=0.05)  # no spread in the rounds: tau's alone
+    assert flat.ci_low < 2.2 / 2 < flat.ci_high and 0 < flat.p_value < 1
+    assert math.log(flat.ci_high / flat.ratio) == pytest.approx(st.norm.ppf(0.975) * math.sqrt(vt))
+
+
 def test_differences_match_scipy():
     rng = np.random.default_rng(3)
     a, b = rng.normal(50, 2, 8), rng.normal(53, 2, 8)

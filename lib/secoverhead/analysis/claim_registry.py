@@ -191,17 +191,28 @@ def between_runs() -> dict[tuple[str, str], BetweenRuns]:
     """Every declared between-run term, by (study, metric): read like user input (bounded YAML, no aliases), each
     entry checked (an sd finite in [0, MAX_BETWEEN_SD], three runs or more, a date), one ConfigError naming the file
     and the entry otherwise. The pipeline reads it before any server starts."""
-    where = paths.BETWEEN_RUNS.name
-    entries = read_yaml(paths.BETWEEN_RUNS, "between-run terms") or []
+    return _declared(paths.BETWEEN_RUNS, "between-run terms") | _learned()
+
+
+@functools.cache
+def level_spread() -> dict[tuple[str, str], BetweenRuns]:
+    """The declared between-run sd of an arm's level (the log of a metric), by (study, metric): what `compare` adds
+    to two reports until five others of their series measured it (data/claims/between_runs_levels.yaml), checked
+    as between_runs()'s entries."""
+    return _declared(paths.LEVEL_SPREAD, "between-run sds of levels")
+
+
+def _declared(path: Path, what: str) -> dict[tuple[str, str], BetweenRuns]:
+    entries = read_yaml(path, what) or []
     if not isinstance(entries, list):
-        raise ConfigError(f"{where}: a list of entries, got {type(entries).__name__}")
+        raise ConfigError(f"{path.name}: a list of entries, got {type(entries).__name__}")
     out = {}
     for i, d in enumerate(entries, 1):
-        key, term = _between_entry(d, f"{where} entry {i}")
+        key, term = _between_entry(d, f"{path.name} entry {i}")
         if key in out:
-            raise ConfigError(f"{where} entry {i}: {key[0]} {key[1]} is declared twice")
+            raise ConfigError(f"{path.name} entry {i}: {key[0]} {key[1]} is declared twice")
         out[key] = term
-    return out | _learned()
+    return out
 
 
 def _learned() -> dict[tuple[str, str], BetweenRuns]:

@@ -132,9 +132,16 @@ def _paired_log_ratio(d: np.ndarray, confidence: float) -> RatioEstimate:
 
 
 def welch_ratio(
-    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = CONFIDENCE
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    between_sd: float = 0.0,
+    between_df: float = math.inf,
 ) -> RatioEstimate:
-    """Ratio of geometric means of two independent sets of run summaries."""
+    """Ratio of geometric means of two independent sets of run summaries. Where each set drew its level once from
+    a spread between reports (`between_sd`, of the log, estimated with `between_df` degrees of freedom), both
+    draws add to the variance and Satterthwaite's degrees of freedom take in how well that spread is known."""
     a, b = np.log(_positive(baseline)), np.log(_positive(candidate))
     n = min(len(a), len(b))
     nan = float("nan")
@@ -143,13 +150,14 @@ def welch_ratio(
     diff = float(b.mean() - a.mean())
     if n < 2:
         return RatioEstimate(math.exp(diff), nan, nan, nan, n, UNPAIRED, UNPAIRED_TEST, UNPAIRED_CI, confidence)
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = math.sqrt(va + vb)
+    va, vb, vt = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b), 2 * between_sd**2
+    se = math.sqrt(va + vb + vt)
     if se == 0.0:
         p = 1.0 if diff == 0.0 else 0.0
         lo = hi = math.exp(diff)
     else:
-        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+        parts = va**2 / (len(a) - 1) + vb**2 / (len(b) - 1) + vt**2 / between_df
+        df = (va + vb + vt) ** 2 / parts if parts > 0 else math.inf  # only a known tau, exactly: the normal
         p = t_sf2(df, diff / se)
         half = t_quantile(df, 0.5 + confidence / 2) * se
         lo, hi = math.exp(diff - half), math.exp(diff + half)

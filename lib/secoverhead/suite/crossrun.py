@@ -5,9 +5,11 @@ print, with `~` and a geomean per metric, is suite/benchtable.py).
 
 Runs of two reports were not interleaved, so nothing is paired: Welch's t on the logs of run summaries. Two
 reports of one configuration differ by more than their rounds say (their server instances, data loads, the
-machine's day): where the reports of A's series show that spread (each arm's level, per cell and metric,
-Paule-Mandel over five reports or more, A and B left out), each interval and p take it in, both reports drawing
-it once; before that the table says its intervals cover the two reports' rounds only.
+machine's day): each interval and p take that spread in, both reports drawing it once, with Satterthwaite's
+degrees of freedom. Where the reports of A's series show it (each arm's level, per cell and metric, Paule-Mandel
+over five reports or more, A and B left out) it is theirs; before that the prior declared per study and metric
+(data/claims/between_runs_levels.yaml) stands. Without it, two quick reports of one configuration read as changed
+in 14 of 15 pairs for TLS and auth (benchmarks/README.md).
 When each report measured one arm of a study that needs two (an external server with encryption off, then
 on), the two are put together and the study's own claims are checked on them too.
 """
@@ -15,16 +17,18 @@ on), the two are put together and the study's own claims are checked on them too
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from secoverhead.analysis import claim_registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import paule_mandel
-from secoverhead.analysis.stats import change, holm, t_quantile
+from secoverhead.analysis.stats import change, holm, welch_ratio
+from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
@@ -96,52 +100,81 @@ def compare_reports(run_a: str | Path, run_b: str | Path, *, metrics: list[str] 
     if study_a != study_b:
         raise ConfigError(f"the two runs are of different studies ({study_a}, {study_b})")
     wanted = metrics or list(STUDIES[study_a].primary_metrics)
-    spread, read = level_spread(run_a, run_b, wanted)
+    learned, read = level_spread(run_a, run_b, wanted)
+    prior = {m: t for (st, m), t in claim_registry.level_spread().items() if st == study_a}
+    spread = _Spread(learned, {m: (t.sd, t.runs - 1) for m, t in prior.items()})
     rows = [
         row
         for exp in sorted(set(a) & set(b))
         for arm_a, arm_b in _arm_pairs(a[exp], b[exp])
-        for row in _rows(exp, _side_by_side(a[exp], b[exp], arm_a, arm_b), arm_a, arm_b, wanted, _factors(a[exp]))
+        for row in _rows(exp, _side_by_side(a[exp], b[exp], arm_a, arm_b), (arm_a, arm_b), wanted, spread)
     ]
     if not rows:
         raise ConfigError("the two runs share no experiment, arm and metric to compare")
-    out = pd.DataFrame([_with_spread(r, spread) for r in rows])
+    out = pd.DataFrame(rows)
     out["p"] = holm(out["p"].to_numpy())
     moved = out["change"].isin(["worse", "better"]) & ~(out["p"] < ALPHA)
     out.loc[moved, "change"] = "inconclusive"
-    out.attrs["between_runs"] = (
-        f"between-run sd of each level learned from {read} reports of A's series (A and B left out), added"
-        if spread
-        else f"no between-run sd of the levels yet ({read} of the {MIN_REPORTS} reports of A's series it needs, "
-        "A and B left out): the intervals cover the two reports' rounds only"
-    )
+    out.attrs["between_runs"] = _spread_text(learned, prior, read)
     return out
 
 
+def _spread_text(learned: dict, prior: dict, read: int) -> str:
+    """Which between-run sd of the levels the table took in, in a line."""
+    declared = f"the prior declared in {paths.LEVEL_SPREAD.name}"
+    if learned:
+        rest = f", {declared} for the cells they did not" if prior else ""
+        return f"between-run sd of each level learned from {read} reports of A's series (A and B left out){rest}, added"
+    if prior:
+        when = "; ".join(sorted({t.estimated for t in prior.values()}))
+        return (f"between-run sd of each level: {declared} ({when}), added until {MIN_REPORTS} reports of A's "
+                f"series measure it ({read} so far, A and B left out)")  # fmt: skip
+    return (f"no between-run sd of the levels yet ({read} of the {MIN_REPORTS} reports of A's series it needs, "
+            "A and B left out): the intervals cover the two reports' rounds only")  # fmt: skip
+
+
 LevelKey = tuple[str, str, str, str]  # (experiment, arm, cell, metric)
+Term = tuple[float, float]  # a between-run sd of a level's log, and the degrees of freedom it rests on
 
 
-def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tuple[dict[LevelKey, float], int]:
+@dataclass(frozen=True)
+class _Spread:
+    """The between-run sd of a level: learned for its cell where the series measured it, else the study's prior."""
+
+    learned: dict[LevelKey, Term]
+    prior: dict[str, Term]
+
+    def of(self, key: LevelKey) -> Term | None:
+        return self.learned.get(key) or self.prior.get(key[3])
+
+
+def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tuple[dict[LevelKey, Term], int]:
     """The between-run sd of each arm's level (log of the metric), per cell, over the other reports of A's series
-    (NEWEST at most), where MIN_REPORTS measured it; and how many reports were read."""
+    (NEWEST at most), where MIN_REPORTS measured it, with its degrees of freedom; and how many reports were read."""
     a, b = user_path(run_a), user_path(run_b)
     series = reports_like(collect(a.parent.parent, a.parent.name), a.name)
     others = [r for r in series if r not in (a.name, b.name)][-NEWEST:]
     if len(others) < MIN_REPORTS:
         return {}, len(others)
-    per: dict[LevelKey, list[tuple[float, float]]] = {}
-    for run in others:
-        _, stores = load_report(a.parent / run)
-        for exp, runs in stores.items():
-            for metric in (m for m in metrics if m in runs):
-                for (arm, cell), est in _levels(runs, metric).items():
-                    per.setdefault((exp, arm, cell, metric), []).append(est)
+    per = level_estimates([a.parent / run for run in others], metrics)
     spread = {
-        k: math.sqrt(paule_mandel([v for v, _ in xs], [se * se for _, se in xs]))
+        k: (math.sqrt(paule_mandel([v for v, _ in xs], [se * se for _, se in xs])), len(xs) - 1)
         for k, xs in per.items()
         if len(xs) >= MIN_REPORTS
     }
     return spread, len(others)
+
+
+def level_estimates(reports: list[Path], metrics: list[str]) -> dict[LevelKey, list[tuple[float, float]]]:
+    """Per level (experiment, arm, cell, metric), each report's mean log and its standard error."""
+    per: dict[LevelKey, list[tuple[float, float]]] = {}
+    for report in reports:
+        _, stores = load_report(report)
+        for exp, runs in stores.items():
+            for metric in (m for m in metrics if m in runs):
+                for (arm, cell), est in _levels(runs, metric).items():
+                    per.setdefault((exp, arm, cell, metric), []).append(est)
+    return per
 
 
 def _levels(runs: pd.DataFrame, metric: str) -> dict[tuple[str, str], tuple[float, float]]:
@@ -162,25 +195,6 @@ def _levels(runs: pd.DataFrame, metric: str) -> dict[tuple[str, str], tuple[floa
 
 def _cell_text(cell: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in cell.items())
-
-
-def _with_spread(row: dict[str, Any], spread: dict[LevelKey, float]) -> dict[str, Any]:
-    """A row with the between-run sd of its level taken in (A and B each draw it once): its interval widened in
-    variance at its own t quantile, its p from t on the log ratio with that variance, its change read again."""
-    arm = str(row["arm"]).split(" -> ")[0]
-    tau = spread.get((row["experiment"], arm, row["cell"], row["metric"]))
-    row = {**row, "between runs sd": tau if tau is not None else float("nan")}
-    lo, hi, ratio, n = row["ci_low"], row["ci_high"], row["ratio"], min(row["n_a"], row["n_b"])
-    if tau is None or n < 2 or not (0 < lo <= hi < math.inf and ratio > 0):
-        return row
-    q = t_quantile(n - 1, 0.5 + float(row["confidence"]) / 2)
-    own = (math.log(hi) - math.log(lo)) / 2 / q
-    total = math.sqrt(own**2 + 2 * tau**2)
-    centre = math.log(ratio)
-    row["ci_low"], row["ci_high"] = math.exp(centre - q * total), math.exp(centre + q * total)
-    row["p"] = float(2 * stats.t.sf(abs(centre) / total, n - 1))
-    row["change"] = str(change(ratio, row["ci_low"], row["ci_high"], higher_is_better=row["higher_is_better"]))
-    return row
 
 
 def _arm_pairs(ra: pd.DataFrame, rb: pd.DataFrame) -> list[tuple[str, str]]:
@@ -207,21 +221,30 @@ def _flagged(runs: pd.DataFrame) -> int:
 
 
 def _rows(
-    exp: str, both: pd.DataFrame, arm_a: str, arm_b: str, wanted: list[str], by: list[str]
+    exp: str, both: pd.DataFrame, arms: tuple[str, str], wanted: list[str], spread: _Spread
 ) -> list[dict[str, Any]]:
+    """One row per cell and metric of one arm of A against its arm in B."""
+    arm_a, arm_b = arms
     noisy = {"noisy_a": _flagged(both[both["arm"] == "A"]), "noisy_b": _flagged(both[both["arm"] == "B"])}
-    by = [f for f in by if both[f].notna().all()]  # an arm without a factor (HTTPS keep-alive: no concurrency)
+    by = [f for f in _factors(both) if both[f].notna().all()]  # an arm without a factor (HTTPS keep-alive)
     rows = []
     for metric in (m for m in wanted if m in both):
         u, better = unit(metric)
         comps = compare_arms(both, metric, baseline="A", candidates=["B"], by=by,
                              higher_is_better=bool(better), paired=False, family=1)  # fmt: skip
         for c in comps.values():
+            term, est = spread.of((exp, arm_a, _cell_text(c.cell), metric)), c
+            if term:  # both reports drew their level once: Welch again, that spread taken in
+                cell = both.loc[(both[list(c.cell)] == pd.Series(c.cell)).all(axis=1)] if c.cell else both
+                est = welch_ratio(cell.loc[cell["arm"] == "A", metric], cell.loc[cell["arm"] == "B", metric],
+                                  confidence=c.confidence, between_sd=term[0], between_df=term[1])  # fmt: skip
             rows.append({
                 "experiment": exp, "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
                 "cell": _cell_text(c.cell), "metric": metric, "unit": u, "confidence": c.confidence,
-                "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median, "ratio": c.ratio,
-                "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "change": str(c.change),
+                "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median,
+                "ratio": est.ratio, "ci_low": est.ci_low, "ci_high": est.ci_high, "p": est.p_value,
+                "change": str(change(est.ratio, est.ci_low, est.ci_high, higher_is_better=bool(better))),
+                "between runs sd": term[0] if term else float("nan"),
                 "n_a": c.n_baseline, "n_b": c.n_candidate, **noisy,
             })  # fmt: skip
     return rows
