@@ -81,6 +81,48 @@ def test_a_named_mongodb_runs_auth_off_only_where_a_server_without_auth_is_named
     assert not _params(*NAMED, ("mongo_noauth_uri", "mongodb://s:1/"), ("mongo_enabled", "false")).external_servers()
 
 
+class _Answered:
+    """A user's server as preflight sees it after it answered: entered, described, left."""
+
+    def __init__(self, facts):
+        self.facts, self.entered = facts, 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def describe(self):
+        return self.facts
+
+
+ON = {"engine": "MongoDB", "build": "mongod 4.2.6", "authentication": "SCRAM as bench"}
+OFF = {"engine": "MongoDB", "build": "mongod 4.2.6", "authentication": "off (read back: it lists databases ...)"}
+
+
+@pytest.mark.parametrize(
+    ("off_build", "refused"),
+    [("mongod 4.2.6", False), ("mongod 6.0.5", True), (None, False)],  # None: no server without auth named
+)
+def test_two_builds_either_side_of_auth_are_refused_before_the_kernel(monkeypatch, off_build, refused):
+    """Through preflight, before any client tool logs in (and so before any kernel or load): one line."""
+    from secoverhead.core.params import preflight
+
+    p = _params(*NAMED, ("mongo_noauth_uri", "mongodb://staging.example:27017/"))
+    servers = [_Answered(ON)] + ([_Answered({**OFF, "build": off_build})] if off_build else [])
+    logged_in = []
+    monkeypatch.setattr(type(p), "external_servers", lambda self: servers)
+    monkeypatch.setattr(type(p), "check_clients", lambda self: logged_in.append(True))
+    if refused:
+        with pytest.raises(ConfigError, match=r"^mongo_noauth_uri runs mongod 6\.0\.5, mongo_uri mongod 4\.2\.6: "):
+            preflight(p)
+    else:
+        preflight(p)
+    assert all(s.entered == 1 for s in servers) and logged_in == ([] if refused else [True])
+
+
 @pytest.mark.parametrize(
     "overrides, message",
     [

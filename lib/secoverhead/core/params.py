@@ -449,10 +449,13 @@ def preflight(p: Any) -> None:
                 ssl.create_default_context(cafile=str(Path(value).expanduser()))
             except (ssl.SSLError, ValueError, OSError) as exc:
                 raise ConfigError(f"{f.name}: {_short(value)} holds no usable certificate ({exc})") from None
-    for server in p.external_servers():
+    servers = p.external_servers()
+    described = []
+    for server in servers:
         with server:  # connects, logs in, reads facts; leaves nothing behind
-            pass
-    if p.external_servers():
+            described.append(server.describe())
+    if servers:
+        p.check_servers(described)  # what only their facts together say (auth: one build on both sides)
         p.check_clients()  # and every client tool the run uses logs in with the same credentials
 
 

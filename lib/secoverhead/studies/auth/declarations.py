@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
@@ -227,6 +227,13 @@ class Params(BothEngines, StudyParams):
         check_mongo_uri("mongo_noauth_uri", self.mongo_noauth_uri)
         self.check_cpu_source("mongo_noauth_server_cpu", self.mongo_noauth_server_cpu, "MongoDB")
 
+    def check_servers(self, described: list[dict[str, Any]]) -> None:
+        mongos = [d for d in described if d.get("engine") == "MongoDB"]
+        off = [d for d in mongos if str(d.get("authentication", "")).startswith("off")]
+        on = [d for d in mongos if d not in off]
+        if off and on:
+            one_build(on[0], off[0])
+
     def noauth_mongo(self) -> ExternalMongo:
         """The user's MongoDB without auth, unstarted; entering reads back that it lets a client in unlogged."""
         return ExternalMongo(
@@ -299,3 +306,12 @@ class Params(BothEngines, StudyParams):
         per_round = {e: len(self.arms(e)) * (2 if self.part_design(e) == "duet" else 1) for e in self.parts()}
         n = sum(n * len(self.concurrency) for e, n in per_round.items() if e != "nonce")
         return (n + (2 * len(self.nonce_workers) if self.nonce_enabled else 0)) * rounds
+
+
+def one_build(on: dict[str, Any], off: dict[str, Any]) -> None:
+    """SCRAM's cost is judged between two servers of one build: the auth-on and the auth-off MongoDB's facts."""
+    if on.get("build") != off.get("build"):
+        raise ConfigError(
+            f"mongo_noauth_uri runs {off.get('build')}, mongo_uri {on.get('build')}: auth's cost is judged between "
+            "two servers of one build"
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import MariaDBServer
 from secoverhead.servers.builds import MARIADB, described, nearest, stand_in_note
@@ -18,6 +17,7 @@ from secoverhead.studies.auth.declarations import (
     STUDY,
     Params,
     engine_of,
+    one_build,
 )
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.logins import per_connection
@@ -89,11 +89,7 @@ def _named_mongos(p: Params, stack: contextlib.ExitStack) -> tuple[dict[str, Any
         return {"on": on}, {"mongodb": on.describe()}, [*notes, cpu_note(on)]
     off = stack.enter_context(p.noauth_mongo())
     facts = {"mongodb": on.describe(), "mongodb auth off": off.describe()}
-    if facts["mongodb"]["build"] != facts["mongodb auth off"]["build"]:
-        raise ConfigError(
-            f"mongo_noauth_uri runs {facts['mongodb auth off']['build']}, mongo_uri {facts['mongodb']['build']}: "
-            "auth's cost is judged between two servers of one build"
-        )
+    one_build(facts["mongodb"], facts["mongodb auth off"])  # checked before the kernel too: a server may change
     notes = [
         f"auth off ran on {p.mongo_noauth_uri}, a server of yours without authentication (read back), SCRAM on "
         f"{p.mongo_uri}: one build, but two servers, so what else differs between them (hardware, data, load) is "

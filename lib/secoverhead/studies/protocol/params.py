@@ -111,6 +111,9 @@ class NotebookParams:
                 out |= {f.name: absolute} if (absolute := absolute_path(value)) != value else {}
         return out
 
+    def check_servers(self, described: list[dict[str, Any]]) -> None:
+        """After the external servers answered, each described: what only their facts together can refuse."""
+
     def check_clients(self) -> None:
         """After the external servers answered: log in with every client tool the run uses besides the Python
         drivers (sysbench), so credentials a tool cannot use fail before any load."""
