@@ -35,11 +35,15 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
 
 
 def _table(df: pd.DataFrame) -> str:
-    """The rows as HTML, escaped; the claim and the interval kept readable (the index's cells break anywhere)."""
-    wide = {"claim": "min-width:12em", "target": "min-width:7em", "pooled [interval]": "min-width:10em"}
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    """The rows as HTML, escaped; the claim and the interval kept readable (the index's cells break anywhere), the
+    headers wrapped, and the table scrolled on its own where a window is narrower than it still is."""
+    words = "overflow-wrap:normal;"  # words whole: a verdict or a date never breaks inside
+    wide = {"claim": "min-width:14em", "target": "min-width:7em", "pooled [interval]": "min-width:10em",
+            "pooled verdict": "min-width:6em", "newest report": "min-width:6em"}  # fmt: skip
+    style = {c: words + wide.get(c, "white-space:nowrap") for c in df.columns}
+    head = "".join(f'<th style="{words}white-space:normal">{html.escape(str(c))}</th>' for c in df.columns)
     rows = "".join(
-        "<tr>" + "".join(f'<td style="{wide.get(c, "")}">{html.escape(str(v))}</td>' for c, v in r.items()) + "</tr>"
+        "<tr>" + "".join(f'<td style="{style[c]}">{html.escape(str(v))}</td>' for c, v in r.items()) + "</tr>"
         for _, r in df.iterrows()
     )
-    return f"<table><tr>{head}</tr>{rows}</table>"
+    return f'<div class="scroll"><table><tr>{head}</tr>{rows}</table></div>'  # ten columns: a narrow window scrolls it
