@@ -19,7 +19,7 @@ from secoverhead import sizing
 from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.sizing import scaling
-from secoverhead.sizing.calculator import cores_text, number, parts_text
+from secoverhead.sizing.calculator import cores_text, number, parts_text, span
 from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.estimate import Storage, compute_line, totals
 from secoverhead.sizing.interval import Interval
@@ -154,6 +154,7 @@ def test_numbers_and_intervals_read_as_words():
     assert number(0.000234) == "0.00023" and number(-0.000234) == "-0.00023"  # never 2.3e-04 cores
     assert cores_text(Interval(1.2, 1.1, 1.4)) == "1.20 cores [1.10, 1.40]"  # the estimate leads
     assert cores_text(Interval(0.1, -0.1, 0.3)).startswith("at most 0.30 cores")
+    assert span(311.2, 311.4) == "311" and span(4725.0, 4726.0) == "4,725–4,726"  # never "311–311 GB"
 
 
 def test_lines_not_told_apart_from_zero_add_their_upper_ends_and_nothing_to_the_least():

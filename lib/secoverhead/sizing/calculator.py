@@ -75,6 +75,12 @@ def number(x: float) -> str:
     return f"{x:.3f}" if a >= 0.001 or a == 0 else figure(float(f"{x:.2g}"))
 
 
+def span(lo: float, hi: float) -> str:
+    """A range as it prints, one number where both ends print alike ("311", not "311–311")."""
+    a, b = number(lo), number(hi)
+    return a if a == b else f"{a}–{b}"
+
+
 def cores_text(iv: Interval) -> str:
     """The estimate first, then its interval: what a DBA plans with and how far it may be off."""
     if iv.lo <= 0 < iv.hi:
@@ -140,8 +146,8 @@ def _sentence(c: Calculation, feature: str) -> str:
             kept = s.gb_rotated_daily or s.gb_retained_raw
             how = f", {s.compressor}-compressed after each day" if s.gb_rotated_daily else " uncompressed"
             log = (
-                f", and writes {number(day.lo)}–{number(day.hi)} GB of log a day: {number(kept.lo)}–"
-                f"{number(kept.hi)} GB kept for {p.retention_months:g} months{how}"
+                f", and writes {span(day.lo, day.hi)} GB of log a day: {span(kept.lo, kept.hi)} GB kept for "
+                f"{p.retention_months:g} months{how}"
             )
         rate = _rate(p.audited_statements_per_s, "statements/s")
         return f"Auditing with {p.audit_approach} at {rate} costs {cores} {c.where}{log}."
