@@ -3,12 +3,14 @@ less server CPU per query, in each of six quick reports): the commit path, not t
 
     .venv/bin/python benchmarks/binlog_commit.py [ROUNDS] [SECONDS]
 
-With the binary log off, InnoDB 8.0's committing threads wait for their redo flush themselves, spinning on a CPU
-while the server's CPU use is under innodb_log_spin_cpu_pct_hwm; with it on, commits queue in the binary log's
-group commit, where the leader syncs for all. Three servers of the fetched MySQL 8.0, loaded one at a time,
-interleaved round by round, with the audit study's quick load (oltp_read_write, 4 tables of 20,000 rows) at its 200
-threads and at 16: the baseline, the baseline with redo spinning off (innodb_log_spin_cpu_pct_hwm=0), and the binary
-log on (sync_binlog=1, as "binlog only"). Prints each arm's median TPS and server CPU per query, and each round's.
+With the binary log off, InnoDB 8.0's committing threads hand their redo to dedicated log writer and flusher
+threads and wait for them (spinning while the server's CPU use is under innodb_log_spin_cpu_pct_hwm); with it on,
+commits queue in the binary log's group commit, whose leader writes and syncs the redo for the group. Four servers
+of the fetched MySQL 8.0, loaded one at a time, interleaved round by round (ABCD, DCBA), with the audit study's quick
+load (oltp_read_write, 4 tables of 20,000 rows) at its 200 threads and at 16: the baseline, the baseline with the
+user threads' redo spin off (innodb_log_spin_cpu_pct_hwm=0), the baseline without dedicated log writer threads
+(innodb_log_writer_threads=OFF), and the binary log on (sync_binlog=1, as "binlog only"). Prints each arm's median
+TPS and server CPU per query, and each round's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
 ARMS = {
     "binlog off (the baseline)": {"binlog": False},
     "binlog off, redo spin off": {"binlog": False, "extra_options": {"innodb_log_spin_cpu_pct_hwm": 0}},
+    "binlog off, no log writer threads": {"binlog": False, "extra_options": {"innodb_log_writer_threads": "OFF"}},
     "binlog on, sync_binlog=1": {"binlog": True},
 }
 
@@ -36,7 +39,7 @@ def main(rounds: int = 4, seconds: int = 8) -> None:
             Sysbench(s.endpoint, via="socket").prepare(SysbenchOptions(tables=4, table_size=20_000, threads=4))
         for r in range(rounds):
             for threads in (200, 16):
-                order = list(servers) if r % 2 == 0 else list(reversed(servers))  # ABC, CBA: drift cancels
+                order = list(servers) if r % 2 == 0 else list(reversed(servers))  # ABCD, DCBA: drift cancels
                 for name in order:
                     s = servers[name]
                     opts = SysbenchOptions(tables=4, table_size=20_000, threads=threads, time=seconds)

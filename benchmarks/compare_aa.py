@@ -1,6 +1,7 @@
 """How often `secoverhead compare` calls two reports of one configuration changed: its false alarms on A/A pairs.
 
     .venv/bin/python benchmarks/compare_aa.py REPORT_DIR REPORT_DIR [...]   # reports of one plan, one machine
+    .venv/bin/python benchmarks/compare_aa.py A_DIR [...] -- B_DIR [...]     # each A against each B
 
 Every pair (A before B, in the order given) of reports of one study goes through `compare` as a user's would
 (suite/crossrun.compare_reports: the between-run sd of the levels learned from A's series where five other reports
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections import defaultdict
-from itertools import combinations
+from itertools import combinations, product
 from pathlib import Path
 
 from secoverhead.analysis import claim_registry
@@ -23,22 +24,31 @@ from secoverhead.suite import benchtable
 from secoverhead.suite.crossrun import compare_reports, load_report
 
 
-def pairs_by_study(report_dirs: list[str]) -> dict[str, list[tuple[Path, Path]]]:
-    by_study: dict[str, list[Path]] = defaultdict(list)
+def _by_study(report_dirs: list[str]) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = defaultdict(list)
     for d in report_dirs:
-        by_study[load_report(d)[0]].append(Path(d))
-    return {study: list(combinations(runs, 2)) for study, runs in sorted(by_study.items())}
+        out[load_report(d)[0]].append(Path(d))
+    return out
+
+
+def pairs_by_study(report_dirs: list[str], against: list[str] | None = None) -> dict[str, list[tuple[Path, Path]]]:
+    """Per study, every pair of the reports given, or (against) each report given against each of those."""
+    a = _by_study(report_dirs)
+    if against is None:
+        return {study: list(combinations(runs, 2)) for study, runs in sorted(a.items())}
+    b = _by_study(against)
+    return {study: list(product(runs, b[study])) for study, runs in sorted(a.items()) if b.get(study)}
 
 
 def _which(note: str) -> str:
     return "learned" if "learned from" in note else "the prior" if "prior declared" in note else "rounds only"
 
 
-def main(report_dirs: list[str], *, prior: bool = True) -> None:
+def main(report_dirs: list[str], against: list[str] | None = None, *, prior: bool = True) -> None:
     if not prior:
         claim_registry.level_spread = dict  # type: ignore[assignment]
     print(f"{'study':8} {'pairs':>5} {'exit 1':>6} {'rows':>6} {'changed':>7}  the spread between reports")
-    for study, pairs in pairs_by_study(report_dirs).items():
+    for study, pairs in pairs_by_study(report_dirs, against).items():
         exit1 = rows = changed = 0
         said = set()
         for a, b in pairs:
@@ -54,7 +64,8 @@ def main(report_dirs: list[str], *, prior: bool = True) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--no-prior"]
-    if len(args) < 2:
-        print("usage: compare_aa.py [--no-prior] REPORT_DIR REPORT_DIR [...]", file=sys.stderr)
+    first, _, second = (args[: args.index("--")], None, args[args.index("--") + 1 :]) if "--" in args else (args, 0, [])
+    if len(first) + len(second) < 2 or ("--" in args and not (first and second)):
+        print("usage: compare_aa.py [--no-prior] REPORT_DIR REPORT_DIR [...] [-- REPORT_DIR ...]", file=sys.stderr)
         sys.exit(2)
-    main(args, prior="--no-prior" not in sys.argv[1:])
+    main(first, second if "--" in args else None, prior="--no-prior" not in sys.argv[1:])
