@@ -248,4 +248,5 @@ def _check_first_screens(roots: list[Path]) -> None:
     index = browser.first_screen(roots[0] / "index.html")
     assert index.verdicts >= 1 and index.verdicts_visible >= 1 and index.external_requests == []
     assert index.summary_overflow <= 1 and index.scroll_width <= index.client_width  # a wide table scrolls alone
+    assert index.print_cut_tables == 0  # and prints whole on A4
     assert [e for root in roots for e in exponents(root / "index.html")] == []
