@@ -9,7 +9,7 @@ one call holds together at the stated confidence. A claim asks for exactly the c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +64,10 @@ def estimate(
     confidence: float,
     paired: bool | None,
     quantity: str = "ratio",
+    between: tuple[float, float] | None = None,
 ) -> tuple[RatioEstimate, list[str]]:
-    """Paired by round when possible (and not refused), else Welch; warnings say what was left out."""
+    """Paired by round when possible (and not refused), else Welch (a ratio's taking in `between`, the sd of a
+    level between reports and its degrees of freedom); warnings say what was left out."""
     paired_fn, unpaired_fn = (
         (paired_ratio, welch_ratio) if quantity == "ratio" else (paired_difference, welch_difference)
     )
@@ -84,7 +86,8 @@ def estimate(
             return est, warnings
         if paired:
             warnings.append("fewer than 2 rounds hold both arms: unpaired comparison")
-    return unpaired_fn(base[metric], cand[metric], confidence=confidence), warnings
+    spread = {"between_sd": between[0], "between_df": between[1]} if between and quantity == "ratio" else {}
+    return unpaired_fn(base[metric], cand[metric], confidence=confidence, **spread), warnings
 
 
 def per_round(runs: pd.DataFrame, metric: str, arms: Sequence[str]) -> pd.DataFrame:
@@ -111,7 +114,9 @@ def block_log_ratios(runs: pd.DataFrame, metric: str, baseline: str, candidate: 
 class Settings:
     """How a comparison is made and read, bundled (as benchmath bundles its thresholds) so that adding one adds
     no argument. family: how many comparisons share the error budget (default: the ones made in one call).
-    quantity: "ratio" (candidate / baseline) or "difference" (candidate - baseline, for percentage points)."""
+    quantity: "ratio" (candidate / baseline) or "difference" (candidate - baseline, for percentage points).
+    between: a cell's between-run sd of the log and its degrees of freedom (or None), where the arms' runs come from
+    reports of their own (stats.welch_ratio takes it in; ratios, unpaired)."""
 
     higher_is_better: bool = False
     confidence: float = CONFIDENCE
@@ -119,6 +124,7 @@ class Settings:
     noise: float = NOISE
     paired: bool | None = None
     quantity: str = "ratio"
+    between: Callable[[dict], tuple[float, float] | None] | None = None
 
 
 def compare_arms(
@@ -168,7 +174,9 @@ def _comparison(
     metric: str, base: pd.DataFrame, cand: pd.DataFrame, cell: dict, level: float, family: int, s: Settings
 ) -> Comparison:
     """One candidate against the baseline in one cell, at the family's confidence `level`."""
-    est, warnings = estimate(base, cand, metric, confidence=level, paired=s.paired, quantity=s.quantity)
+    between = s.between(cell) if s.between else None
+    est, warnings = estimate(base, cand, metric, confidence=level, paired=s.paired, quantity=s.quantity,
+                             between=between)  # fmt: skip
     bv, cv = base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float)
     # Paired: medians of the blocks compared, not of every run. A baseline run of another candidate's duet,
     # or of a round this arm no longer ran in, is not this comparison's (audit: medians 714 -> 633 beside a

@@ -27,7 +27,7 @@ import pandas as pd
 from secoverhead.analysis import claim_registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import paule_mandel
-from secoverhead.analysis.stats import change, holm, welch_ratio
+from secoverhead.analysis.stats import holm
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
@@ -230,21 +230,20 @@ def _rows(
     rows = []
     for metric in (m for m in wanted if m in both):
         u, better = unit(metric)
-        comps = compare_arms(both, metric, baseline="A", candidates=["B"], by=by,
-                             higher_is_better=bool(better), paired=False, family=1)  # fmt: skip
+
+        def term(cell: dict, metric: str = metric) -> Term | None:  # both reports drew their level once
+            return spread.of((exp, arm_a, _cell_text(cell), metric))
+
+        comps = compare_arms(both, metric, baseline="A", candidates=["B"], by=by, higher_is_better=bool(better),
+                             paired=False, family=1, between=term)  # fmt: skip
         for c in comps.values():
-            term, est = spread.of((exp, arm_a, _cell_text(c.cell), metric)), c
-            if term:  # both reports drew their level once: Welch again, that spread taken in
-                cell = both.loc[(both[list(c.cell)] == pd.Series(c.cell)).all(axis=1)] if c.cell else both
-                est = welch_ratio(cell.loc[cell["arm"] == "A", metric], cell.loc[cell["arm"] == "B", metric],
-                                  confidence=c.confidence, between_sd=term[0], between_df=term[1])  # fmt: skip
+            taken = term(c.cell)
             rows.append({
                 "experiment": exp, "arm": arm_a if arm_a == arm_b else f"{arm_a} -> {arm_b}",
                 "cell": _cell_text(c.cell), "metric": metric, "unit": u, "confidence": c.confidence,
                 "higher_is_better": bool(better), "a": c.baseline_median, "b": c.candidate_median,
-                "ratio": est.ratio, "ci_low": est.ci_low, "ci_high": est.ci_high, "p": est.p_value,
-                "change": str(change(est.ratio, est.ci_low, est.ci_high, higher_is_better=bool(better))),
-                "between runs sd": term[0] if term else float("nan"),
+                "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "change": str(c.change),
+                "between runs sd": taken[0] if taken else float("nan"),
                 "n_a": c.n_baseline, "n_b": c.n_candidate, **noisy,
             })  # fmt: skip
     return rows
