@@ -138,6 +138,7 @@ def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
     assert set(asked) >= {"mongod 4.2"}
     rows = {r["mechanism"]: r for r in asked["mongod 4.2"]}
     assert rows["auth off"]["random_calls_per_op"] < 0.25 <= 0.9 <= rows["SCRAM-SHA-256"]["random_calls_per_op"]
+    assert all(r["cpu_connections"] >= r["connections"] and "server_cpu_system_ticks" in r for r in rows.values())
     runs = part.runs()
     assert (runs.groupby("block")["arm"].nunique() == 2).all()  # each duet: auth off beside one other arm
     assert set(runs[runs["arm"] != "auth off"]["partner"]) == {"auth off"}

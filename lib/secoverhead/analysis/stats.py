@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -341,6 +342,19 @@ def median_ci(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[f
         return (np.nan, np.nan, np.nan)
     boot = bootstrap_medians(x, N_BOOT, np.random.default_rng(seed))
     return float(np.median(x)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+
+
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's interval of a proportion from k of n draws (a split's system ticks of all its ticks): unlike the
+    normal approximation it stays inside [0, 1] and is not empty at k = 0 or k = n. (0, 1) with no draws."""
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= k <= n:
+        raise ValueError(f"{k} of {n} draws")
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    p, z2 = k / n, z * z / n
+    centre, half = (p + z2 / 2) / (1 + z2), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n)) / (1 + z2)
+    return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)
 
 
 def tukey_outliers(x: np.ndarray) -> int:

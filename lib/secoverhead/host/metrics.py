@@ -5,11 +5,18 @@ Server CPU comes from the server's own cgroup v1 `cpuacct` group where the libra
 (nanoseconds; threads and processes that exited stay counted), else from utime/stime in /proc/PID/stat
 (clock ticks, usually 10 ms: a run should then burn >= 2 s of server CPU, and `low_resolution` says when
 not). Each run records which method measured it. Client CPU is this process's and its reaped children's.
+
+Either way the user/system split is sampled: at each kernel tick the whole tick is charged to the mode the CPU
+was in (CONFIG_TICK_CPU_ACCOUNTING). A split is a sample of that many ticks, so a run records their count
+(`*_user_ticks`, `*_system_ticks`) and a split read from few of them is shown with its sampling interval.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import os
+import re
 import resource
 import time
 from collections.abc import Iterable, Sequence
@@ -20,12 +27,41 @@ from typing import Any, Protocol
 from secoverhead.host.cgroups import CpuAccount, split
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+KERNEL_CONFIGS = (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}"))
 CLIENT_BOUND_CORES = 0.8
+
+
+def hz_of(config: str) -> int | None:
+    """CONFIG_HZ from a kernel config's text, or None where it is not set."""
+    m = re.search(r"^CONFIG_HZ=(\d+)$", config, re.M)
+    return int(m.group(1)) if m else None
+
+
+@functools.cache
+def kernel_tick_s(configs: tuple[Path, ...] = KERNEL_CONFIGS) -> float:
+    """The kernel's tick, the step user and system time are sampled at: 1/CONFIG_HZ from the running kernel's
+    config, else USER_HZ's 10 ms, the coarsest tick Linux builds with (counting in too long a tick finds fewer
+    samples than there were, so a split's interval comes out wider, never narrower)."""
+    for path in configs:
+        try:
+            raw = path.read_bytes()
+            hz = hz_of((gzip.decompress(raw) if path.suffix == ".gz" else raw).decode(errors="replace"))
+        except (OSError, EOFError):  # absent, unreadable, or not gzip after all
+            continue
+        if hz:
+            return 1.0 / hz
+    return TICK_S
+
+
+def ticks_in(seconds: float) -> int:
+    """Whole kernel ticks in a sampled time (a tick that lost part of itself to steal counts as none)."""
+    return int(max(seconds, 0.0) / kernel_tick_s() + 1e-6)
 
 
 class CpuSource(Protocol):
     """Where a server's CPU is read: take() a reading, seconds(a, b) -> (user, system) between two; resolution_s,
-    the counter's step (a /proc tick, a microsecond), where the source has one."""
+    the counter's step (a /proc tick, a microsecond), where the source has one; ticks(a, b) -> (user, system)
+    kernel ticks behind the split, where the source can count them."""
 
     method: str
 
@@ -63,6 +99,12 @@ class ProcCpu:
         system = sum(s1 - a[pid][1] for pid, (_, s1) in b.items() if pid in a)
         return user * TICK_S, system * TICK_S
 
+    def ticks(self, a: dict, b: dict) -> tuple[int, int]:
+        """utime and stime split a process's exact run time in its sampled ticks' proportion: about as many ticks
+        as the time holds."""
+        user, system = self.seconds(a, b)
+        return ticks_in(user), ticks_in(system)
+
 
 class CgroupCpu:
     """A cpuacct group's nanosecond counters."""
@@ -79,6 +121,10 @@ class CgroupCpu:
     def seconds(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[float, float]:
         user, system = split(a, b)
         return user / 1e9, system / 1e9
+
+    def ticks(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int]:
+        """usage_user and usage_sys are the sampled ticks, in nanoseconds."""
+        return ticks_in((b[1] - a[1]) / 1e9), ticks_in((b[2] - a[2]) / 1e9)
 
 
 def background_cores(source: CpuSource, seconds: float = 1.0) -> float:
@@ -109,6 +155,7 @@ class CpuUsage:
     system_s: float
     method: str = "rusage"
     resolution_s: float = 0.0  # the counter's step: 0 for one far finer than a run
+    ticks: tuple[int, int] | None = None  # kernel ticks (user, system) the split was sampled from, where counted
 
     @property
     def total_s(self) -> float:
@@ -136,7 +183,7 @@ class CpuUsage:
         }
 
     def as_dict(self, prefix: str = "") -> dict[str, float]:
-        kept = {k: v for k, v in asdict(self).items() if k not in ("method", "resolution_s")}
+        kept = {k: v for k, v in asdict(self).items() if k not in ("method", "resolution_s", "ticks")}
         d = kept | {"total_s": self.total_s, "cores": self.cores}
         return {f"{prefix}{k}": v for k, v in d.items()}
 
@@ -182,6 +229,8 @@ class CpuMeter:
             out.update({f"server_{k}": v for k, v in self.server.per_op_us(operations).items()})
             out["server_cpu_low_resolution"] = self.server.low_resolution
             out["server_cpu_ns_resolution"] = self.server.method == CgroupCpu.method
+            if self.server.ticks is not None:
+                out["server_cpu_user_ticks"], out["server_cpu_system_ticks"] = self.server.ticks
         out.update(self.client.as_dict("client_cpu_"))
         out.update({f"client_{k}": v for k, v in self.client.per_op_us(operations).items()})
         out["client_bound"] = client_bound(self.client, self.server)
@@ -189,9 +238,11 @@ class CpuMeter:
 
 
 def _usage(source: CpuSource, start: Any, wall: float) -> CpuUsage:
-    """What a source read since `start`, with its method and its step."""
-    user, system = source.seconds(start, source.take())
-    return CpuUsage(wall, user, system, source.method, getattr(source, "resolution_s", 0.0))
+    """What a source read since `start`, with its method, its step and the ticks behind its split."""
+    end = source.take()
+    user, system = source.seconds(start, end)
+    ticks = source.ticks(start, end) if hasattr(source, "ticks") else None
+    return CpuUsage(wall, user, system, source.method, getattr(source, "resolution_s", 0.0), ticks)
 
 
 def client_bound(client: CpuUsage, server: CpuUsage | None) -> bool:

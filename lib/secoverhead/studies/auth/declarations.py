@@ -183,6 +183,13 @@ class Params(BothEngines, StudyParams):
         min=0,
         max=10_000,
     )
+    random_source_split_ticks: int = param(
+        0,
+        "MongoDB: kernel ticks the user/system split of those connections' server CPU should rest on; the untraced "
+        "batch goes on, for up to 5 s, until it does (its table shows the split's sampling interval either way)",
+        min=0,
+        max=10_000,
+    )
     nonce_workers: list[int] = param(
         [1, 4], "nonce worker processes (the full scale: 1, 2, 4, 8)", min=1, max=64, items=(1, 8)
     )

@@ -163,10 +163,10 @@ def _random_source(p: Params, part: str, servers: dict[str, Any], asked: dict[st
 
 def _ask(p: Params, off: Any, on: Any) -> list[dict[str, Any]]:
     """Auth off on one server, then each SCRAM mechanism on the other: per connection."""
-    n = p.random_source_connections
-    rows = [per_connection(off.endpoint, mechanism=None, server_cpu=off.cpu, pids=off.pids, connections=n)]
+    counts = {"connections": p.random_source_connections, "split_ticks": p.random_source_split_ticks}
+    rows = [per_connection(off.endpoint, mechanism=None, server_cpu=off.cpu, pids=off.pids, **counts)]
     for mechanism in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
-        rows.append(per_connection(on.endpoint, mechanism=mechanism, server_cpu=on.cpu, pids=on.pids, connections=n))
+        rows.append(per_connection(on.endpoint, mechanism=mechanism, server_cpu=on.cpu, pids=on.pids, **counts))
     return rows
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis.compare import compare_arms, table
+from secoverhead.analysis.stats import wilson
 from secoverhead.measurement.parts import Part
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
@@ -51,9 +52,11 @@ def nonce_table(part: Part) -> pd.DataFrame:
 RANDOM_SOURCE_COLUMNS = {
     "mechanism": "mechanism",
     "connections": "connections",
+    "cpu_connections": "connections (CPU)",
     "server_cpu_us_per_op": "server CPU, us",
     "server_user_us_per_op": "user, us",
     "server_system_us_per_op": "system, us",
+    "system_share": "system share [95 %], ticks",
     "random_calls_per_op": "random-source calls",
     "opens_per_op": "opens of /dev/urandom",
     "bytes_per_op": "bytes read",
@@ -69,9 +72,22 @@ def random_source_table(result: Any) -> pd.DataFrame:
     rows = [{"server build": build} | row for build, each in asked.items() for row in each]
     if not rows:
         return pd.DataFrame()
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame([row | {"system_share": system_share(row)} for row in rows])
     keep = ["server build", *(c for c in RANDOM_SOURCE_COLUMNS if c in frame)]
     return frame[keep].rename(columns=RANDOM_SOURCE_COLUMNS).round(2)
+
+
+def system_share(row: dict[str, Any]) -> str:
+    """The server CPU's system share and its Wilson interval, each kernel tick behind the split one draw of user
+    or system (host/metrics.py); "" for a record that did not count its ticks."""
+    user, system = row.get("server_cpu_user_ticks"), row.get("server_cpu_system_ticks")
+    if user is None or system is None:
+        return ""
+    n = int(user) + int(system)
+    if not n:
+        return "no tick"
+    lo, hi = wilson(int(system), n)
+    return f"{100 * system / n:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}], {n}"
 
 
 def published_table() -> pd.DataFrame:
