@@ -124,7 +124,8 @@ def _sentence(c: Calculation, feature: str) -> str:
         new = p.new_connections_per_s * (1 - p.pooled_share)
         return (
             f"Turning on TLS {p.tls_version} with {key} at {_rate(new, 'new connections/s')} and "
-            f"{_rate(p.reused_queries_per_s, 'queries/s')} on open connections costs {cores} {c.where}."
+            f"{_rate(p.reused_queries_per_s, 'queries/s')} on open connections costs {cores} {c.where}"
+            f"{_busy(c, feature)}."
         )
     if feature == "scram":
         client = c.feature_cores("scram", "client")
@@ -150,7 +151,7 @@ def _sentence(c: Calculation, feature: str) -> str:
                 f"{p.retention_months:g} months{how}"
             )
         rate = _rate(p.audited_statements_per_s, "statements/s")
-        return f"Auditing with {p.audit_approach} at {rate} costs {cores} {c.where}{log}."
+        return f"Auditing with {p.audit_approach} at {rate} costs {cores} {c.where}{_busy(c, feature)}{log}."
     if feature == "https":
         return (
             f"Serving HTTPS (TLS {p.tls_version}, {key}) at {_rate(p.https_requests_per_s, 'requests/s')} "
@@ -158,6 +159,14 @@ def _sentence(c: Calculation, feature: str) -> str:
             f"costs {cores} {c.where}."
         )
     raise ValueError(feature)
+
+
+def _busy(c: Calculation, feature: str) -> str:
+    """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE)."""
+    per = sorted({r.line.per for r in c.lines if r.line.feature == feature and r.line.busy_price})
+    if not per:
+        return ""
+    return f" (per {' and per '.join(per)} as on a busy server: on a quieter one, a floor)"
 
 
 def _total_sentence(c: Calculation) -> str:
