@@ -146,3 +146,51 @@ def test_the_random_source_table_shows_the_system_share_with_its_sampling_interv
     part = types.SimpleNamespace(extras={"random_source": {"mongod 4.2": [row]}})
     frame = random_source_table([part])
     assert frame["system share [95 %], ticks"].tolist() == ["75 % [30, 95], 4"]
+
+
+def test_a_share_pooled_over_runs_is_wilsons_over_their_ticks_shrunk_by_their_overdispersion():
+    from secoverhead.analysis.stats import pooled_share
+
+    agree = pooled_share([15, 15, 15, 15], [50, 50, 50, 50])  # runs that differ by less than their ticks say
+    assert agree == pytest.approx((0.3, *wilson(60, 200), 200.0))
+    share, lo, hi, draws = pooled_share([5, 25, 5, 25], [50, 50, 50, 50])  # same pooled share, runs far apart
+    assert share == pytest.approx(0.3) and draws < 50 and lo < agree[1] and hi > agree[2]
+    assert pooled_share([7], [20])[1:3] == pytest.approx(wilson(7, 20))  # one run: its own ticks
+    assert pooled_share([0, 0], [0, 0])[1:] == (0.0, 1.0, 0.0)  # no tick: says nothing
+    assert pooled_share([0, 0], [40, 40])[:2] == (0.0, 0.0)  # all user: a share of 0 with an upper end
+
+
+def _runs(ticks: bool):
+    import pandas as pd
+
+    rows = [
+        {"arm": arm, "server_cpu_us_per_op": cpu, "server_system_us_per_op": cpu * s / 40}
+        | ({"server_cpu_user_ticks": 40 - s, "server_cpu_system_ticks": s} if ticks else {})
+        for arm, cpu, shares in (("auth off", 500.0, (20, 22, 18)), ("SCRAM", 900.0, (10, 14, 12)))
+        for s in shares
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_cpu_split_figure_splits_the_median_at_the_pooled_share_and_draws_its_interval():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.container import ErrorbarContainer
+
+    from secoverhead.reporting.tables import cpu_split
+    from secoverhead.studies.auth.tables import _cpu_split_figure
+
+    split = cpu_split(_runs(True), ["arm"]).set_index("arm")
+    assert split.loc["auth off", "system_share"] == pytest.approx(0.5)
+    assert split.loc["auth off", "system_us"] == pytest.approx(250.0) and split.loc[
+        "SCRAM", "user_us"
+    ] == pytest.approx(900.0 * 0.7)
+    assert split.loc["SCRAM", "system_share_low"] < 0.3 < split.loc["SCRAM", "system_share_high"]
+    old = cpu_split(_runs(False), ["arm"]).set_index("arm")  # records from before ticks were counted
+    assert old.loc["SCRAM", "system_share"] == pytest.approx(0.3) and old["system_share_low"].isna().all()
+    part = types.SimpleNamespace(label="MongoDB")
+    fig, caption = _cpu_split_figure(part, _runs(True), 2)
+    assert any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) and "whisker" in caption
+    fig, caption = _cpu_split_figure(part, _runs(False), 2)
+    assert not any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) and "no interval" in caption

@@ -344,9 +344,10 @@ def median_ci(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[f
     return float(np.median(x)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
 
 
-def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Wilson's interval of a proportion from k of n draws (a split's system ticks of all its ticks): unlike the
-    normal approximation it stays inside [0, 1] and is not empty at k = 0 or k = n. (0, 1) with no draws."""
+def wilson(k: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's interval of a proportion from k of n draws (a split's system ticks of all its ticks; an effective
+    count may be fractional): unlike the normal approximation it stays inside [0, 1] and is not empty at k = 0 or
+    k = n. (0, 1) with no draws."""
     if n <= 0:
         return 0.0, 1.0
     if not 0 <= k <= n:
@@ -355,6 +356,26 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
     p, z2 = k / n, z * z / n
     centre, half = (p + z2 / 2) / (1 + z2), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n)) / (1 + z2)
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)
+
+
+def pooled_share(
+    k: Sequence[int], n: Sequence[int], confidence: float = CONFIDENCE
+) -> tuple[float, float, float, float]:
+    """A proportion pooled over runs (each run's system ticks k of its n) and its Wilson interval: ticks as draws,
+    their count shrunk by the runs' overdispersion (Pearson's chi-square over k - 1 runs, when above 1), since runs
+    whose true shares differ spread more than their draws say. (share, low, high, draws the interval rests on)."""
+    ks, ns = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    ks, ns = ks[ns > 0], ns[ns > 0]
+    total = float(ns.sum())
+    if not total:
+        return math.nan, 0.0, 1.0, 0.0
+    p = float(ks.sum()) / total
+    dispersion = 1.0
+    if len(ns) > 1 and 0 < p < 1:
+        dispersion = max(1.0, float(((ks - ns * p) ** 2 / (ns * p * (1 - p))).sum()) / (len(ns) - 1))
+    draws = total / dispersion
+    lo, hi = wilson(p * draws, draws, confidence)
+    return p, lo, hi, draws
 
 
 def tukey_outliers(x: np.ndarray) -> int:

@@ -170,9 +170,19 @@ def lines(
     return fig
 
 
-def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Sequence[str], title: str, ylabel: str):
+def stacked_bar(
+    table: pd.DataFrame,
+    *,
+    x: str,
+    parts: Sequence[str],
+    labels: Sequence[str],
+    title: str,
+    ylabel: str,
+    boundary: tuple[str, str] | None = None,
+):
     """One horizontal bar per row of table, split into parts (e.g. user and system CPU); `ylabel` names the
-    value axis, which runs across."""
+    value axis, which runs across. `boundary`: two columns, the low and high ends of where the first part ends
+    (a sampled split's interval), drawn as a whisker across that edge."""
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(table) + 1.4))
     left = np.zeros(len(table))
     names = table[x].astype(str).tolist()
@@ -180,6 +190,10 @@ def stacked_bar(table: pd.DataFrame, *, x: str, parts: Sequence[str], labels: Se
         vals = table[col].to_numpy(dtype=float)
         ax.barh(names, vals, left=left, label=label)
         left += np.nan_to_num(vals)
+    if boundary is not None:
+        edge = table[parts[0]].to_numpy(dtype=float)
+        lo, hi = (table[c].to_numpy(dtype=float) for c in boundary)
+        ax.errorbar(edge, names, xerr=[edge - lo, hi - edge], fmt="none", ecolor="black", capsize=3, lw=1)
     ax.invert_yaxis()
     ax.set(title=title, xlabel=ylabel)
     ax.legend(fontsize=8)

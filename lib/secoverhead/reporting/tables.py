@@ -15,7 +15,7 @@ import pandas as pd
 
 from secoverhead.analysis.compare import block_log_ratios
 from secoverhead.analysis.design import aa_floor
-from secoverhead.analysis.stats import median_ci
+from secoverhead.analysis.stats import median_ci, pooled_share
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import figure, p_text, unit
@@ -185,6 +185,35 @@ def summarize_runs(runs: pd.DataFrame, metrics: Sequence[str], by: Sequence[str]
         if "noise_flagged" in g:
             row["noisy runs"] = int(g["noise_flagged"].fillna(False).astype(bool).sum())
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+TICKS = ("server_cpu_user_ticks", "server_cpu_system_ticks")
+
+
+def cpu_split(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per group: the median server CPU per operation, split at the system share of the kernel ticks pooled over
+    its runs (one run's split rests on a few dozen: host/metrics.py), with that share's 95 % interval
+    (stats.pooled_share); a group whose runs counted no ticks is split by their summed user and system time."""
+    rows = []
+    for key, g in runs.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        total = float(g["server_cpu_us_per_op"].median())
+        counted = g.dropna(subset=list(TICKS)) if set(TICKS) <= set(g) else g.iloc[:0]
+        if len(counted):
+            system = counted[TICKS[1]].to_numpy(dtype=int)
+            share, lo, hi, draws = pooled_share(system, counted[TICKS[0]].to_numpy(dtype=int) + system)
+        else:
+            share, lo, hi, draws = (
+                g["server_system_us_per_op"].sum() / g["server_cpu_us_per_op"].sum(),
+                *(math.nan,) * 2,
+                0.0,
+            )
+        rows.append(
+            dict(zip(by, key, strict=True))
+            | {"server_cpu_us_per_op": total, "user_us": (1 - share) * total, "system_us": share * total}
+            | {"system_share": share, "system_share_low": lo, "system_share_high": hi, "ticks_judged": draws}
+        )
     return pd.DataFrame(rows)
 
 

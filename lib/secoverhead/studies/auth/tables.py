@@ -9,7 +9,7 @@ from secoverhead.analysis.compare import compare_arms, table
 from secoverhead.analysis.stats import wilson
 from secoverhead.measurement.parts import Part
 from secoverhead.reporting import plots
-from secoverhead.reporting.tables import summarize_runs
+from secoverhead.reporting.tables import cpu_split, summarize_runs
 from secoverhead.studies.auth.declarations import CRYPTO as CRYPTO
 from secoverhead.studies.auth.declarations import STUDY
 from secoverhead.studies.protocol.judging import published
@@ -130,19 +130,35 @@ def figures(part: Part, top: int) -> list[tuple[Any, str]]:
             "Throughput by client concurrency: lower lines pay more per connection.",
         )
     ]
-    at_top = table[table["concurrency"] == top]
-    if "server_user_us_per_op" in at_top:
-        out.append(
-            (
-                plots.stacked_bar(
-                    at_top,
-                    x="arm",
-                    parts=["server_user_us_per_op", "server_system_us_per_op"],
-                    labels=["user", "system"],
-                    title=f"{part.label}: server CPU per operation at concurrency {top}",
-                    ylabel="CPU us per operation",
-                ),
-                "Where the server's time goes per request: the original's symptom was the system share.",
-            )
-        )
+    runs = part.runs()
+    if "server_system_us_per_op" in runs:
+        out.append(_cpu_split_figure(part, runs[runs["concurrency"] == top], top))
     return out
+
+
+def _cpu_split_figure(part: Part, runs: pd.DataFrame, top: int) -> tuple[Any, str]:
+    """The arms' server CPU per operation, user and system apart, the split's interval across the edge where the
+    runs counted their ticks."""
+    split = cpu_split(runs, ["arm"])
+    split["user_low"] = (1 - split["system_share_high"]) * split["server_cpu_us_per_op"]
+    split["user_high"] = (1 - split["system_share_low"]) * split["server_cpu_us_per_op"]
+    ticks = bool(split["system_share_low"].notna().all())
+    figure = plots.stacked_bar(
+        split,
+        x="arm",
+        parts=["user_us", "system_us"],
+        labels=["user", "system"],
+        title=f"{part.label}: server CPU per operation at concurrency {top}",
+        ylabel="CPU us per operation",
+        boundary=("user_low", "user_high") if ticks else None,
+    )
+    how = (
+        "split at the system share of the kernel ticks pooled over the arm's runs; the whisker is that share's 95 % "
+        "interval (wider where runs differ more than their ticks explain)"
+        if ticks
+        else "split by the runs' summed user and system time (these runs did not count their ticks: no interval)"
+    )
+    return figure, (
+        f"Where the server's time goes per request (the original's symptom was the system share): the runs' median "
+        f"CPU per operation, {how}."
+    )
