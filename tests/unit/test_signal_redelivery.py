@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from secoverhead.core import signals
 
 SCRIPT = textwrap.dedent(
@@ -59,3 +61,49 @@ def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch):
     finally:
         signals.restore(old)
     assert seen == [Info] and sys.unraisablehook == seen.append  # passed on, and the hook put back
+
+
+def test_an_exception_raised_while_unwinding_from_a_signal_is_the_signals(monkeypatch, capsys):
+    """A signal that lands where a lock is half-taken makes the way out raise something else (the lock's
+    release); the CLI ends as interrupted, one line and 128 + the signal, not with that exception's traceback."""
+    from secoverhead.app import cli
+
+    def lock_released_twice(argv):
+        try:
+            raise signals.Terminated(signal.SIGINT)
+        finally:
+            raise RuntimeError("cannot release un-acquired lock")
+
+    monkeypatch.setattr(cli, "_main", lock_released_twice)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted (by SIGINT)"
+
+    def a_fault(argv):
+        raise RuntimeError("a fault of its own")
+
+    monkeypatch.setattr(cli, "_main", a_fault)
+    with pytest.raises(RuntimeError, match="of its own"):
+        cli.main(["list"])
+    assert signals.behind(ValueError()) is None
+    looped = ValueError("a")
+    looped.__context__ = ValueError("b")
+    looped.__context__.__context__ = looped  # a cycle ends the walk
+    assert signals.behind(looped) is None
+
+
+def test_a_signal_taken_while_handlers_are_put_back_is_sent_again_to_the_handler_put_back(monkeypatch):
+    """The kernel holds the signals only from the thread restoring; one another thread took runs the Python
+    handler half-way through: it is remembered, and sent again once the previous handlers are back."""
+    sent, real = [], signal.signal
+    old = signals.install()
+
+    def swap(signum, handler):
+        if signum == signal.SIGTERM:
+            signals._handler(signal.SIGINT, None)  # as if another thread had taken a Ctrl-C just now
+        return real(signum, handler)
+
+    monkeypatch.setattr(signals.signal, "signal", swap)
+    monkeypatch.setattr(signals.os, "kill", lambda pid, signum: sent.append(signum))
+    signals.restore(old)  # does not raise half-way
+    assert sent == [signal.SIGINT] and signals._pending == []
+    assert real(signal.SIGINT, signal.getsignal(signal.SIGINT)) is not signals._handler  # the previous one is back

@@ -43,15 +43,24 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     """Every ending signal (SIGINT, SIGTERM, SIGHUP) is handled from the first line: whatever moment it comes,
     the run is finalised and one line says so."""
-    old = signals.install()
+    old: dict[Any, Any] = {}
     try:
+        old = signals.install()
         return _main(argv)
     except KeyboardInterrupt as exc:
-        sig = signals.as_terminated(exc)
-        print(f"{sig.outcome or 'interrupted'} (by {sig.name})", file=sys.stderr)
-        return sig.exit_code
+        return _interrupted(signals.as_terminated(exc))
+    except Exception as exc:
+        sig = signals.behind(exc)
+        if sig is None:
+            raise
+        return _interrupted(sig)
     finally:
         signals.restore(old)
+
+
+def _interrupted(sig: signals.Terminated) -> int:
+    print(f"{sig.outcome or 'interrupted'} (by {sig.name})", file=sys.stderr)
+    return sig.exit_code
 
 
 def _main(argv: list[str] | None) -> int:

@@ -64,21 +64,45 @@ def _unraisable(info: Any) -> None:
     (_previous_unraisable[-1] if _previous_unraisable else sys.__unraisablehook__)(info)
 
 
+@contextlib.contextmanager
+def _held() -> Iterator[None]:
+    """The ending signals held by the kernel while handlers are swapped: one arriving half-way is delivered after,
+    to the handler then in place, never to a swap left half done (its exception out of a `finally`)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def install() -> dict[Any, Any]:
     """Handle every ending signal; returns the previous handlers for restore()."""
-    _previous_unraisable.append(sys.unraisablehook)
-    sys.unraisablehook = _unraisable
-    return {s: signal.signal(s, _handler) for s in HANDLED} | {"unraisablehook": _previous_unraisable[-1]}
+    with _held():
+        _previous_unraisable.append(sys.unraisablehook)
+        sys.unraisablehook = _unraisable
+        return {s: signal.signal(s, _handler) for s in HANDLED} | {"unraisablehook": _previous_unraisable[-1]}
 
 
 def restore(previous: dict[Any, Any]) -> None:
-    for s, h in previous.items():
-        if s == "unraisablehook":
-            sys.unraisablehook = h
-            if _previous_unraisable:
-                _previous_unraisable.pop()
-        else:
-            signal.signal(s, h)
+    """Put the previous handlers back. A signal another thread took half-way is remembered, then sent again to the
+    handler put back (the kernel holds it only from this thread)."""
+    global _deferring
+    with _held():
+        _deferring += 1
+        try:
+            for s, h in previous.items():
+                if s == "unraisablehook":
+                    sys.unraisablehook = h
+                    if _previous_unraisable:
+                        _previous_unraisable.pop()
+                else:
+                    signal.signal(s, h)
+        finally:
+            _deferring -= 1
+    if not _deferring and _pending:
+        signum = _pending[0]
+        _pending.clear()
+        os.kill(os.getpid(), signum)
 
 
 @contextlib.contextmanager
@@ -95,6 +119,18 @@ def deferred() -> Iterator[None]:
         signum = _pending[0]
         _pending.clear()
         raise Terminated(signum)
+
+
+def behind(exc: BaseException) -> Terminated | None:
+    """The ending signal an exception was raised while unwinding from (a lock half-taken when the signal landed,
+    released again on the way out), if any: that exception is the signal's, not a fault of its own."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return as_terminated(exc)
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None
 
 
 def as_terminated(exc: KeyboardInterrupt) -> Terminated:
