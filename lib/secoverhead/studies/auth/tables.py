@@ -127,7 +127,7 @@ def figures(part: Part, top: int) -> list[tuple[Any, str]]:
                 ylabel="operations / s",
                 logx=True,
             ),
-            "Throughput by client concurrency: lower lines pay more per connection.",
+            "Short connections per second by client concurrency: the fewer an arm serves, the more each costs it.",
         )
     ]
     runs = part.runs()
