@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from secoverhead.core.errors import ConfigError
@@ -78,3 +80,28 @@ def test_a_password_typed_where_its_name_belongs_is_not_echoed():
     with pytest.raises(ConfigError) as err:
         secret_from(env="Hunter2Secret")
     assert "Hunter2Secret" not in str(err.value)
+
+
+def test_the_platform_modules_uname_child_never_gets_an_exported_secret(monkeypatch):
+    """platform.processor() runs `uname -p` with the whole environment the first time anything reads it; the CLI
+    and the kernel learn it first, scrubbed, and later readers (platform.platform()) start nothing."""
+    import platform
+    import subprocess
+
+    from secoverhead.core.environ import settle_platform
+
+    calls = []
+    real = subprocess.check_output
+
+    def watched(args, **kw):
+        calls.append((list(args), "SECOVERHEAD_TEST_PW" in os.environ))
+        return real(args, **kw)
+
+    monkeypatch.setenv("SECOVERHEAD_TEST_PW", "Platform-Sentinel-5521")
+    monkeypatch.setattr(platform, "_uname_cache", None)
+    monkeypatch.setattr(subprocess, "check_output", watched)
+    settle_platform()
+    platform.platform()
+    platform.processor()
+    assert calls == [(["uname", "-p"], False)]  # once, without the secret
+    assert os.environ["SECOVERHEAD_TEST_PW"] == "Platform-Sentinel-5521"  # ours is as it was

@@ -3,6 +3,7 @@ propagate) is sent again, and ends the work in the main thread as any other sign
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -107,3 +108,21 @@ def test_a_signal_taken_while_handlers_are_put_back_is_sent_again_to_the_handler
     signals.restore(old)  # does not raise half-way
     assert sent == [signal.SIGINT] and signals._pending == []
     assert real(signal.SIGINT, signal.getsignal(signal.SIGINT)) is not signals._handler  # the previous one is back
+
+
+def test_a_signal_whose_exception_c_code_replaced_still_ends_the_cli_as_that_signal(monkeypatch, capsys):
+    """A Ctrl-C landing in an import that PyCapsule_Import makes became 'ImportError: PyCapsule_Import could not
+    import module "_socket"', with no trace of the KeyboardInterrupt (the early-Ctrl-C flake, seen at last)."""
+    from secoverhead.app import cli
+
+    def capsule_import(argv):
+        with contextlib.suppress(KeyboardInterrupt):  # what PyErr_Format does to it
+            signals._handler(signal.SIGINT, None)
+        raise ImportError('PyCapsule_Import could not import module "_socket"')
+
+    monkeypatch.setattr(cli, "_main", capsule_import)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted (by SIGINT)"
+    old = signals.install()  # a new CLI run: an earlier run's signal is not this one's
+    signals.restore(old)
+    assert signals.behind(ImportError("a real one")) is None

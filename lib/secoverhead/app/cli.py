@@ -30,7 +30,7 @@ from typing import Any
 
 from secoverhead import __version__
 from secoverhead.app import commands, stderr
-from secoverhead.core import signals
+from secoverhead.core import environ, signals
 from secoverhead.core.errors import SecoverheadError
 
 
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     old: dict[Any, Any] = {}
     try:
         old = signals.install()
+        environ.settle_platform()
         return _main(argv)
     except KeyboardInterrupt as exc:
         return _interrupted(signals.as_terminated(exc))

@@ -52,6 +52,9 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGHUP, _on_term)  # a closed terminal reaches the kernel too: stop as for SIGTERM
+    from secoverhead.core.environ import settle_platform
+
+    settle_platform()  # before anything the kernel loads can ask the platform module with our environment
     from ipykernel import kernelapp  # deferred: the death signal and handlers are set before the kernel loads
 
     kernelapp.launch_new_instance(argv=argv)

@@ -31,3 +31,13 @@ def scrubbed_environ(keep: tuple[str, ...] = ()) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def settle_platform() -> None:
+    """Python's platform module learns the processor by running `uname -p` with our whole environment the first
+    time anything reads it (platform.platform(), a library's version report: one such child once held an exported
+    password during a TDE run). Learn it once here, scrubbed; the answer is cached for every later reader."""
+    import platform
+
+    with scrubbed_environ():
+        _ = platform.uname().processor

@@ -42,10 +42,14 @@ _deferring = 0
 _pending: list[int] = []
 
 
+_raised: list[int] = []  # the signals raised as Terminated since install(): behind() reads them
+
+
 def _handler(signum: int, frame: object) -> None:
     if _deferring:
         _pending.append(signum)
         return
+    _raised.append(signum)
     raise Terminated(signum)
 
 
@@ -78,6 +82,7 @@ def _held() -> Iterator[None]:
 def install() -> dict[Any, Any]:
     """Handle every ending signal; returns the previous handlers for restore()."""
     with _held():
+        _raised.clear()
         _previous_unraisable.append(sys.unraisablehook)
         sys.unraisablehook = _unraisable
         return {s: signal.signal(s, _handler) for s in HANDLED} | {"unraisablehook": _previous_unraisable[-1]}
@@ -123,14 +128,16 @@ def deferred() -> Iterator[None]:
 
 def behind(exc: BaseException) -> Terminated | None:
     """The ending signal an exception was raised while unwinding from (a lock half-taken when the signal landed,
-    released again on the way out), if any: that exception is the signal's, not a fault of its own."""
+    released again on the way out), if any: that exception is the signal's, not a fault of its own. Some C code
+    replaces the signal's exception outright (PyCapsule_Import turns it into "could not import module
+    _socket"), so a signal raised since install() counts too."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):
             return as_terminated(exc)
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return None
+    return Terminated(_raised[-1]) if _raised else None
 
 
 def as_terminated(exc: KeyboardInterrupt) -> Terminated:
