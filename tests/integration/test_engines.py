@@ -54,6 +54,8 @@ def test_seed_000s_replica_set_reads_from_a_secondary_and_counts_every_members_c
         facts = rs.describe()
         assert facts["topology"]["members"] == 3 and facts["topology"]["read_only_members"] == 1
         assert len(rs.pids) == 4 and "replicaSet=" in rs.endpoint.uri
+        # settled means every readable member checks the primary's signed clock (a fresh key cache refused it)
+        assert rs._members_refusing_the_primarys_clock() == []
         client = rs.endpoint.client(mechanism="SCRAM-SHA-256")
         client.ycsb.usertable.insert_one({"_id": "user1"})
         client.close()

@@ -1,0 +1,113 @@
+"""A replica set is settled only when every member a client reads from can check the cluster time the primary
+signs: right after the key-file restart a secondary's key cache may not hold the key yet, and the first reads fail
+(KeyNotFound, 211). Each branch, over stand-in clients (no server: this is set-up logic, nothing measured)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from pymongo.errors import OperationFailure
+
+from secoverhead.servers.replica_set import KEY_NOT_FOUND, MongodReplicaSet
+
+CLOCK = {"clusterTime": 7, "signature": {"keyId": 42}}
+
+
+class Session:
+    def __init__(self, clock: dict | None) -> None:
+        self.cluster_time = clock
+        self.advanced: list[dict] = []
+
+    def advance_cluster_time(self, clock: dict) -> None:
+        self.advanced.append(clock)
+
+
+class Admin:
+    def __init__(self, member: Member) -> None:
+        self.member = member
+
+    def command(self, name: str, session: Session | None = None) -> dict[str, Any]:
+        m = self.member
+        if name == "replSetGetStatus":
+            return {"members": [{"stateStr": s, "optime": {"ts": 1}} for s in m.states]}
+        assert name == "ping"
+        if session is not None and session.advanced and m.refuses is not None:
+            raise OperationFailure("Cache Reader No keys found for HMAC", code=m.refuses)
+        return {"ok": 1}
+
+
+class Member:
+    """One member's client: `refuses` is the error code it answers a signed cluster time with (None: accepts)."""
+
+    def __init__(self, refuses: int | None = None, states: list[str] | None = None, clock: dict | None = CLOCK) -> None:
+        self.refuses = refuses
+        self.clock = clock
+        self.states = states or ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"]
+        self.admin = Admin(self)
+        self.sessions: list[Session] = []
+        self.closed = False
+
+    @contextlib.contextmanager
+    def start_session(self):
+        s = Session(self.clock)
+        self.sessions.append(s)
+        yield s
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _set(members: list[Member], *, keyed: bool = True) -> MongodReplicaSet:
+    rs = MongodReplicaSet(build="mongod-4.2.6", auth=True)
+    rs.ports = [27100 + i for i in range(len(members))]
+    rs._keyed = keyed
+    rs._direct_admin = lambda i: members[i]  # type: ignore[method-assign]
+    return rs
+
+
+def test_a_set_whose_readable_members_all_check_the_primarys_clock_is_ready() -> None:
+    members = [Member() for _ in range(4)]
+    assert _set(members)._state() == {"ready": True, "why": "members ['PRIMARY', 'SECONDARY', 'SECONDARY', "
+                                      "'SECONDARY'], 1 distinct optimes"}  # fmt: skip
+    assert all(s.advanced == [CLOCK] for m in members[:3] for s in m.sessions[-1:])
+    assert all(m.closed for m in members[:3])
+
+
+def test_a_secondary_without_the_key_keeps_the_set_unsettled_and_is_named() -> None:
+    members = [Member(), Member(), Member(refuses=KEY_NOT_FOUND), Member()]
+    state = _set(members)._state()
+    assert state["ready"] is False and "members [2] cannot yet check" in state["why"]
+    assert members[2].closed
+
+
+def test_the_hidden_member_is_never_asked() -> None:
+    members = [Member(), Member(), Member(), Member(refuses=KEY_NOT_FOUND)]
+    assert _set(members)._members_refusing_the_primarys_clock() == []
+    assert members[3].sessions == []
+
+
+def test_before_the_key_file_restart_the_clock_is_not_checked() -> None:
+    members = [Member(), Member(refuses=KEY_NOT_FOUND), Member(), Member()]
+    assert _set(members, keyed=False)._state()["ready"] is True
+    assert members[1].sessions == []
+
+
+def test_a_set_not_yet_settled_is_not_asked_about_its_clock() -> None:
+    members = [Member(states=["SECONDARY"] * 4), Member(refuses=KEY_NOT_FOUND), Member(), Member()]
+    assert _set(members)._state()["ready"] is False
+    assert members[1].sessions == []
+
+
+def test_any_other_refusal_is_an_error_not_a_wait() -> None:
+    members = [Member(), Member(refuses=13), Member(), Member()]
+    with pytest.raises(OperationFailure):
+        _set(members)._members_refusing_the_primarys_clock()
+    assert members[1].closed
+
+
+def test_a_primary_that_signs_no_clock_leaves_nothing_to_check() -> None:
+    members = [Member(clock=None), Member(refuses=KEY_NOT_FOUND), Member(), Member()]
+    assert _set(members)._members_refusing_the_primarys_clock() == []
+    assert members[1].sessions[0].advanced == []
