@@ -51,3 +51,21 @@ def test_the_originals_chinese_words_have_a_font(tmp_path):
         cdp.send("CSS.enable")
         used = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
     assert used and all(f["familyName"] in fonts for f in used), (used, fonts)
+
+
+def test_a_word_or_number_cut_across_lines_in_print_is_seen_and_an_identifier_wrapped_after_underscores_is_not(
+    tmp_path,
+):
+    """The probe the README's check reads: equal fixed columns cut 'concurrency' and '11211.887'; an identifier
+    with break opportunities after its underscores wraps whole pieces."""
+    cells = "<td>concurrency</td><td>11211.887</td>" + "<td>x</td>" * 10
+    ident = "connection_<wbr>server_<wbr>cpu_<wbr>us_<wbr>per_<wbr>op"
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<!doctype html><html><head><style>td { overflow-wrap: break-word; }</style></head><body><main>"
+        f"<table style='table-layout:fixed;width:200px'><tr>{cells}</tr></table>"
+        f"<table style='width:90px'><tr><td>{ident}</td></tr></table></main></body></html>"
+    )
+    seen = browser.first_screen(page)
+    assert "concurrency" in seen.print_split_words and "11211.887" in seen.print_split_words
+    assert not {"connection", "server", "cpu", "us", "per", "op"} & set(seen.print_split_words)

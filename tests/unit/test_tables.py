@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from secoverhead.core.units import unit
+from secoverhead.reporting import tables
 from secoverhead.reporting.tables import environment_table, noise_table, summarize_runs
 
 
@@ -97,3 +98,12 @@ def test_p_values_print_as_papers_print_them():
     assert p_text(7.4e-38) == "p<0.001" and p_text(0.001) == "p=0.001" and p_text(0.0123) == "p=0.012"
     assert p_text(1.0) == "p=1" and p_text(float("nan")) == "p=n/a"
     assert _p(4e-5) == "&lt;0.001" and _p(0.04) == "0.04" and _p("x") == "x"  # escaped for the page
+
+
+def test_text_cells_and_headers_may_wrap_after_an_underscore_numbers_and_markup_stay_as_they_are():
+    df = pd.DataFrame({"metric": ["server_cpu_us_per_op", "<b>a_b</b>", None], "v": [1.5, 2.25, 3.0],
+                       "mixed": ["x_y", 2.5, 7], "Odd_Name": [1, 2, 3]})  # fmt: skip
+    page = tables.styled(df).to_html()
+    assert ">server_<wbr>cpu_<wbr>us_<wbr>per_<wbr>op<" in page and ">&lt;b&gt;a_<wbr>b&lt;/b&gt;<" in page
+    assert ">x_<wbr>y<" in page and ">2.500<" in page and ">7<" in page and ">1.500<" in page
+    assert ">Odd_<wbr>Name<" in page and "<b>" not in page

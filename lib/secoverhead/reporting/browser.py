@@ -50,6 +50,7 @@ class FirstScreen:
     flamegraphs_root_visible: int  # graphs whose root frame (the top row of an icicle) is drawn
     external_requests: list[str] = field(default_factory=list)
     print_cut_tables: int = 0  # tables wider than an A4 page's printable width under the print stylesheet
+    print_split_words: list[str] = field(default_factory=list)  # a word or number in a table cut across lines
     headlines: int = 0  # the cost calculator's sentences (it has no verdicts)
     headlines_visible: int = 0
     claim_lines: list[str] = field(default_factory=list)  # each verdict's line as the browser renders its text
@@ -196,6 +197,26 @@ _CUT = """() => [...document.querySelectorAll('table')].filter(t => {
 }).length"""
 
 
+# A word (letters) or a number (digits with their point, sign, unit prefix or %) drawn on two lines of a table
+# cell: "concurre / ncy", "11211.88 / 7". Identifiers and paths may wrap (after an underscore or a slash).
+_SPLIT = """() => {
+  const whole = /^(?:[A-Za-z]+|[-+]?[0-9][0-9.,]*[kMGµ%x]?)$/, out = [];
+  for (const cell of document.querySelectorAll('td, th')) {
+    if (!cell.getClientRects().length) continue;
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      for (const m of n.data.matchAll(/[^\\s\\-\\/_()\\[\\],;:]+/g)) {
+        if (!whole.test(m[0])) continue;
+        const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        if (new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top))).size > 1)
+          out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}"""
+
+
 def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
     """Open a report as a reviewer would and measure its first screen (a screenshot of it where asked)."""
     with page() as pg:
@@ -207,8 +228,8 @@ def first_screen(html: Path, screenshot: Path | None = None) -> FirstScreen:
             pg.screenshot(path=str(screenshot))
         pg.set_viewport_size({"width": A4_PRINTABLE_PX, "height": SCREEN["height"]})
         print_layout(pg)
-        cut = pg.evaluate(_CUT)
-        return FirstScreen(**facts, external_requests=list(pg.blocked), print_cut_tables=cut)
+        cut, split = pg.evaluate(_CUT), pg.evaluate(_SPLIT)
+        return FirstScreen(**facts, external_requests=list(pg.blocked), print_cut_tables=cut, print_split_words=split)
 
 
 def print_layout(pg: Any) -> None:

@@ -30,9 +30,10 @@ def styled(df: pd.DataFrame, *, precision: int = 3):
     # every value and header escaped: a parameter, an arm or a server's name is data, never markup (a value
     # "<iframe src=/etc/shadow>" shows as those characters)
     style = out.style.hide(axis="index").format(precision=precision, na_rep="-", escape="html")
-    style = style.format_index(escape="html", axis=1)
+    style = style.format_index(_breakable(precision), escape="html", axis=1)
     words = [c for c in out.columns if not pd.api.types.is_numeric_dtype(out[c])]
     if words:  # words read from the left, numbers line up on the right
+        style = style.format(_breakable(precision), subset=words, na_rep="-", escape="html")
         style = style.set_properties(subset=words, **{"text-align": "left"})
     for col in out.columns:
         if _is_p(col):
@@ -62,6 +63,21 @@ def header(name: Any) -> Any:
         return f"{text} per s"
     shown = {"us": "µs"}.get(u, u)
     return f"{text} ({shown})" if shown and shown not in ("flag", "count") else text
+
+
+def _breakable(precision: int):
+    """A cell's text with a line-break opportunity after each underscore: an identifier
+    (connection_server_cpu_us_per_op) may wrap where a reader expects, so a table fits the printed page without
+    its columns squeezed equal and its words cut mid-letter. Numbers as the styler writes them."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, str):  # escaped by the styler before it gets here, as Markup (whose replace escapes)
+            return str(v).replace("_", "_<wbr>")
+        if isinstance(v, float):
+            return f"{v:.{precision}f}"
+        return str(v)
+
+    return fmt
 
 
 def _is_p(col: Any) -> bool:
