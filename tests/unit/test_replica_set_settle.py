@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from pymongo.errors import OperationFailure
+from pymongo.errors import AutoReconnect, OperationFailure
 
 from secoverhead.servers.replica_set import KEY_NOT_FOUND, MongodReplicaSet
 
@@ -33,6 +33,8 @@ class Admin:
         if name == "replSetGetStatus":
             return {"members": [{"stateStr": s, "optime": {"ts": 1}} for s in m.states]}
         assert name == "ping"
+        if m.down:
+            raise AutoReconnect("connection refused")
         if session is not None and session.advanced and m.refuses is not None:
             raise OperationFailure("Cache Reader No keys found for HMAC", code=m.refuses)
         return {"ok": 1}
@@ -44,6 +46,7 @@ class Member:
     def __init__(self, refuses: int | None = None, states: list[str] | None = None, clock: dict | None = CLOCK) -> None:
         self.refuses = refuses
         self.clock = clock
+        self.down = False
         self.states = states or ["PRIMARY", "SECONDARY", "SECONDARY", "SECONDARY"]
         self.admin = Admin(self)
         self.sessions: list[Session] = []
@@ -111,3 +114,10 @@ def test_a_primary_that_signs_no_clock_leaves_nothing_to_check() -> None:
     members = [Member(clock=None), Member(refuses=KEY_NOT_FOUND), Member(), Member()]
     assert _set(members)._members_refusing_the_primarys_clock() == []
     assert members[1].sessions[0].advanced == []
+
+
+def test_a_member_that_does_not_answer_yet_is_waited_for() -> None:
+    members = [Member(), Member(), Member(), Member()]
+    members[2].down = True
+    state = _set(members)._state()
+    assert state["ready"] is False and "does not answer yet" in state["why"]

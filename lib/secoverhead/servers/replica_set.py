@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pymongo.errors import OperationFailure
+from pymongo.errors import ConnectionFailure, OperationFailure
 
 from secoverhead.core.errors import ServerStartError
 from secoverhead.host.process import pick_port
@@ -141,9 +141,18 @@ class MongodReplicaSet(MongodServer):
         # made on member 0 before that met "not master" (a CI run under load)
         ready = states[:1] == ["PRIMARY"] and states.count("SECONDARY") == len(self.ports) - 1 and len(optimes) == 1
         why = f"members {states}, {len(optimes)} distinct optimes"
-        if ready and self._keyed and (refusing := self._members_refusing_the_primarys_clock()):
-            ready, why = False, f"members {refusing} cannot yet check the primary's signed cluster time"
+        if ready and self._keyed and (refusal := self._clock_refusal()):
+            ready, why = False, refusal
         return {"ready": ready, "why": why}
+
+    def _clock_refusal(self) -> str:
+        """Why a client's first reads would still be refused ("" once none would); a member that does not answer
+        yet is waited for, as replSetGetStatus's errors are."""
+        try:
+            refusing = self._members_refusing_the_primarys_clock()
+        except ConnectionFailure as exc:
+            return f"a member does not answer yet: {str(exc)[:200]}"
+        return f"members {refusing} cannot yet check the primary's signed cluster time" if refusing else ""
 
     def _members_refusing_the_primarys_clock(self) -> list[int]:
         """Voting members whose key cache lacks the key the primary signs its cluster time with. A client learns
