@@ -7,6 +7,9 @@ Each feature is checked on the build its study measured, with a workload at set 
   second on a connection kept open, both at once; TLS off and on are the connections' own setting.
 - audit: on two MariaDB servers the project starts, one without auditing and one with server_audit as the audit
   study configures it (CONNECT, QUERY, TABLE events to a file), point selects per second on a connection kept open.
+- https: on an nginx the project starts as the HTTPS study does (worker pinned to core 0, RSA-2048; this client on
+  the other core), new connections per second (each a full TLS 1.3 handshake and one GET, then closed) and GETs per
+  second on a connection kept alive, both at once; off is the same over plain HTTP.
 
 Rounds alternate off and on (ABBA, so a drift of the machine falls on both); the server's CPU is read from its
 cgroup. The extra cores (on minus off, per pair of rounds, with a 95 % t interval) are set beside what
@@ -15,15 +18,18 @@ point lies within +-25 % of the predicted one.
 
     .venv/bin/python benchmarks/calculator_check.py --reports reports [--json out.json]
 
-It needs finished TLS and audit runs in --reports (`make reports` makes them) and the machine to itself: it is a
-benchmark."""
+It needs finished runs of each feature's study in --reports (`make reports` makes them) and the machine to itself:
+it is a benchmark."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import functools
+import http.client
 import json
+import os
+import ssl
 import statistics
 import sys
 import threading
@@ -39,9 +45,10 @@ from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.mariadb import MariaDBServer
 from secoverhead.servers.mysql import MySQLServer
+from secoverhead.servers.nginx import NginxServer
 from secoverhead.workloads.sysbench import sbtest_table
 
-FEATURE_STUDY = {"tls": "tls", "audit": "audit"}
+FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https"}
 QUERY = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"  # the TLS study's probe query (tls mysql_query)
 AGREEMENT = 0.25
 
@@ -68,23 +75,75 @@ def _paced(rate: float, seconds: float, op, stop: threading.Event) -> int:
     return done
 
 
-def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds: float, on: bool) -> Round:
-    """Both rates at once for `seconds` (no new connections at a rate of 0); the server's CPU over that time."""
-    e = server.endpoint
-    kept = e.connect(tls=tls)
-    cur = kept.cursor()
+class _Sql:
+    """A MySQL-family server's two operations: the point select on the kept connection, and a new connection
+    that runs it once and closes."""
 
-    def query() -> None:
-        cur.execute(QUERY)
-        cur.fetchall()
+    def __init__(self, server, tls: bool) -> None:
+        self.endpoint, self.tls = server.endpoint, tls
+        self.kept = self.endpoint.connect(tls=tls)
+        self.cur = self.kept.cursor()
 
-    def connect() -> None:
-        conn = e.connect(tls=tls)
+    def query(self) -> None:
+        self.cur.execute(QUERY)
+        self.cur.fetchall()
+
+    def connect(self) -> None:
+        conn = self.endpoint.connect(tls=self.tls)
         c = conn.cursor()
         c.execute(QUERY)
         c.fetchall()
         conn.close()
 
+    def close(self) -> None:
+        self.kept.close()
+
+
+class _Http:
+    """nginx's two operations: a GET on the kept-alive connection, and a new connection (over TLS 1.3 a full
+    handshake: no session is offered) that GETs once and closes."""
+
+    def __init__(self, server, tls: bool) -> None:
+        e = server.endpoint
+        self.host, self.port = e.host, e.https_port if tls else e.http_port
+        self.context = None
+        if tls:
+            self.context = ssl.create_default_context(cafile=str(e.ca_file))
+            self.context.check_hostname = False  # the CA is checked; the name is the loopback address
+            self.context.minimum_version = self.context.maximum_version = ssl.TLSVersion.TLSv1_3
+        self.kept = self._connection()
+
+    def _connection(self):
+        if self.context is None:
+            return http.client.HTTPConnection(self.host, self.port, timeout=10)
+        return http.client.HTTPSConnection(self.host, self.port, timeout=10, context=self.context)
+
+    @staticmethod
+    def _get(conn) -> None:
+        conn.request("GET", "/")
+        r = conn.getresponse()
+        r.read()
+        if r.status != 200:
+            raise RuntimeError(f"nginx answered {r.status}")
+
+    def query(self) -> None:
+        self._get(self.kept)
+
+    def connect(self) -> None:
+        conn = self._connection()
+        try:
+            self._get(conn)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.kept.close()
+
+
+def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds: float, on: bool) -> Round:
+    """Both rates at once for `seconds` (no new connections at a rate of 0); the server's CPU over that time."""
+    client = (_Http if isinstance(server, NginxServer) else _Sql)(server, tls)
+    query, connect = client.query, client.connect
     stop = threading.Event()
     counts, threads = {"new": 0, "q": 0}, []
     for key, rate, op in (("q", queries_per_s, query), ("new", new_per_s, connect)):
@@ -96,18 +155,35 @@ def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds
             t.start()
         for t in threads:
             t.join()
-    kept.close()
+    client.close()
     wall = meter.server.wall_s
     return Round(on, wall, meter.server.cores, counts["new"] / wall, counts["q"] / wall)
 
 
+@contextlib.contextmanager
+def _pinned_beside(core: int):
+    """This process off `core` (the server's, as the HTTPS study pins nginx's worker and its clients apart)."""
+    before = os.sched_getaffinity(0)
+    others = before - {core}
+    if others:
+        os.sched_setaffinity(0, others)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def predicted(feature: str, reports: Path, new_per_s: float, queries_per_s: float) -> dict:
     """The calculator's server cores for the feature at these rates, from its study's newest counting run."""
-    rates = (
-        {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "reused_queries_per_s": queries_per_s}
-        if feature == "tls"
-        else {"audited_statements_per_s": queries_per_s, "audit_approach": "server_audit"}
-    )
+    rates = {
+        "tls": {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "reused_queries_per_s": queries_per_s},
+        "audit": {"audited_statements_per_s": queries_per_s, "audit_approach": "server_audit"},
+        "https": {
+            "https_requests_per_s": new_per_s + queries_per_s,
+            "https_new_share": new_per_s / (new_per_s + queries_per_s),
+            "https_resumed_share": 0.0,
+        },
+    }[feature]
     inputs = {"features": [feature], "engine": "mysql", "tls_version": "1.3", "tls_key": "rsa", **rates}
     calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
     iv = calc.feature_cores(feature)
@@ -128,17 +204,23 @@ def measured(rounds: list[Round]) -> dict:
 def check(feature: str, a: argparse.Namespace) -> dict:
     """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
     order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
-    new = a.new if feature == "tls" else 0.0
+    new = 0.0 if feature == "audit" else a.new
+    tls = feature in ("tls", "https")  # the connections' own setting: one server, off and on
     with contextlib.ExitStack() as stack:
         if feature == "tls":
             server = stack.enter_context(MySQLServer(tls=True))
             servers = {False: server, True: server}
+        elif feature == "https":
+            server = stack.enter_context(NginxServer(worker_core=0, cert_type="rsa"))
+            stack.enter_context(_pinned_beside(0))
+            servers = {False: server, True: server}
         else:
             servers = {on: stack.enter_context(MariaDBServer(audit="server_audit" if on else "none")) for on in (0, 1)}
         for on, server in servers.items():
-            sbtest_table(server.endpoint)
-            one_round(server, feature == "tls" and on, new, a.queries, 2.0, on)  # warm: caches, hashes, TLS context
-        rounds = [one_round(servers[on], feature == "tls" and on, new, a.queries, a.seconds, on) for on in order]
+            if feature != "https":
+                sbtest_table(server.endpoint)
+            one_round(server, tls and on, new, a.queries, 2.0, on)  # warm: caches, hashes, TLS context
+        rounds = [one_round(servers[on], tls and on, new, a.queries, a.seconds, on) for on in order]
         build = servers[True].describe()
     want = predicted(
         feature,
@@ -166,11 +248,13 @@ def check(feature: str, a: argparse.Namespace) -> dict:
 
 def say(r: dict) -> str:
     got, want, rates = r["measured_extra_cores"], r["predicted_extra_cores"], r["rates_asked"]
-    what = (
-        f"TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and {rates['queries_per_s']:g} queries/s"
-        if r["feature"] == "tls"
-        else f"server_audit at {rates['queries_per_s']:g} statements/s"
-    )
+    what = {
+        "tls": f"TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and "
+        f"{rates['queries_per_s']:g} queries/s",
+        "audit": f"server_audit at {rates['queries_per_s']:g} statements/s",
+        "https": f"HTTPS, TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and "
+        f"{rates['queries_per_s']:g} kept-alive requests/s",
+    }[r["feature"]]
     return (
         f"{what} on {r['server']}: measured {got['point']:.3f} cores [{got['lo']:.3f}, {got['hi']:.3f}] extra, "
         f"predicted {want['point']:.3f} [{want['lo']:.3f}, {want['hi']:.3f}]; measured/predicted "
@@ -181,9 +265,9 @@ def say(r: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=Path, default=paths.ROOT / "reports")
-    ap.add_argument("--features", nargs="+", default=["tls", "audit"], choices=tuple(FEATURE_STUDY))
-    ap.add_argument("--new", type=float, default=100.0, help="tls: new connections per second")
-    ap.add_argument("--queries", type=float, default=2000.0, help="queries per second on a kept connection")
+    ap.add_argument("--features", nargs="+", default=["tls", "audit", "https"], choices=tuple(FEATURE_STUDY))
+    ap.add_argument("--new", type=float, default=100.0, help="tls, https: new connections per second")
+    ap.add_argument("--queries", type=float, default=2000.0, help="queries (requests) per second on a kept connection")
     ap.add_argument("--seconds", type=float, default=10.0, help="one round")
     ap.add_argument("--pairs", type=int, default=4, help="pairs of rounds, off and on")
     ap.add_argument("--json", type=Path)
