@@ -216,8 +216,8 @@ def cpu_split(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         key = key if isinstance(key, tuple) else (key,)
         total = float(g["server_cpu_us_per_op"].median())
         counted = g.dropna(subset=list(TICKS)) if set(TICKS) <= set(g) else g.iloc[:0]
-        system = counted[TICKS[1]].to_numpy(dtype=int) if len(counted) else None
-        if system is not None:
+        if len(counted):
+            system = counted[TICKS[1]].to_numpy(dtype=int)
             share, lo, hi, draws = pooled_share(system, counted[TICKS[0]].to_numpy(dtype=int) + system)
         else:  # records from before ticks were counted: their summed split, no interval
             share = g["server_system_us_per_op"].sum() / g["server_cpu_us_per_op"].sum()

@@ -163,26 +163,26 @@ class MongodReplicaSet(MongodServer):
         return [i for i in range(self.voting) if not self._accepts(i, clock)]
 
     def _cluster_time(self, i: int) -> dict[str, Any] | None:
-        client = self._direct_admin(i)
-        try:
-            with client.start_session() as session:
-                client.admin.command("ping", session=session)
-                return session.cluster_time
-        finally:
-            client.close()
+        return self._ping(i, None)
 
     def _accepts(self, i: int, clock: dict[str, Any] | None) -> bool:
+        try:
+            self._ping(i, clock)
+            return True
+        except OperationFailure as exc:
+            if exc.code != KEY_NOT_FOUND:
+                raise
+            return False
+
+    def _ping(self, i: int, clock: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A ping to member i through a session carrying `clock` (where given): the cluster time it holds after."""
         client = self._direct_admin(i)
         try:
             with client.start_session() as session:
                 if clock is not None:
                     session.advance_cluster_time(clock)
                 client.admin.command("ping", session=session)
-            return True
-        except OperationFailure as exc:
-            if exc.code != KEY_NOT_FOUND:
-                raise
-            return False
+                return session.cluster_time
         finally:
             client.close()
 
