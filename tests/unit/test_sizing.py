@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.container import ErrorbarContainer
 from scipy import stats
 
 from secoverhead import sizing
 from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.sizing import scaling
+from secoverhead.sizing import tables as cost_tables
 from secoverhead.sizing.calculator import cores_text, number, parts_text, span
 from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.estimate import Storage, compute_line, totals
@@ -124,19 +126,22 @@ def test_a_users_machine_widens_the_interval_by_its_references_repeatability_and
     assert mine.us.hi == pytest.approx(100 * (1 + c) + 60 * (1 + g))
 
 
-def test_totals_share_and_dominance_and_clients_apart():
+def test_totals_are_each_line_at_least_zero_summed_with_shares_dominance_and_clients_apart():
     m = Measure("https", "https", "full", "HTTP", "server_cpu_us_per_op")
-    p = {m: _priced(m, 100.0, -20.0, 200.0)}
+    n = Measure("https", "https", "keep-alive", "HTTP", "server_cpu_us_per_op")
+    p = {m: _priced(m, 100.0, -20.0, 200.0), n: _priced(n, -10.0, -40.0, 20.0)}
     rs = [
         compute_line(_line(3000.0, key="a", measures=(m,)), p, {}, 0),
         compute_line(_line(1000.0, key="b", measures=(m,)), p, {}, 0),
         compute_line(_line(-0.0, key="c", measures=(m,)), p, {}, 0),
+        compute_line(_line(1000.0, key="d", measures=(n,)), p, {}, 0),  # measured below zero: adds no work
         compute_line(_line(5000.0, key="client", side="client", measures=(m,)), p, {}, 0),
     ]
     t = totals(rs)
-    assert t.server.point == pytest.approx(0.4) and t.server.lo == pytest.approx(-0.08)
-    assert t.client.point == pytest.approx(0.5)
-    assert t.dominant == "a" and t.shares["a"] == pytest.approx(0.75) and "client" not in t.shares
+    assert (t.server.point, t.server.lo, t.server.hi) == pytest.approx((0.4, 0.0, 0.82))
+    assert (t.client.point, t.client.lo, t.client.hi) == pytest.approx((0.5, 0.0, 1.0))
+    assert t.dominant == "a" and t.shares["a"] == pytest.approx(0.75) and t.shares["d"] == 0
+    assert "client" not in t.shares
 
 
 def test_storage_per_day_retention_and_compression():
@@ -164,10 +169,10 @@ def test_lines_not_told_apart_from_zero_add_their_upper_ends_and_nothing_to_the_
     handshakes = compute_line(_line(1.0, key="setup", measures=(m,)), {m: _priced(m, 0.58e6, 0.37e6, 0.79e6)}, {}, 0)
     reused = compute_line(_line(1.0, key="reused", measures=(m,)), {m: _priced(m, 0.08e6, -0.61e6, 0.77e6)}, {}, 0)
     assert handshakes.cores.lo > 0 >= reused.cores.lo
-    both = parts_text(handshakes.cores, [reused])
+    both = parts_text([handshakes], [reused])
     assert both.startswith("0.66 cores [0.37, 1.56] (0.58 [0.37, 0.79] measured above zero; up to 0.77 more "), both
-    assert parts_text(Interval.zero(), [reused]).startswith("at most 0.77 cores (")
-    assert parts_text(handshakes.cores, []) == "0.58 cores [0.37, 0.79]"
+    assert parts_text([], [reused]).startswith("at most 0.77 cores (")
+    assert parts_text([handshakes], []) == "0.58 cores [0.37, 0.79]"
 
 
 # -- the whole calculation on synthetic runs ------------------------------------------------------------
@@ -236,6 +241,28 @@ def test_the_calculation_from_runs_prices_what_they_measured(tmp_path):
     slow = sizing.calculate(**inputs | {"speed": {"rsa2048_sign_us": 500.0}})
     assert slow.line("https_full").us.point == pytest.approx(full.us.point + 250.0)
     assert "like yours" in slow.headline()[0] and "measured it" in calc.headline()[0]
+
+
+def test_the_answer_the_table_the_figure_and_the_results_file_give_one_total(tmp_path):
+    """A line not told apart from zero (kept-alive HTTPS costs what HTTP does here) is in the total at [0, its upper
+    end] wherever the total is shown: the headline, the table's total row, the figure's whiskers, cost.json."""
+    _report(tmp_path, "https", HTTPS | {"HTTPS keep-alive": HTTPS["HTTP keep-alive"]}, seed=3)
+    calc = sizing.calculate(
+        features=["https"], reports_dir=str(tmp_path), tls_version="1.2", https_requests_per_s=10_000.0,
+        https_new_share=0.1, https_resumed_share=0.0,
+    )  # fmt: skip
+    kept = calc.line("https_keepalive")
+    assert kept.cores.lo < 0 < kept.cores.hi
+    t = calc.totals.server
+    assert t.lo == pytest.approx(calc.line("https_full").cores.lo) and t.hi > calc.line("https_full").cores.hi
+    assert f"[{number(t.lo)}, {number(t.hi)}]" in calc.headline()[-1]
+    table = cost_tables.cores(calc)
+    assert table.loc[table["line"] == "total, server", "extra cores"].item() == cost_tables.ci(t)
+    whiskers = next(c for c in cost_tables.figure(calc).axes[0].containers if isinstance(c, ErrorbarContainer))
+    (x0, _), (x1, _) = whiskers.lines[2][0].get_segments()[-1]  # the last bar drawn is the total
+    assert (x0, x1) == pytest.approx((t.lo, t.hi))
+    saved = json.loads(cost_tables.save(calc, tmp_path).read_text())["total_server_cores"]
+    assert (saved["lo"], saved["hi"]) == pytest.approx((t.lo, t.hi))
 
 
 def test_the_machines_size_is_given_or_calibrated_never_assumed(tmp_path):

@@ -16,8 +16,8 @@ from secoverhead.core.units import figure
 from secoverhead.sizing import recipes, sources
 from secoverhead.sizing.costs import Book, interval_level
 from secoverhead.sizing.declarations import STUDY, Params
-from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, totals
-from secoverhead.sizing.interval import Interval, total
+from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, planned, totals
+from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.thumbs import Thumb, mariadb_encryption, nginx_handshakes
 
 
@@ -41,18 +41,14 @@ class Calculation:
         return next((r for r in self.lines if r.line.key == key), None)
 
     def feature_cores(self, feature: str, side: str = "server") -> Interval:
-        out = Interval.zero()
-        for r in self.lines:
-            if r.line.feature == feature and r.line.side == side:
-                out = out + r.cores
-        return out
+        """A feature's extra cores as planned with (estimate.planned)."""
+        return planned([r for r in self.lines if r.line.feature == feature and r.line.side == side])
 
-    def parts(self, feature: str | None, side: str = "server") -> tuple[Interval, list[LineResult]]:
-        """A feature's (or every feature's) lines apart: the sum of those whose interval is above zero, and those
-        it reaches (not told apart from zero here)."""
+    def parts(self, feature: str | None, side: str = "server") -> tuple[list[LineResult], list[LineResult]]:
+        """A feature's (or every feature's) lines apart: those whose interval is above zero, and those it reaches
+        (not told apart from zero here)."""
         mine = [r for r in self.lines if r.line.side == side and feature in (None, r.line.feature)]
-        resolved = total([r.cores for r in mine if r.cores.lo > 0])
-        return resolved, [r for r in mine if r.cores.lo <= 0]
+        return [r for r in mine if r.cores.lo > 0], [r for r in mine if r.cores.lo <= 0]
 
     @property
     def where(self) -> str:
@@ -88,26 +84,20 @@ def cores_text(iv: Interval) -> str:
     return f"{number(iv.point)} cores [{number(iv.lo)}, {number(iv.hi)}]"
 
 
-def planned(resolved: Interval, unresolved: list[LineResult]) -> Interval:
-    """The interval to plan with: the resolved lines' least, and every line's most; the estimate adds the
-    unresolved lines' own estimates where above zero (a feature adds work)."""
-    point = resolved.point + sum(max(r.cores.point, 0.0) for r in unresolved)
-    return Interval(point, resolved.lo, resolved.hi + sum(r.cores.hi for r in unresolved))
-
-
-def parts_text(resolved: Interval, unresolved: list[LineResult]) -> str:
-    """Cores to plan with: the lines measured above zero as an interval, the others by their upper ends. A feature
-    adds work, so a line not told apart from zero adds nothing to the least it costs, and at most its upper end."""
+def parts_text(resolved: list[LineResult], unresolved: list[LineResult]) -> str:
+    """Cores to plan with (estimate.planned): the lines measured above zero as an interval, the others by their
+    upper ends. A feature adds work, so a line not told apart from zero adds nothing to the least it costs."""
+    measured = planned(resolved)
     if not unresolved:
-        return cores_text(resolved)
-    plan = planned(resolved, unresolved)
-    upper = plan.hi - resolved.hi
+        return cores_text(measured)
+    plan = planned(resolved + unresolved)
+    upper = plan.hi - measured.hi
     names = ", ".join(r.line.label for r in unresolved)
-    if resolved.hi <= 0:
+    if not resolved:
         return f"at most {number(upper)} cores ({names}: not told apart from zero here)"
     return (
-        f"{number(plan.point)} cores [{number(resolved.lo)}, {number(plan.hi)}] ({number(resolved.point)} "
-        f"[{number(resolved.lo)}, {number(resolved.hi)}] measured above zero; up to {number(upper)} more for "
+        f"{number(plan.point)} cores [{number(plan.lo)}, {number(plan.hi)}] ({number(measured.point)} "
+        f"[{number(measured.lo)}, {number(measured.hi)}] measured above zero; up to {number(upper)} more for "
         f"{names}, not told apart from zero here)"
     )
 
@@ -171,19 +161,17 @@ def _busy(c: Calculation, feature: str) -> str:
 
 def _total_sentence(c: Calculation) -> str:
     p = c.params
-    resolved, unresolved = c.parts(None)
-    t = planned(resolved, unresolved)
+    t = c.totals.server
     pct = c.share(t)
     need = t.times(1.0 / p.target_utilisation)
     mine = (
-        f": {number(pct.point)} % [{number(max(pct.lo, 0))}, {number(pct.hi)}] of your {c.cores:g} cores "
-        f"({c.cores_from})"
+        f": {number(pct.point)} % [{number(pct.lo)}, {number(pct.hi)}] of your {c.cores:g} cores ({c.cores_from})"
         if pct is not None
         else ""
     )
     text = (
-        f"In all, {parts_text(resolved, unresolved)}{mine}; planned at {p.target_utilisation:.0%} utilisation, "
-        f"{number(need.point)} cores [{number(max(need.lo, 0))}, {number(need.hi)}]."
+        f"In all, {parts_text(*c.parts(None))}{mine}; planned at {p.target_utilisation:.0%} utilisation, "
+        f"{number(need.point)} cores [{number(need.lo)}, {number(need.hi)}]."
     )
     if pct is None:
         text += " Give -p cores (or a calibration_file from `secoverhead calibrate`) for the share of your machine."

@@ -1,10 +1,11 @@
 """The measured extra cost of each comparison a calculation uses, from its study's runs: arm minus baseline on the
 metric, per operation, paired by round (or duet) as the study ran them, with a t interval of the mean difference.
 
-Each interval holds at the stated confidence on its own; a total is the sum of its lines' ends, which holds at
-least as often (the sd of a sum is at most the sum of the sds, for any correlation, with intervals of normal
-shape). Asked for `joint`, every interval is Bonferroni-widened over all of the comparisons (1 - alpha / m), so
-all of them hold together at the stated confidence: what a reader needs who reads every line at once.
+Each interval holds at the stated confidence on its own; a total is the sum of its lines' ends (each at least
+zero, estimate.planned), which holds at least as often (the sd of a sum is at most the sum of the sds, for any
+correlation, with intervals of normal shape). Asked for `joint`, every interval is Bonferroni-widened over all of
+the comparisons (1 - alpha / m), so all of them hold together at the stated confidence: what a reader needs who
+reads every line at once.
 
 Where the study's claims add a between-run sd on the metric (its arms ran on instances of their own:
 claim_registry.between_runs, learned or declared), the difference adds it too, as the arm's level times that sd of

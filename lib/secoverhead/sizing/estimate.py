@@ -66,21 +66,26 @@ def compute_line(line: Line, priced: Mapping[Any, Priced], target: Mapping[str, 
 
 @dataclass
 class Totals:
-    server: Interval  # extra cores on the server, all lines
-    client: Interval  # extra cores on the application's hosts (not in the server's)
+    server: Interval  # extra cores on the server, all lines, each at least zero (the interval planned with)
+    client: Interval  # extra cores on the application's hosts (not in the server's), the same way
     shares: dict[str, float]  # line key -> its share of the server total (point estimates, negatives as 0)
     dominant: str | None  # the line key with the largest share
+
+
+def planned(results: Sequence[LineResult]) -> Interval:
+    """The lines' extra cores summed as a DBA plans with them: each line's interval at least zero."""
+    return total([r.cores.at_least_zero() for r in results])
 
 
 def totals(results: Sequence[LineResult]) -> Totals:
     server = [r for r in results if r.line.side == "server"]
     client = [r for r in results if r.line.side == "client"]
-    s = total([r.cores for r in server])
-    positive = {r.line.key: max(0.0, r.cores.point) for r in server}
+    s = planned(server)
+    positive = {r.line.key: r.cores.at_least_zero().point for r in server}
     whole = sum(positive.values())
     shares = {k: v / whole for k, v in positive.items()} if whole > 0 else dict.fromkeys(positive, 0.0)
     dominant = max(shares, key=shares.get) if whole > 0 else None
-    return Totals(s, total([r.cores for r in client]), shares, dominant)
+    return Totals(s, planned(client), shares, dominant)
 
 
 SECONDS_PER_DAY = 86_400.0

@@ -23,6 +23,11 @@ class Interval:
     def plus(self, c: float) -> Interval:
         return Interval(self.point + c, self.lo + c, self.hi + c)
 
+    def at_least_zero(self) -> Interval:
+        """As a feature's cost is planned: it adds work, so the part of an interval below zero is noise and counts
+        as none (a line not told apart from zero adds nothing to the least, and at most its upper end)."""
+        return Interval(max(self.point, 0.0), max(self.lo, 0.0), max(self.hi, 0.0))
+
     @staticmethod
     def zero() -> Interval:
         return Interval(0.0, 0.0, 0.0)

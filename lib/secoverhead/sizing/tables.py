@@ -346,8 +346,8 @@ def headline_html(calc: Calculation) -> str:
     conf = (
         f"Intervals: joint {calc.params.confidence:.0%} over every measured cost used (Bonferroni)."
         if calc.params.joint
-        else f"Intervals: {calc.params.confidence:.0%} each; a total's is the sum of its lines' ends, which holds at "
-        "least as often (-p joint true: all of them together)."
+        else f"Intervals: {calc.params.confidence:.0%} each; a total's is the sum of its lines' ends, each at least "
+        "zero (a feature adds work), which holds at least as often (-p joint true: all of them together)."
     )
     if not calc.target:
         conf += (
