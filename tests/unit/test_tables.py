@@ -91,6 +91,18 @@ def test_measured_values_print_without_an_exponent():
     assert figure(-2.3e-6) == "-0.0000023" and figure(0.0) == "0"
 
 
+def test_a_readings_numbers_print_without_an_exponent_however_far_an_interval_reaches():
+    from secoverhead.core.units import shown
+
+    assert (
+        shown(1.12e-5, "ratio") == "0.0000112×" and shown(0.5, "ratio") == "0.5×" and shown(1.6234, "ratio") == "1.62×"
+    )
+    assert shown(123456.0, "ratio") == "123,456×" and shown(1.0526, "ratio", exact=True) == "1.0526×"
+    assert shown(2.5e-7, "difference", "s") == "+0.00000025 s" and shown(-3.2e6, "difference", "us") == "-3,200,000 us"
+    assert shown(1234.5, "difference", "us") == "+1,230 us" and shown(0.0, "difference", "us") == "+0 us"
+    assert shown(1.5e7, "difference", "us", exact=True) == "15,000,000 us"
+
+
 def test_p_values_print_as_papers_print_them():
     from secoverhead.core.units import p_text
     from secoverhead.reporting.tables import _p

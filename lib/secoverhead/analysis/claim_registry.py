@@ -17,6 +17,7 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.params import read_yaml
+from secoverhead.core.units import significant
 
 # published: an original's claim, on what the original measured; extension: an original's claim carried where
 # the original did not measure it (another engine, a remedy it names but does not measure); suite: this suite's
@@ -176,8 +177,8 @@ class BetweenRuns:
 
     def text(self) -> str:
         if self.learned:
-            return f"between-run sd {self.sd:.3g} added ({self.estimated})"
-        return f"between-run sd {self.sd:.3g} added (declared from {self.runs} runs, {self.estimated})"
+            return f"between-run sd {significant(self.sd, 3)} added ({self.estimated})"
+        return f"between-run sd {significant(self.sd, 3)} added (declared from {self.runs} runs, {self.estimated})"
 
 
 # A between-run sd is of a log ratio or of a metric's own unit: no spread between runs of one plan reaches 100 of

@@ -27,7 +27,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from secoverhead.core.units import figure, p_text
+from secoverhead.core.units import figure, p_text, signed
 
 CONFIDENCE = 0.95
 NOISE = 0.02  # changes within +-2 % are "no change" even when real: too small to act on
@@ -300,8 +300,8 @@ class Comparison:
         if self.quantity == "difference":
             return (
                 f"median {figure(self.baseline_median)}{u} -> "
-                f"{figure(self.candidate_median)}{u}; difference {self.ratio:+.3g}{u}, "
-                f"{self.confidence * 100:.4g} % CI {self.ci_low:+.3g} to {self.ci_high:+.3g}{corr}; "
+                f"{figure(self.candidate_median)}{u}; difference {signed(self.ratio)}{u}, "
+                f"{self.confidence * 100:.4g} % CI {signed(self.ci_low)} to {signed(self.ci_high)}{corr}; "
                 f"{self.test}, {p_text(self.p_value)}; {self.n_text} ({self.design})"
             )
         return (

@@ -50,14 +50,14 @@ def shown(x: float, quantity: str, unit: str = "", *, exact: bool = False) -> st
     if exact:
         value = x * 100 if quantity == "share" else x
         suffix = {"ratio": "×", "loss": " %", "share": " %"}.get(quantity, f" {unit}".rstrip())
-        return f"{value:g}{suffix}"
-    if quantity == "ratio":
-        return f"{x:.3g}×" if abs(x) < 100 else f"{x:,.0f}×"
+        return f"{significant(value, 6)}{suffix}"
+    if quantity == "ratio":  # a smoke run's interval of two rounds can reach 0.0000112x
+        return f"{significant(x, 3)}×" if abs(x) < 100 else f"{x:,.0f}×"
     if quantity == "loss":
         return f"{x:+.1f} %"
     if quantity == "share":
         return f"{x * 100:.1f} %"
-    return f"{x:+.3g} {unit}".rstrip()
+    return f"{signed(x)} {unit}".rstrip()
 
 
 def shown_interval(lo: float, hi: float, quantity: str, unit: str = "") -> str:
@@ -65,15 +65,25 @@ def shown_interval(lo: float, hi: float, quantity: str, unit: str = "") -> str:
     return f"{shown(lo, quantity, unit)} to {shown(hi, quantity, unit)}"
 
 
-def figure(x: float) -> str:
-    """A measured value in four significant digits as a reader takes it: 33,760 where `.4g` prints 3.376e+04,
-    0.00002347 where it prints 2.347e-05."""
-    short = f"{x:.4g}"
+def significant(x: float, digits: int) -> str:
+    """x to `digits` significant digits as a reader takes it, never in e notation: 33,760 where `.4g` prints
+    3.376e+04, 0.00002347 where it prints 2.347e-05."""
+    short = f"{x:.{digits}g}"
     if not math.isfinite(x) or "e" not in short:
         return short
     if "e+" in short:
         return f"{float(short):,.0f}"
-    return f"{x:.{3 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")
+    return f"{x:.{digits - 1 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")
+
+
+def signed(x: float, digits: int = 3) -> str:
+    """A difference with its sign, never in e notation: +1,230, -0.0000025."""
+    return f"{'+' if x >= 0 else ''}{significant(x, digits)}"
+
+
+def figure(x: float) -> str:
+    """A measured value in four significant digits (never in e notation)."""
+    return significant(x, 4)
 
 
 def p_text(p: float) -> str:

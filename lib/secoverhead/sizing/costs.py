@@ -32,6 +32,7 @@ from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import LOOKS, RunEstimate, pool, run_estimate
 from secoverhead.analysis.stats import mean_interval, widen
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
 from secoverhead.reporting.series import collect, reports_like
@@ -129,7 +130,7 @@ class Book:
         reports = tuple(ests)
         why = (
             f"pooled over {len(reports)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
-            f"between reports {p.tau:.3g} µs (Paule-Mandel), the interval as pooled verdicts draw it"
+            f"between reports {significant(p.tau, 3)} µs (Paule-Mandel), the interval as pooled verdicts draw it"
         )
         return replace(one, point=p.estimate, lo=p.low, hi=p.high, n=len(reports), design="reports pooled",
                        between=why, pooled=reports)  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from secoverhead.core import paths
+from secoverhead.core.units import significant
 from secoverhead.host.calibration import SIGNATURE, full_handshake
 from secoverhead.sizing.costs import Book
 from secoverhead.sizing.estimate import LineResult
@@ -52,9 +53,9 @@ class Thumb:
     @property
     def agreement(self) -> str:
         if self.calculator.hi < self.rule_says.lo:
-            return f"below the rule ({self.calculator.point / self.rule_says.point:.2g}x its middle)"
+            return f"below the rule ({significant(self.calculator.point / self.rule_says.point, 2)}x its middle)"
         if self.calculator.lo > self.rule_says.hi:
-            return f"above the rule ({self.calculator.point / self.rule_says.point:.2g}x its middle)"
+            return f"above the rule ({significant(self.calculator.point / self.rule_says.point, 2)}x its middle)"
         return "overlaps the rule"
 
 

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from secoverhead.core.units import p_text
+from secoverhead.core.units import p_text, significant
 
 FORMATS = ("text", "csv", "json", "markdown")
 COUNTS = ("n_a", "n_b", "noisy_a", "noisy_b")
@@ -93,7 +93,7 @@ def _num(x: float) -> str:
     for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale * 0.9995:  # what rounds to 1.00M is 1.00M, not 1000k
             return f"{x / scale:#.3g}".rstrip(".") + prefix
-    return f"{x:.4g}"
+    return significant(x, 4)
 
 
 def _printable(df: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from scipy import stats
 from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.core.runs import EMBEDDED
-from secoverhead.core.units import unit
+from secoverhead.core.units import significant, unit
 from secoverhead.reporting.series import SERIES, collect
 from secoverhead.suite import expected as expected_marks
 
@@ -189,7 +189,7 @@ def table_html(df: pd.DataFrame) -> str:
         show.insert(1, "started (UTC)", started.fillna(""))
     for c in ("ratio", "ci low", "ci high"):
         if c in show:
-            show[c] = show[c].map(lambda v: "" if v is None or v != v else f"{v:.3g}")
+            show[c] = show[c].map(lambda v: "" if v is None or v != v else significant(v, 3))
     return show.to_html(index=False, escape=True, border=0)
 
 

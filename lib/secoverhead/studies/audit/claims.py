@@ -9,6 +9,7 @@ from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.compare import compare_arms  # pandas, which `secoverhead params` never needs
 from secoverhead.analysis.reads import Ratio, Relative
 from secoverhead.analysis.verdicts import ClaimVerdict
+from secoverhead.core.units import significant
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
 from secoverhead.studies.protocol.conditions import host
@@ -90,8 +91,9 @@ def _log_wait_text(runs: pd.DataFrame) -> str:
     wait, share = runs["log_wait_us_per_txn"].median(), runs["log_wait_share"].median()
     busy = log_file_busy(runs).median()
     return (
-        f"The server timed its threads waiting on the general log {wait / 1000:.3g} ms per transaction, "
-        f"{share * 100:.2g} % of their time; the log's file was busy {busy * 100:.2g} % of each second. "
+        f"The server timed its threads waiting on the general log {significant(wait / 1000, 3)} ms per transaction, "
+        f"{significant(share * 100, 2)} % of their time; the log's file was busy {significant(busy * 100, 2)} % "
+        "of each second. "
     )
 
 
