@@ -10,6 +10,9 @@ Each feature is checked on the build its study measured, with a workload at set 
 - https: on an nginx the project starts as the HTTPS study does (worker pinned to core 0, RSA-2048; this client on
   the other core), new connections per second (each a full TLS 1.3 handshake and one GET, then closed) and GETs per
   second on a connection kept alive, both at once; off is the same over plain HTTP.
+- scram: on two mongod of the auth study's build (4.2.6), one without auth and one with it, new clients per second
+  over plain TCP (the arms the calculator prices SCRAM from; TLS is a line of its own), each logging in with
+  SCRAM-SHA-256 (or not at all), reading one document as the auth study's short connections do, then closing.
 
 Rounds alternate off and on (ABBA, so a drift of the machine falls on both); the server's CPU is read from its
 cgroup. The extra cores (on minus off, per pair of rounds, with a 95 % t interval) are set beside what
@@ -37,18 +40,22 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pymongo
 from scipy import stats
 
 from secoverhead import sizing
 from secoverhead.core import paths
 from secoverhead.host.metrics import CpuMeter
+from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.mariadb import MariaDBServer
 from secoverhead.servers.mysql import MySQLServer
 from secoverhead.servers.nginx import NginxServer
+from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
 from secoverhead.workloads.sysbench import sbtest_table
 
-FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https"}
+FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https", "scram": "auth"}
+SCRAM = "SCRAM-SHA-256"  # the calculator's default mechanism
 QUERY = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"  # the TLS study's probe query (tls mysql_query)
 AGREEMENT = 0.25
 
@@ -140,9 +147,40 @@ class _Http:
         self.kept.close()
 
 
-def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds: float, on: bool) -> Round:
-    """Both rates at once for `seconds` (no new connections at a rate of 0); the server's CPU over that time."""
-    client = (_Http if isinstance(server, NginxServer) else _Sql)(server, tls)
+class _Mongo:
+    """A mongod's two operations as the auth study's short connections run them: a new client (its login, with
+    SCRAM or none) that reads one document and closes; and the same read on a client kept open."""
+
+    def __init__(self, server, auth: bool) -> None:
+        e = server.endpoint
+        self.args = e.client_args(tls=False, mechanism=SCRAM if auth else None)
+        self.kept = pymongo.MongoClient(**self.args)
+
+    def query(self) -> None:
+        self.kept["ycsb"]["usertable"].find_one()
+
+    def connect(self) -> None:
+        client = pymongo.MongoClient(**self.args)
+        try:
+            client["ycsb"]["usertable"].find_one()
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        self.kept.close()
+
+
+def _client(feature: str, server, on: bool):
+    """The feature's operations on `server`, with the feature on or off in the client where it lives there."""
+    if feature == "https":
+        return _Http(server, tls=on)
+    if feature == "scram":
+        return _Mongo(server, auth=on)
+    return _Sql(server, tls=on and feature == "tls")
+
+
+def one_round(client, new_per_s: float, queries_per_s: float, seconds: float, on: bool, server) -> Round:
+    """Both rates at once for `seconds` (none of a kind at a rate of 0); the server's CPU over that time."""
     query, connect = client.query, client.connect
     stop = threading.Event()
     counts, threads = {"new": 0, "q": 0}, []
@@ -155,7 +193,6 @@ def one_round(server, tls: bool, new_per_s: float, queries_per_s: float, seconds
             t.start()
         for t in threads:
             t.join()
-    client.close()
     wall = meter.server.wall_s
     return Round(on, wall, meter.server.cores, counts["new"] / wall, counts["q"] / wall)
 
@@ -178,13 +215,15 @@ def predicted(feature: str, reports: Path, new_per_s: float, queries_per_s: floa
     rates = {
         "tls": {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "reused_queries_per_s": queries_per_s},
         "audit": {"audited_statements_per_s": queries_per_s, "audit_approach": "server_audit"},
+        "scram": {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "scram_mechanism": SCRAM},
         "https": {
             "https_requests_per_s": new_per_s + queries_per_s,
             "https_new_share": new_per_s / (new_per_s + queries_per_s),
             "https_resumed_share": 0.0,
         },
     }[feature]
-    inputs = {"features": [feature], "engine": "mysql", "tls_version": "1.3", "tls_key": "rsa", **rates}
+    engine = "mongodb" if feature == "scram" else "mysql"
+    inputs = {"features": [feature], "engine": engine, "tls_version": "1.3", "tls_key": "rsa", **rates}
     calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
     iv = calc.feature_cores(feature)
     lines = {r.line.key: [r.cores.point, r.cores.lo, r.cores.hi] for r in calc.lines if r.line.side == "server"}
@@ -205,7 +244,7 @@ def check(feature: str, a: argparse.Namespace) -> dict:
     """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
     order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
     new = 0.0 if feature == "audit" else a.new
-    tls = feature in ("tls", "https")  # the connections' own setting: one server, off and on
+    queries = 0.0 if feature == "scram" else a.queries  # a login is per connection: the queries after it are alike
     with contextlib.ExitStack() as stack:
         if feature == "tls":
             server = stack.enter_context(MySQLServer(tls=True))
@@ -214,13 +253,17 @@ def check(feature: str, a: argparse.Namespace) -> dict:
             server = stack.enter_context(NginxServer(worker_core=0, cert_type="rsa"))
             stack.enter_context(_pinned_beside(0))
             servers = {False: server, True: server}
+        elif feature == "scram":
+            build, _ = nearest(AUTH_BUILDS["MongoDB"])
+            servers = {on: stack.enter_context(build.server(tls=True, auth=on)) for on in (False, True)}
         else:
             servers = {on: stack.enter_context(MariaDBServer(audit="server_audit" if on else "none")) for on in (0, 1)}
+        clients = {on: stack.enter_context(contextlib.closing(_client(feature, servers[on], on))) for on in servers}
         for on, server in servers.items():
-            if feature != "https":
+            if feature not in ("https", "scram"):
                 sbtest_table(server.endpoint)
-            one_round(server, tls and on, new, a.queries, 2.0, on)  # warm: caches, hashes, TLS context
-        rounds = [one_round(servers[on], tls and on, new, a.queries, a.seconds, on) for on in order]
+            one_round(clients[on], new, queries, 2.0, on, server)  # warm: caches, hashes, TLS context
+        rounds = [one_round(clients[on], new, queries, a.seconds, on, servers[on]) for on in order]
         build = servers[True].describe()
     want = predicted(
         feature,
@@ -233,7 +276,7 @@ def check(feature: str, a: argparse.Namespace) -> dict:
     return {
         "feature": feature,
         "server": f"{build.get('engine', '')} {build.get('version', '')}".strip(),
-        "rates_asked": {"new_per_s": new, "queries_per_s": a.queries},
+        "rates_asked": {"new_per_s": new, "queries_per_s": queries},
         "rates_met_least": {
             "new_per_s": min(r.new_per_s for r in rounds),
             "queries_per_s": min(r.queries_per_s for r in rounds),
@@ -254,6 +297,7 @@ def say(r: dict) -> str:
         "audit": f"server_audit at {rates['queries_per_s']:g} statements/s",
         "https": f"HTTPS, TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and "
         f"{rates['queries_per_s']:g} kept-alive requests/s",
+        "scram": f"{SCRAM} at {rates['new_per_s']:g} new connections/s",
     }[r["feature"]]
     return (
         f"{what} on {r['server']}: measured {got['point']:.3f} cores [{got['lo']:.3f}, {got['hi']:.3f}] extra, "
@@ -266,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=Path, default=paths.ROOT / "reports")
     ap.add_argument("--features", nargs="+", default=["tls", "audit", "https"], choices=tuple(FEATURE_STUDY))
-    ap.add_argument("--new", type=float, default=100.0, help="tls, https: new connections per second")
+    ap.add_argument("--new", type=float, default=100.0, help="tls, https, scram: new connections per second")
     ap.add_argument("--queries", type=float, default=2000.0, help="queries (requests) per second on a kept connection")
     ap.add_argument("--seconds", type=float, default=10.0, help="one round")
     ap.add_argument("--pairs", type=int, default=4, help="pairs of rounds, off and on")

@@ -433,10 +433,11 @@ def test_a_cost_is_its_series_reports_pooled_from_three_on(tmp_path, monkeypatch
     assert len(next(ln for ln in saved["lines"] if ln["key"] == "https_full")["sources"]) == 3
 
 
-def test_per_statement_and_per_query_prices_say_they_are_a_floor_on_a_quieter_server(monkeypatch):
+def test_per_statement_and_per_query_prices_say_they_are_a_floor_and_a_login_a_ceiling_on_a_quieter_server(monkeypatch):
     """The end-to-end check found a statement's and a query's price, measured back to back, held at 8,000
-    statements/s and was a third of the cost at 2,000/s; handshakes held paced. So exactly those lines say so, in
-    their notes and in their feature's sentence, and only once however a line is rebuilt."""
+    statements/s and was a third of the cost at 2,000/s; handshakes held paced; a SCRAM login paced cost half its
+    price. So exactly those lines say so, in their notes and in their feature's sentence, and only once however a
+    line is rebuilt."""
     from dataclasses import replace
     from types import SimpleNamespace
 
@@ -444,12 +445,16 @@ def test_per_statement_and_per_query_prices_say_they_are_a_floor_on_a_quieter_se
 
     monkeypatch.setattr(recipes, "_arm", lambda src, study, part, *arms: arms[0])
     monkeypatch.setattr(recipes, "_tls_arm", lambda p, src, part: ("TLS 1.3, RSA", "rsa", ()))
+    monkeypatch.setattr(recipes, "_need", lambda src, study, part: SimpleNamespace(levels={}))
     p = sizing.declarations.Params(features=["tls", "audit"], new_connections_per_s=100.0)
-    lines = recipes._db_tls(p, {}, 100.0) + recipes._audit(p, {})
-    busy = {ln.key for ln in lines if ln.busy_price}
-    assert busy == {"tls_reused", "audit"} and {"tls_setup", "tls_client"} <= {ln.key for ln in lines}
-    assert all((recipes.BUSY_PRICE in ln.notes) == ln.busy_price for ln in lines)
-    assert replace(lines[1], notes=(*lines[1].notes, "x")).notes.count(recipes.BUSY_PRICE) == 1
+    q = sizing.declarations.Params(features=["scram"], engine="mongodb", new_connections_per_s=100.0)
+    lines = recipes._db_tls(p, {}, 100.0) + recipes._audit(p, {}) + recipes._scram(q, {}, 100.0)
+    busy = {ln.key: ln.busy_price for ln in lines if ln.busy_price}
+    assert busy == {"tls_reused": "floor", "audit": "floor", "scram": "ceiling"}
+    assert {"tls_setup", "tls_client", "scram_client"} <= {ln.key for ln in lines}
+    assert all(any(n in ln.notes for n in recipes.BUSY_PRICE.values()) == bool(ln.busy_price) for ln in lines)
+    assert replace(lines[1], notes=(*lines[1].notes, "x")).notes.count(recipes.BUSY_PRICE["floor"]) == 1
     calc = SimpleNamespace(lines=[SimpleNamespace(line=ln) for ln in lines])
     assert calculator._busy(calc, "tls") == " (per query as on a busy server: on a quieter one, a floor)"
+    assert calculator._busy(calc, "scram") == " (per connection as on a busy server: on a quieter one, a ceiling)"
     assert "per statement" in calculator._busy(calc, "audit") and calculator._busy(calc, "https") == ""

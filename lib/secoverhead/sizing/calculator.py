@@ -121,7 +121,8 @@ def _sentence(c: Calculation, feature: str) -> str:
         client = c.feature_cores("scram", "client")
         new = p.new_connections_per_s * (1 - p.pooled_share)
         return (
-            f"Turning on {p.scram_mechanism} at {_rate(new, 'new connections/s')} costs {cores} {c.where}, and "
+            f"Turning on {p.scram_mechanism} at {_rate(new, 'new connections/s')} costs {cores} {c.where}"
+            f"{_busy(c, feature)}, and "
             f"{cores_text(client)} of key derivation on your clients."
         )
     if feature == "encryption_at_rest":
@@ -153,10 +154,12 @@ def _sentence(c: Calculation, feature: str) -> str:
 
 def _busy(c: Calculation, feature: str) -> str:
     """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE)."""
-    per = sorted({r.line.per for r in c.lines if r.line.feature == feature and r.line.busy_price})
-    if not per:
-        return ""
-    return f" (per {' and per '.join(per)} as on a busy server: on a quieter one, a floor)"
+    out = []
+    for kind in recipes.BUSY_PRICE:
+        per = sorted({r.line.per for r in c.lines if r.line.feature == feature and r.line.busy_price == kind})
+        if per:
+            out.append(f" (per {' and per '.join(per)} as on a busy server: on a quieter one, a {kind})")
+    return "".join(out)
 
 
 def _total_sentence(c: Calculation) -> str:
