@@ -93,7 +93,7 @@ test: setup airflow lint
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && export SECOVERHEAD_CALIBRATION="$$scratch/calibration.json" \
 	 && rc=0 \
 	 && { $(BIN)/pytest tests notebooks -m quiet $(NBVAL) $(PYTEST_ARGS) || rc=$$?; } \
-	 && { $(BIN)/pytest tests notebooks -m "not quiet" -n $(TEST_WORKERS) --dist loadfile $(NBVAL) $(PYTEST_ARGS) || rc=$$?; } \
+	 && { $(BIN)/pytest tests notebooks -m "not quiet" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(NBVAL) $(PYTEST_ARGS) || rc=$$?; } \
 	 && exit $$rc
 
 reports: setup-reports

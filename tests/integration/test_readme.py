@@ -143,6 +143,15 @@ def test_the_readme_runs_the_notebooks_nbval_leaves_to_it():
         assert any(c.split("#")[0].strip().endswith(command) or f"{command} " in c for c in cmds), command
 
 
+def test_the_files_make_test_sends_first_exist():
+    """conftest.py names the longest files to send first: a renamed one would fall back to xdist's order unseen."""
+    import conftest
+
+    root = Path(conftest.__file__).parent
+    files = {p.name for d in ("tests", "notebooks") for p in (root / d).rglob("*") if p.suffix in (".py", ".ipynb")}
+    assert set(conftest.LONGEST_FIRST) <= files, set(conftest.LONGEST_FIRST) - files
+
+
 @pytest.mark.timeout(1200)  # ~20 commands, studies among them: 484-608 s on the 2-core VM, past the suite's 600
 def test_every_readme_command_runs_as_written(servers, tmp_path):
     """Two lanes at once: the commands on this machine's own servers, and from the first `export` on, those on
