@@ -38,7 +38,7 @@ NEW_CONNECTIONS = "new_connections_per_s x (1 - pooled_share)"
 # it, back to back, holds where the server is that busy (server_audit at 8,000/s: 1.04 of the price) and costs more
 # on a quieter one (2,000/s: 3.3 times; TLS's queries paced, 4.4 times): a floor. Handshakes held paced (1.07).
 # A SCRAM login, priced from clients logging in back to back with PBKDF2 on a machine they saturate, cost mongod
-# half of it paced (0.46-0.51 at 120 and 170 logins/s, where the arms' own per-login CPU is alike): a ceiling.
+# half of it paced (0.46-0.51 at 120 and 170 logins/s; auth off cost the same paced and back to back): a ceiling.
 BUSY_PRICE = {
     "floor": "priced as measured back to back: holds on a busy server, a floor on a quieter one",
     "ceiling": "priced as measured with clients logging in back to back on a machine they saturate: a ceiling on "
