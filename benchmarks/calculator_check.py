@@ -45,6 +45,7 @@ from scipy import stats
 
 from secoverhead import sizing
 from secoverhead.core import paths
+from secoverhead.core.errors import ConfigError
 from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
@@ -239,8 +240,7 @@ def measured(rounds: list[Round]) -> dict:
 def check(feature: str, a: argparse.Namespace) -> dict:
     """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
     order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
-    new = 0.0 if feature == "audit" else a.new
-    queries = 0.0 if feature == "scram" else a.queries  # a login is per connection: the queries after it are alike
+    new, queries = _rates(feature, a)
     with contextlib.ExitStack() as stack:
         if feature == "tls":
             server = stack.enter_context(MySQLServer(tls=True))
@@ -302,6 +302,34 @@ def say(r: dict) -> str:
     )
 
 
+def _rates(feature: str, a: argparse.Namespace) -> tuple[float, float]:
+    """The rates a feature's rounds ask for: audit has no new connections, and SCRAM's queries after a login are
+    alike in both arms."""
+    return (0.0 if feature == "audit" else a.new), (0.0 if feature == "scram" else a.queries)
+
+
+def bad_input(a: argparse.Namespace) -> str | None:
+    """What makes the check unable to answer, found before any server starts: an interval needs two pairs; each
+    feature a rate to measure and a finished run of its study to predict from; TLS the MySQL 8.0 its study ran."""
+    if a.pairs < 2:
+        return f"--pairs {a.pairs}: an interval needs at least 2 pairs of rounds"
+    if not a.seconds > 0:
+        return f"--seconds {a.seconds:g}: a round must last more than 0 s"
+    if a.new < 0 or a.queries < 0:
+        return "--new and --queries are rates: 0 or more per second"
+    for feature in a.features:
+        new, queries = _rates(feature, a)
+        if new + queries <= 0:
+            return f"{feature}: nothing to measure at --new {a.new:g} and --queries {a.queries:g}"
+        try:
+            predicted(feature, a.reports, new, queries)
+        except ConfigError as exc:
+            return f"{feature}: the calculator cannot answer from {a.reports}: {exc}"
+    if "tls" in a.features and not MYSQL_8_0.available:
+        return "tls: MySQL 8.0 is not fetched here: run `make setup`"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=Path, default=paths.ROOT / "reports")
@@ -312,8 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=4, help="pairs of rounds, off and on")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    if "tls" in a.features and not MYSQL_8_0.available:
-        print("MySQL 8.0 is not fetched here: run `make setup`", file=sys.stderr)
+    problem = bad_input(a)
+    if problem:
+        print(f"calculator_check: {problem}", file=sys.stderr)
         return 2
     results = []
     for feature in a.features:

@@ -40,3 +40,42 @@ def test_a_stop_ends_pacing():
     stop = threading.Event()
     stop.set()
     assert cc._paced(1000.0, 5.0, lambda: None, stop) == 0
+
+
+def _args(*argv: str):
+    a = cc.argparse.ArgumentParser()
+    a.add_argument("--reports", type=Path, default=Path("/nonexistent"))
+    a.add_argument("--features", nargs="+", default=["audit"])
+    for name, default in (("--new", 100.0), ("--queries", 2000.0), ("--seconds", 10.0)):
+        a.add_argument(name, type=float, default=default)
+    a.add_argument("--pairs", type=int, default=4)
+    return a.parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (("--pairs", "1"), "at least 2 pairs"),
+        (("--seconds", "0"), "more than 0 s"),
+        (("--queries", "-5"), "0 or more per second"),
+        (("--features", "audit", "--queries", "0"), "audit: nothing to measure"),
+        (("--features", "scram", "--new", "0"), "scram: nothing to measure"),
+        (("--features", "audit"), "audit: the calculator cannot answer from /nonexistent"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_server(argv, says):
+    got = cc.bad_input(_args(*argv))
+    assert says in got and "\n" not in got
+
+
+def test_input_the_calculator_can_answer_passes(monkeypatch):
+    asked = []
+    monkeypatch.setattr(cc, "predicted", lambda *a: asked.append(a) or {})
+    assert cc.bad_input(_args("--features", "audit", "scram")) is None
+    assert [(f, new, q) for f, _, new, q in asked] == [("audit", 0.0, 2000.0), ("scram", 100.0, 0.0)]
+
+
+def test_main_exits_2_on_bad_input(capsys):
+    assert cc.main(["--pairs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("calculator_check: --pairs 1")
