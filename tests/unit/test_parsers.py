@@ -8,7 +8,7 @@ import pytest
 
 from secoverhead.core.errors import ConfigError, SecoverheadError
 from secoverhead.workloads import http
-from secoverhead.workloads.sysbench import SysbenchOptions, parse_report
+from secoverhead.workloads.sysbench import MARKER, SysbenchOptions, failure, parse_report
 from secoverhead.workloads.ycsb import fnv_hash64, ycsb_key
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -88,3 +88,11 @@ def test_http_load_refuses_non_loopback_targets():
         http.run_ab("http://10.0.0.1/", requests=1, concurrency=1)
     with pytest.raises(ConfigError, match="loopback"):
         http.run_s_time("192.168.1.1", 443, resume=False, tls_version="TLSv1.2", seconds=1)
+
+
+def test_a_failed_sysbench_says_its_fatal_line_not_its_interval_reports():
+    report = MARKER + '{"kind":"interval","events":38,"errors":0,"reconnects":0}'
+    out = "\n".join([report] * 20 + ["FATAL: The event queue is full. This means ...", report])
+    assert failure(out, -6) == "FATAL: The event queue is full. This means ..."
+    assert failure("\n".join([report] * 3), -6) == "no output; signal 6"
+    assert failure("Threads started!\nsomething odd", 1) == "Threads started! something odd"

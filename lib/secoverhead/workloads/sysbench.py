@@ -314,9 +314,7 @@ class Sysbench:
                 os.close(w)
         out = res.stdout + res.stderr
         if res.returncode != 0:
-            lines = redact(out).strip().splitlines()
-            fatal = [ln for ln in lines if "FATAL" in ln or "error" in ln.lower()] or lines[-15:]
-            why = " ".join(ln.strip() for ln in fatal[-4:])[:600] or f"no output; signal {-res.returncode}"
+            why = failure(out, res.returncode)
             raise SecoverheadError(f"sysbench {argv[-1]} failed (exit {res.returncode}): {why}")
         return out
 
@@ -409,6 +407,14 @@ class Sysbench:
         return Measurement(
             metrics=m, intervals=result.intervals, info={"command": result.command, "tls": self.tls, "via": self.via}
         )
+
+
+def failure(out: str, returncode: int) -> str:
+    """What a failed sysbench said, redacted: its FATAL and error lines, else its last lines; never its interval
+    reports (their JSON's "errors":0 once hid an aborted --rate run's "FATAL: The event queue is full")."""
+    lines = [ln for ln in redact(out).strip().splitlines() if not ln.startswith(MARKER)]
+    fatal = [ln for ln in lines if "FATAL" in ln or "error" in ln.lower()] or lines[-15:]
+    return " ".join(ln.strip() for ln in fatal[-4:])[:600] or f"no output; signal {-returncode}"
 
 
 def table_names(tables: int) -> list[str]:
