@@ -13,6 +13,10 @@ Each feature is checked on the build its study measured, with a workload at set 
 - scram: on two mongod of the auth study's build (4.2.6), one without auth and one with it, new clients per second
   over plain TCP (the arms the calculator prices SCRAM from; TLS is a line of its own), each logging in with
   SCRAM-SHA-256 (or not at all), reading one document as the auth study's short connections do, then closing.
+- tde: on the TDE study's two MariaDB servers (encryption off, on), loaded as the run the calculator prices from
+  was and put under the instance it prices from (CPU quota, IOPS limit, device latency, buffer pool), sysbench's
+  oltp_read_only or oltp_write_only on one thread paced at a set rate, below the IOPS limit that holds every cell
+  of the study's own closed-loop runs; the write-back of each round's dirty pages charged to it as the study does.
 
 Rounds alternate off and on (ABBA, so a drift of the machine falls on both); the server's CPU is read from its
 cgroup. The extra cores (on minus off, per pair of rounds, with a 95 % t interval) are set beside what
@@ -37,7 +41,7 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pymongo
@@ -46,16 +50,34 @@ from scipy import stats
 from secoverhead import sizing
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import build
 from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.mariadb import MariaDBServer
 from secoverhead.servers.mysql import MySQLServer
 from secoverhead.servers.nginx import NginxServer
+from secoverhead.sizing import recipes
 from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
-from secoverhead.workloads.sysbench import sbtest_table
+from secoverhead.studies.tde import declarations as tde
+from secoverhead.studies.tde.runner import as_instance
+from secoverhead.workloads.sysbench import SysbenchOptions, sbtest_table
 
-FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https", "scram": "auth"}
+FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https", "scram": "auth", "tde": "tde"}
+TDE_WORKLOADS = ("read_only", "write_only")  # the calculator's TDE lines sysbench runs alone
+TDE_MECHANISM = (  # a TDE round's counters kept beside its CPU: the write-back, the IOPS met, pages per transaction
+    "writeback_cpu_s",
+    "purge_undo_left_count",
+    "iops_read",
+    "iops_write",
+    "pages_read_per_txn",
+    "pages_written_per_txn",
+    "pages_decrypted_per_txn",
+    "pages_encrypted_per_txn",
+)
+FLAG = {"new_per_s": "new", "queries_per_s": "queries", "transactions_per_s": "tps"}  # each rate's option
+_ASKED = {"tls": ("new_per_s", "queries_per_s"), "https": ("new_per_s", "queries_per_s"), "scram": ("new_per_s",)}
+_ASKED |= {"audit": ("queries_per_s",), "tde": ("transactions_per_s",)}
 SCRAM = "SCRAM-SHA-256"  # the calculator's default mechanism
 QUERY = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"  # the TLS study's probe query (tls mysql_query)
 AGREEMENT = 0.25
@@ -68,6 +90,8 @@ class Round:
     server_cores: float
     new_per_s: float  # rates met
     queries_per_s: float
+    transactions_per_s: float = 0.0
+    mechanism: dict[str, float] = field(default_factory=dict)  # TDE: what the server did, for a residual's why
 
 
 def _paced(rate: float, seconds: float, op, stop: threading.Event) -> int:
@@ -207,25 +231,39 @@ def _pinned_beside(core: int):
         os.sched_setaffinity(0, before)
 
 
-def predicted(feature: str, reports: Path, new_per_s: float, queries_per_s: float) -> dict:
-    """The calculator's server cores for the feature at these rates, from its study's newest counting run."""
-    rates = {
-        "tls": {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "reused_queries_per_s": queries_per_s},
-        "audit": {"audited_statements_per_s": queries_per_s, "audit_approach": "server_audit"},
-        "scram": {"new_connections_per_s": new_per_s, "pooled_share": 0.0, "scram_mechanism": SCRAM},
-        "https": {
-            "https_requests_per_s": new_per_s + queries_per_s,
-            "https_new_share": new_per_s / (new_per_s + queries_per_s),
-            "https_resumed_share": 0.0,
-        },
-    }[feature]
-    engine = "mongodb" if feature == "scram" else "mysql"
-    inputs = {"features": [feature], "engine": engine, "tls_version": "1.3", "tls_key": "rsa", **rates}
+def calculator_inputs(feature: str, rate: dict[str, float], workload: str) -> dict:
+    """The calculator's inputs for the check's workload: only the feature's own rates, everything else at 0."""
+    new, queries, tps = rate["new_per_s"], rate["queries_per_s"], rate["transactions_per_s"]
+    common = {"engine": "mongodb" if feature == "scram" else "mysql", "tls_version": "1.3", "tls_key": "rsa"}
+    match feature:
+        case "tls":
+            own = {"new_connections_per_s": new, "pooled_share": 0.0, "reused_queries_per_s": queries}
+        case "audit":
+            own = {"audited_statements_per_s": queries, "audit_approach": "server_audit"}
+        case "scram":
+            own = {"new_connections_per_s": new, "pooled_share": 0.0, "scram_mechanism": SCRAM}
+        case "https":
+            requests = new + queries
+            own = {"https_requests_per_s": requests, "https_new_share": new / requests, "https_resumed_share": 0.0}
+        case _:
+            own = {f"{w}_tps": tps if w == workload else 0.0 for w in (*TDE_WORKLOADS, "read_write")}
+            own |= {"concurrency": 1}
+    return {"features": ["encryption_at_rest" if feature == "tde" else feature], **common, **own}
+
+
+def predicted(feature: str, reports: Path, rate: dict[str, float], workload: str = "read_only") -> dict:
+    """The calculator's server cores for the feature at these rates, from its study's newest counting run (TDE's
+    on that run's smallest instance, at 1 thread as the check runs it)."""
+    inputs = calculator_inputs(feature, rate, workload)
+    name = inputs["features"][0]
     calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
-    iv = calc.feature_cores(feature)
+    iv = calc.feature_cores(name)
     lines = {r.line.key: [r.cores.point, r.cores.lo, r.cores.hi] for r in calc.lines if r.line.side == "server"}
     study = FEATURE_STUDY[feature]
-    return {"point": iv.point, "lo": iv.lo, "hi": iv.hi, "lines": lines, "run": str(calc.book.sources[study].run_dir)}
+    out = {"point": iv.point, "lo": iv.lo, "hi": iv.hi, "lines": lines, "run": str(calc.book.sources[study].run_dir)}
+    if feature == "tde":  # the instance it priced from (the measured one nearest this machine's 2 cores)
+        out["instance"] = recipes.tde_instance(calc.params, calc.book.sources, calc.target)
+    return out
 
 
 def measured(rounds: list[Round]) -> dict:
@@ -237,10 +275,12 @@ def measured(rounds: list[Round]) -> dict:
     return {"point": mean, "lo": mean - half, "hi": mean + half, "pairs": extra}
 
 
-def check(feature: str, a: argparse.Namespace) -> dict:
-    """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
-    order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
-    new, queries = _rates(feature, a)
+RATES = ("new_per_s", "queries_per_s", "transactions_per_s")
+
+
+def _servers(feature: str, a: argparse.Namespace, order: list[bool], rate: dict[str, float]) -> tuple[list, dict]:
+    """The rounds of a feature the check drives itself, on the servers its study measured; their build."""
+    new, queries = rate["new_per_s"], rate["queries_per_s"]
     with contextlib.ExitStack() as stack:
         if feature == "tls":
             server = stack.enter_context(MySQLServer(tls=True))
@@ -250,8 +290,8 @@ def check(feature: str, a: argparse.Namespace) -> dict:
             stack.enter_context(_pinned_beside(0))
             servers = {False: server, True: server}
         elif feature == "scram":
-            build, _ = nearest(AUTH_BUILDS["MongoDB"])
-            servers = {on: stack.enter_context(build.server(tls=True, auth=on)) for on in (False, True)}
+            mongod, _ = nearest(AUTH_BUILDS["MongoDB"])
+            servers = {on: stack.enter_context(mongod.server(tls=True, auth=on)) for on in (False, True)}
         else:
             servers = {on: stack.enter_context(MariaDBServer(audit="server_audit" if on else "none")) for on in (0, 1)}
         clients = {on: stack.enter_context(contextlib.closing(_client(feature, servers[on], on))) for on in servers}
@@ -260,23 +300,56 @@ def check(feature: str, a: argparse.Namespace) -> dict:
                 sbtest_table(server.endpoint)
             one_round(clients[on], new, queries, 2.0, on, server)  # warm: caches, hashes, TLS context
         rounds = [one_round(clients[on], new, queries, a.seconds, on, servers[on]) for on in order]
-        build = servers[True].describe()
-    want = predicted(
-        feature,
-        a.reports,
-        statistics.fmean(r.new_per_s for r in rounds),
-        statistics.fmean(r.queries_per_s for r in rounds),
-    )
+        return rounds, servers[True].describe()
+
+
+def _tde(a: argparse.Namespace, order: list[bool], rate: dict[str, float]) -> tuple[list, dict]:
+    """sysbench, one thread paced at the rate, on the TDE study's two servers (encryption off, on) loaded as the
+    run the calculator prices from was and put under the instance it prices from; the write-back charged."""
+    want = predicted("tde", a.reports, rate, a.workload)
+    workload, instance = f"oltp_{a.workload}", want["instance"]
+    given = json.loads((Path(want["run"]) / "run.json").read_text())["parameters"]
+    p = build(tde.Params, given | {"workloads": [workload], "threads": [1], "instances": [instance]}, study="tde")
+    tps = int(rate["transactions_per_s"])  # sysbench takes a whole number
+    warm = SysbenchOptions(workload, p.tables, p.table_size, 1, round(a.seconds))
+    opts = {workload: {1: warm}}  # the measure reads it at each call
+    arm, cell = {False: tde.OFF, True: tde.ON}, {"workload": workload, "threads": 1}
+    with as_instance(p, instance, opts) as (rigs, measure):
+        # warm, unpaced as the study's warm-up runs: a paced sysbench aborts ("The event queue is full") where a
+        # cold buffer pool falls behind, as one did here at 30/s on 2026-11-29
+        for on in (False, True):
+            measure(arm[on], cell)
+        opts[workload][1] = replace(warm, extra={"rate": tps})
+        rounds = [_tde_round(on, measure(arm[on], cell).metrics, tps) for on in order]
+        return rounds, rigs[tde.ON].db.describe() | {"instance": instance}
+
+
+def _tde_round(on: bool, m: dict, rate: int) -> Round:
+    """A round's server CPU per transaction, at the rate asked: sysbench's paced arrivals are random (a 5-s round
+    met 25-34 of 30 asked a second), and on a server spending ~1.3 ms a transaction that alone moves a round's
+    cores more than encryption is priced to (2026-11-29)."""
+    wall = m["duration_s"]
+    why = {k: m[k] for k in TDE_MECHANISM if k in m}
+    return Round(on, wall, m["server_cpu_total_s"] / m["transactions"] * rate, 0.0, 0.0, m["transactions"] / wall, why)
+
+
+def check(feature: str, a: argparse.Namespace) -> dict:
+    """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
+    order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
+    rate = _rates(feature, a)
+    rounds, server = _tde(a, order, rate) if feature == "tde" else _servers(feature, a, order, rate)
+    met = {k: statistics.fmean(getattr(r, k) for r in rounds) for k in RATES}
+    want = predicted(feature, a.reports, rate if feature == "tde" else met, a.workload)  # TDE's: at the rate asked
     got = measured(rounds)
     ratio = got["point"] / want["point"] if want["point"] > 0 else float("nan")
     return {
         "feature": feature,
-        "server": f"{build.get('engine', '')} {build.get('version', '')}".strip(),
-        "rates_asked": {"new_per_s": new, "queries_per_s": queries},
-        "rates_met_least": {
-            "new_per_s": min(r.new_per_s for r in rounds),
-            "queries_per_s": min(r.queries_per_s for r in rounds),
-        },
+        "server": f"{server.get('engine', '')} {server.get('version', '')}".strip(),
+        "instance": server.get("instance"),
+        "server_facts": server,
+        "workload": a.workload if feature == "tde" else None,
+        "rates_asked": rate,
+        "rates_met_least": {k: min(getattr(r, k) for r in rounds) for k in RATES},
         "rounds": [asdict(r) for r in rounds],
         "measured_extra_cores": got,
         "predicted_extra_cores": want,
@@ -294,6 +367,8 @@ def say(r: dict) -> str:
         "https": f"HTTPS, TLS 1.3 (RSA-2048) at {rates['new_per_s']:g} new connections/s and "
         f"{rates['queries_per_s']:g} kept-alive requests/s",
         "scram": f"{SCRAM} at {rates['new_per_s']:g} new connections/s",
+        "tde": f"encryption at rest, {r['instance']} instance: {rates['transactions_per_s']:g} oltp_{r['workload']} "
+        "transactions/s",
     }[r["feature"]]
     return (
         f"{what} on {r['server']}: measured {got['point']:.3f} cores [{got['lo']:.3f}, {got['hi']:.3f}] extra, "
@@ -302,10 +377,14 @@ def say(r: dict) -> str:
     )
 
 
-def _rates(feature: str, a: argparse.Namespace) -> tuple[float, float]:
-    """The rates a feature's rounds ask for: audit has no new connections, and SCRAM's queries after a login are
-    alike in both arms."""
-    return (0.0 if feature == "audit" else a.new), (0.0 if feature == "scram" else a.queries)
+def _rates(feature: str, a: argparse.Namespace) -> dict[str, float]:
+    """The rates a feature's rounds ask for: audit has no new connections, SCRAM's queries after a login are alike
+    in both arms, and TDE's load is sysbench's transactions."""
+    return {
+        "new_per_s": a.new if feature in ("tls", "https", "scram") else 0.0,
+        "queries_per_s": a.queries if feature in ("tls", "audit", "https") else 0.0,
+        "transactions_per_s": a.tps if feature == "tde" else 0.0,
+    }
 
 
 def bad_input(a: argparse.Namespace) -> str | None:
@@ -315,14 +394,15 @@ def bad_input(a: argparse.Namespace) -> str | None:
         return f"--pairs {a.pairs}: an interval needs at least 2 pairs of rounds"
     if not a.seconds > 0:
         return f"--seconds {a.seconds:g}: a round must last more than 0 s"
-    if a.new < 0 or a.queries < 0:
-        return "--new and --queries are rates: 0 or more per second"
+    if min(a.new, a.queries, a.tps) < 0:
+        return "--new, --queries and --tps are rates: 0 or more per second"
     for feature in a.features:
-        new, queries = _rates(feature, a)
-        if new + queries <= 0:
-            return f"{feature}: nothing to measure at --new {a.new:g} and --queries {a.queries:g}"
+        rate = _rates(feature, a)
+        if sum(rate.values()) <= 0:
+            asked = ", ".join(f"--{FLAG[k]} {v:g}" for k, v in rate.items() if k in _ASKED[feature])
+            return f"{feature}: nothing to measure at {asked}"
         try:
-            predicted(feature, a.reports, new, queries)
+            predicted(feature, a.reports, rate, a.workload)
         except ConfigError as exc:
             return f"{feature}: the calculator cannot answer from {a.reports}: {exc}"
     if "tls" in a.features and not MYSQL_8_0.available:
@@ -336,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--features", nargs="+", default=["tls", "audit", "https"], choices=tuple(FEATURE_STUDY))
     ap.add_argument("--new", type=float, default=100.0, help="tls, https, scram: new connections per second")
     ap.add_argument("--queries", type=float, default=2000.0, help="queries (requests) per second on a kept connection")
+    ap.add_argument("--tps", type=int, default=30, help="tde: sysbench transactions per second (one thread; whole)")
+    ap.add_argument("--workload", default="read_only", choices=TDE_WORKLOADS, help="tde: sysbench's oltp_<workload>")
     ap.add_argument("--seconds", type=float, default=10.0, help="one round")
     ap.add_argument("--pairs", type=int, default=4, help="pairs of rounds, off and on")
     ap.add_argument("--json", type=Path)

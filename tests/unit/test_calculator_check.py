@@ -46,8 +46,9 @@ def _args(*argv: str):
     a = cc.argparse.ArgumentParser()
     a.add_argument("--reports", type=Path, default=Path("/nonexistent"))
     a.add_argument("--features", nargs="+", default=["audit"])
-    for name, default in (("--new", 100.0), ("--queries", 2000.0), ("--seconds", 10.0)):
+    for name, default in (("--new", 100.0), ("--queries", 2000.0), ("--seconds", 10.0), ("--tps", 30.0)):
         a.add_argument(name, type=float, default=default)
+    a.add_argument("--workload", default="read_only")
     a.add_argument("--pairs", type=int, default=4)
     return a.parse_args(argv)
 
@@ -58,8 +59,11 @@ def _args(*argv: str):
         (("--pairs", "1"), "at least 2 pairs"),
         (("--seconds", "0"), "more than 0 s"),
         (("--queries", "-5"), "0 or more per second"),
-        (("--features", "audit", "--queries", "0"), "audit: nothing to measure"),
-        (("--features", "scram", "--new", "0"), "scram: nothing to measure"),
+        (("--tps", "-5"), "0 or more per second"),
+        (("--features", "audit", "--queries", "0"), "audit: nothing to measure at --queries 0"),
+        (("--features", "scram", "--new", "0"), "scram: nothing to measure at --new 0"),
+        (("--features", "tde", "--tps", "0"), "tde: nothing to measure at --tps 0"),
+        (("--features", "tls", "--new", "0", "--queries", "0"), "tls: nothing to measure at --new 0, --queries 0"),
         (("--features", "audit"), "audit: the calculator cannot answer from /nonexistent"),
     ],
 )
@@ -71,11 +75,52 @@ def test_bad_input_is_one_line_before_any_server(argv, says):
 def test_input_the_calculator_can_answer_passes(monkeypatch):
     asked = []
     monkeypatch.setattr(cc, "predicted", lambda *a: asked.append(a) or {})
-    assert cc.bad_input(_args("--features", "audit", "scram")) is None
-    assert [(f, new, q) for f, _, new, q in asked] == [("audit", 0.0, 2000.0), ("scram", 100.0, 0.0)]
+    assert cc.bad_input(_args("--features", "audit", "scram", "tde")) is None
+    assert [(f, list(rate.values())) for f, _, rate, _ in asked] == [
+        ("audit", [0.0, 2000.0, 0.0]),
+        ("scram", [100.0, 0.0, 0.0]),
+        ("tde", [0.0, 0.0, 30.0]),
+    ]
 
 
 def test_main_exits_2_on_bad_input(capsys):
     assert cc.main(["--pairs", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("calculator_check: --pairs 1")
+
+
+def _rate(new=0.0, queries=0.0, tps=0.0):
+    return {"new_per_s": new, "queries_per_s": queries, "transactions_per_s": tps}
+
+
+@pytest.mark.parametrize(
+    ("feature", "rate", "want"),
+    [
+        ("tls", _rate(100, 2000), {"new_connections_per_s": 100, "reused_queries_per_s": 2000, "pooled_share": 0.0}),
+        ("audit", _rate(queries=8000), {"audited_statements_per_s": 8000, "audit_approach": "server_audit"}),
+        ("scram", _rate(new=120), {"new_connections_per_s": 120, "pooled_share": 0.0, "engine": "mongodb"}),
+        ("https", _rate(100, 300), {"https_requests_per_s": 400, "https_new_share": 0.25, "https_resumed_share": 0}),
+        ("https", _rate(queries=2000), {"https_requests_per_s": 2000, "https_new_share": 0.0}),
+    ],
+)
+def test_the_calculator_is_asked_for_the_checks_own_rates(feature, rate, want):
+    got = cc.calculator_inputs(feature, rate, "read_only")
+    assert got["features"] == [feature] and got.items() >= want.items()
+
+
+@pytest.mark.parametrize("workload", ["read_only", "write_only"])
+def test_tde_is_priced_for_the_one_workload_run_at_one_thread(workload):
+    got = cc.calculator_inputs("tde", _rate(tps=30), workload)
+    assert got["features"] == ["encryption_at_rest"] and got["concurrency"] == 1
+    assert {k: v for k, v in got.items() if k.endswith("_tps")} == {
+        "read_only_tps": 30 if workload == "read_only" else 0.0,
+        "write_only_tps": 30 if workload == "write_only" else 0.0,
+        "read_write_tps": 0.0,
+    }
+
+
+def test_a_tde_round_is_its_cpu_per_transaction_at_the_rate_asked():
+    fast = cc._tde_round(True, {"duration_s": 10.0, "server_cpu_total_s": 0.40, "transactions": 340}, 30)
+    slow = cc._tde_round(True, {"duration_s": 10.0, "server_cpu_total_s": 0.30, "transactions": 255}, 30)
+    assert fast.server_cores == pytest.approx(slow.server_cores) == pytest.approx(0.40 / 340 * 30)
+    assert fast.transactions_per_s == pytest.approx(34.0) and slow.transactions_per_s == pytest.approx(25.5)

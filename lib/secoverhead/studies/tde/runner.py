@@ -7,6 +7,7 @@ import functools
 import math
 import re
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -243,6 +244,16 @@ def _measure(p: Params, targets: dict[str, Any], instance: Emulated, opts):
         return m
 
     return measure
+
+
+@contextlib.contextmanager
+def as_instance(p: Params, name: str, opts) -> Iterator[tuple[dict[str, Rig], Callable[[str, dict], Measurement]]]:
+    """The study's servers, loaded and put under one emulated instance, and its measure (write-back charged), for
+    a workload no study ran: benchmarks/calculator_check.py paces sysbench through it."""
+    with contextlib.ExitStack() as stack:
+        targets, disk = _start(p, opts, stack)
+        _, _, instance = _apply(p, name, targets, disk)
+        yield targets, _measure(p, targets, instance, opts)
 
 
 def run(p: Params) -> StudyResult:
