@@ -64,7 +64,7 @@ from secoverhead.studies.tde.runner import as_instance
 from secoverhead.workloads.sysbench import SysbenchOptions, sbtest_table
 
 FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https", "scram": "auth", "tde": "tde"}
-TDE_WORKLOADS = ("read_only", "write_only")  # the calculator's TDE lines sysbench runs alone
+TDE_WORKLOADS = ("read_only", "write_only", "read_write")  # the calculator's TDE lines, one sysbench script each
 TDE_MECHANISM = (  # a TDE round's counters kept beside its CPU: the write-back, the IOPS met, pages per transaction
     "writeback_cpu_s",
     "purge_undo_left_count",
@@ -246,7 +246,7 @@ def calculator_inputs(feature: str, rate: dict[str, float], workload: str) -> di
             requests = new + queries
             own = {"https_requests_per_s": requests, "https_new_share": new / requests, "https_resumed_share": 0.0}
         case _:
-            own = {f"{w}_tps": tps if w == workload else 0.0 for w in (*TDE_WORKLOADS, "read_write")}
+            own = {f"{w}_tps": tps if w == workload else 0.0 for w in TDE_WORKLOADS}
             own |= {"concurrency": 1}
     return {"features": ["encryption_at_rest" if feature == "tde" else feature], **common, **own}
 

@@ -108,14 +108,14 @@ def test_the_calculator_is_asked_for_the_checks_own_rates(feature, rate, want):
     assert got["features"] == [feature] and got.items() >= want.items()
 
 
-@pytest.mark.parametrize("workload", ["read_only", "write_only"])
+@pytest.mark.parametrize("workload", ["read_only", "write_only", "read_write"])
 def test_tde_is_priced_for_the_one_workload_run_at_one_thread(workload):
     got = cc.calculator_inputs("tde", _rate(tps=30), workload)
     assert got["features"] == ["encryption_at_rest"] and got["concurrency"] == 1
     assert {k: v for k, v in got.items() if k.endswith("_tps")} == {
         "read_only_tps": 30 if workload == "read_only" else 0.0,
         "write_only_tps": 30 if workload == "write_only" else 0.0,
-        "read_write_tps": 0.0,
+        "read_write_tps": 30 if workload == "read_write" else 0.0,
     }
 
 
