@@ -15,8 +15,8 @@ Each feature is checked on the build its study measured, with a workload at set 
   SCRAM-SHA-256 (or not at all), reading one document as the auth study's short connections do, then closing.
 - tde: on the TDE study's two MariaDB servers (encryption off, on), loaded as the run the calculator prices from
   was and put under the instance it prices from (CPU quota, IOPS limit, device latency, buffer pool), sysbench's
-  oltp_read_only or oltp_write_only on one thread paced at a set rate, below the IOPS limit that holds every cell
-  of the study's own closed-loop runs; the write-back of each round's dirty pages charged to it as the study does.
+  oltp_read_only, oltp_write_only or oltp_read_write on one thread paced at a set rate, below what that thread does
+  unpaced; the write-back of each round's dirty pages charged to it as the study does.
 
 Rounds alternate off and on (ABBA, so a drift of the machine falls on both); the server's CPU is read from its
 cgroup. The extra cores (on minus off, per pair of rounds, with a 95 % t interval) are set beside what
@@ -76,8 +76,16 @@ TDE_MECHANISM = (  # a TDE round's counters kept beside its CPU: the write-back,
     "pages_encrypted_per_txn",
 )
 FLAG = {"new_per_s": "new", "queries_per_s": "queries", "transactions_per_s": "tps"}  # each rate's option
-_ASKED = {"tls": ("new_per_s", "queries_per_s"), "https": ("new_per_s", "queries_per_s"), "scram": ("new_per_s",)}
-_ASKED |= {"audit": ("queries_per_s",), "tde": ("transactions_per_s",)}
+RATES = tuple(FLAG)
+# the rates each feature's rounds run: audit opens no new connections, SCRAM's queries after a login are alike in
+# both arms, TDE's load is sysbench's transactions
+ASKS = {
+    "tls": ("new_per_s", "queries_per_s"),
+    "https": ("new_per_s", "queries_per_s"),
+    "scram": ("new_per_s",),
+    "audit": ("queries_per_s",),
+    "tde": ("transactions_per_s",),
+}
 SCRAM = "SCRAM-SHA-256"  # the calculator's default mechanism
 QUERY = "SELECT id, k, c, pad FROM sbtest1 WHERE id = 1"  # the TLS study's probe query (tls mysql_query)
 AGREEMENT = 0.25
@@ -253,7 +261,7 @@ def calculator_inputs(feature: str, rate: dict[str, float], workload: str) -> di
 
 def predicted(feature: str, reports: Path, rate: dict[str, float], workload: str = "read_only") -> dict:
     """The calculator's server cores for the feature at these rates, from its study's newest counting run (TDE's
-    on that run's smallest instance, at 1 thread as the check runs it)."""
+    on the measured instance nearest this machine's 2 cores, at 1 thread as the check runs it)."""
     inputs = calculator_inputs(feature, rate, workload)
     name = inputs["features"][0]
     calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
@@ -273,9 +281,6 @@ def measured(rounds: list[Round]) -> dict:
     mean, sd = statistics.fmean(extra), statistics.stdev(extra)
     half = stats.t.ppf(0.975, len(extra) - 1) * sd / len(extra) ** 0.5
     return {"point": mean, "lo": mean - half, "hi": mean + half, "pairs": extra}
-
-
-RATES = ("new_per_s", "queries_per_s", "transactions_per_s")
 
 
 def _servers(feature: str, a: argparse.Namespace, order: list[bool], rate: dict[str, float]) -> tuple[list, dict]:
@@ -303,10 +308,10 @@ def _servers(feature: str, a: argparse.Namespace, order: list[bool], rate: dict[
         return rounds, servers[True].describe()
 
 
-def _tde(a: argparse.Namespace, order: list[bool], rate: dict[str, float]) -> tuple[list, dict]:
+def _tde(a: argparse.Namespace, order: list[bool], rate: dict[str, float], want: dict) -> tuple[list, dict]:
     """sysbench, one thread paced at the rate, on the TDE study's two servers (encryption off, on) loaded as the
-    run the calculator prices from was and put under the instance it prices from; the write-back charged."""
-    want = predicted("tde", a.reports, rate, a.workload)
+    run the calculator prices from (`want`, its answer) was and put under the instance it prices from; the
+    write-back charged."""
     workload, instance = f"oltp_{a.workload}", want["instance"]
     given = json.loads((Path(want["run"]) / "run.json").read_text())["parameters"]
     p = build(tde.Params, given | {"workloads": [workload], "threads": [1], "instances": [instance]}, study="tde")
@@ -337,9 +342,12 @@ def check(feature: str, a: argparse.Namespace) -> dict:
     """One feature's rounds on its servers, and the calculator's answer for the rates they met."""
     order = [t for i in range(a.pairs) for t in ((False, True) if i % 2 == 0 else (True, False))]
     rate = _rates(feature, a)
-    rounds, server = _tde(a, order, rate) if feature == "tde" else _servers(feature, a, order, rate)
-    met = {k: statistics.fmean(getattr(r, k) for r in rounds) for k in RATES}
-    want = predicted(feature, a.reports, rate if feature == "tde" else met, a.workload)  # TDE's: at the rate asked
+    if feature == "tde":  # priced at the rate asked: each round's CPU is taken per transaction at that rate
+        want = predicted(feature, a.reports, rate, a.workload)
+        rounds, server = _tde(a, order, rate, want)
+    else:
+        rounds, server = _servers(feature, a, order, rate)
+        want = predicted(feature, a.reports, {k: statistics.fmean(getattr(r, k) for r in rounds) for k in RATES})
     got = measured(rounds)
     ratio = got["point"] / want["point"] if want["point"] > 0 else float("nan")
     return {
@@ -378,13 +386,8 @@ def say(r: dict) -> str:
 
 
 def _rates(feature: str, a: argparse.Namespace) -> dict[str, float]:
-    """The rates a feature's rounds ask for: audit has no new connections, SCRAM's queries after a login are alike
-    in both arms, and TDE's load is sysbench's transactions."""
-    return {
-        "new_per_s": a.new if feature in ("tls", "https", "scram") else 0.0,
-        "queries_per_s": a.queries if feature in ("tls", "audit", "https") else 0.0,
-        "transactions_per_s": a.tps if feature == "tde" else 0.0,
-    }
+    """The rates a feature's rounds ask for (ASKS), the others 0."""
+    return {k: float(getattr(a, FLAG[k])) if k in ASKS[feature] else 0.0 for k in RATES}
 
 
 def bad_input(a: argparse.Namespace) -> str | None:
@@ -399,7 +402,7 @@ def bad_input(a: argparse.Namespace) -> str | None:
     for feature in a.features:
         rate = _rates(feature, a)
         if sum(rate.values()) <= 0:
-            asked = ", ".join(f"--{FLAG[k]} {v:g}" for k, v in rate.items() if k in _ASKED[feature])
+            asked = ", ".join(f"--{FLAG[k]} {rate[k]:g}" for k in ASKS[feature])
             return f"{feature}: nothing to measure at {asked}"
         try:
             predicted(feature, a.reports, rate, a.workload)
