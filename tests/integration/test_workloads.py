@@ -126,6 +126,30 @@ def test_pure_python_client_is_flagged(mariadb):
     assert m.info["client_implementation"] == "pure Python" and "client artefact" in m.info["warning"]
 
 
+def test_two_short_connection_loads_at_once_count_only_their_own_client_cpu(mariadb):
+    """A duet runs two loads as threads of one process. The shorter one's workers are reaped while the longer
+    one still runs: counted by rusage, the longer one's client CPU would hold both (the sum above what every
+    worker used); counted by the workers themselves, each holds its own."""
+    import resource
+    from concurrent.futures import ThreadPoolExecutor
+
+    from secoverhead.workloads.short_connections import ConnectSpec, run_short_connections
+
+    spec = ConnectSpec("mysql", mariadb.endpoint.connect_args(tls=False))
+
+    def load(seconds):
+        return run_short_connections(spec, concurrency=2, ops_per_worker=100_000, max_seconds=seconds)
+
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with ThreadPoolExecutor(2) as pool:
+        longer, shorter = [f.result() for f in [pool.submit(load, 2.5), pool.submit(load, 1.0)]]
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    every_worker = (kids1.ru_utime - kids0.ru_utime) + (kids1.ru_stime - kids0.ru_stime)
+    own = [m.metrics["client_cpu_total_s"] for m in (longer, shorter)]
+    assert all(c > 0 for c in own) and sum(own) <= every_worker + 0.01
+    assert longer.metrics["operations"] > shorter.metrics["operations"] > 0
+
+
 def _measure(web, load):
     return http.measure(load, server_cpu=web.cpu, access_log=web.access_log_path, https_port=web.endpoint.https_port)
 

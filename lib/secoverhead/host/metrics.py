@@ -4,7 +4,8 @@ bytes written to files, and the client-bound flag.
 Server CPU comes from the server's own cgroup v1 `cpuacct` group where the library could make one
 (nanoseconds; threads and processes that exited stay counted), else from utime/stime in /proc/PID/stat
 (clock ticks, usually 10 ms: a run should then burn >= 2 s of server CPU, and `low_resolution` says when
-not). Each run records which method measured it. Client CPU is this process's and its reaped children's.
+not). Each run records which method measured it. Client CPU is this process's and its reaped children's, the
+load's own cgroup's, or what the load's worker processes reported of themselves (`CpuMeter.count_client`).
 
 Either way the user/system split is sampled: at each kernel tick the whole tick is charged to the mode the CPU
 was in (CONFIG_TICK_CPU_ACCOUNTING). A split is a sample of that many ticks, so a run records their count
@@ -220,6 +221,12 @@ class CpuMeter:
             (me.ru_utime - self._self0.ru_utime) + (kids.ru_utime - self._children0.ru_utime),
             (me.ru_stime - self._self0.ru_stime) + (kids.ru_stime - self._children0.ru_stime),
         )
+
+    def count_client(self, user_s: float, system_s: float) -> None:
+        """The client's CPU as the load's own worker processes measured it, in place of this process's rusage.
+        A duet runs its two loads as threads of one process, and RUSAGE_CHILDREN counts whichever workers were
+        reaped in the window, the partner's too: an arm then read up to twice its own client CPU."""
+        self.client = CpuUsage(self.client.wall_s, user_s, system_s, "workers' own rusage")
 
     def metrics(self, operations: int) -> dict[str, float | bool]:
         """Server (when measured) and client CPU totals, per operation, and the client-bound flag."""

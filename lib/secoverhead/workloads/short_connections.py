@@ -1,10 +1,13 @@
 """Short-connection load: every operation opens a connection, authenticates, runs one query and closes it,
 from `concurrency` worker processes (processes, so the client is not GIL-bound). A pooled variant keeps one
-connection per worker, to show what reuse saves. Bounded by operations per worker and by a deadline."""
+connection per worker, to show what reuse saves. Bounded by operations per worker and by a deadline. Client CPU
+is what the workers report of themselves over the clocked part, so two loads at once (a duet) never count each
+other's."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,35 +68,44 @@ def _one_op_mysql(args: dict[str, Any], query: str) -> None:
         conn.close()
 
 
+def _own_cpu() -> tuple[float, float]:
+    """This worker's user and system seconds so far, its client library's threads included."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+def _operation(spec: ConnectSpec, pooled: bool) -> tuple[Callable[[], Any], Any]:
+    """One operation of the load, and the connection it keeps (pooled: one per worker, opened before the clock
+    starts; otherwise none, each operation connecting afresh)."""
+    if not pooled:
+        if spec.engine == "mongo":
+            return (lambda: _one_op_mongo(spec.client_args)), None
+        return (lambda: _one_op_mysql(spec.client_args, spec.query)), None
+    if spec.engine == "mongo":
+        keep = pymongo.MongoClient(**spec.client_args)
+        coll = keep["ycsb"]["usertable"]
+        coll.find_one()
+        return coll.find_one, keep
+    keep = mysql.connector.connect(**spec.client_args)
+    cur = keep.cursor()
+
+    def op() -> None:
+        cur.execute(spec.query)
+        cur.fetchall()
+
+    return op, keep
+
+
 def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: Any, out: Any) -> None:
+    """Run its share of the load once `start` is set; report latencies, errors and its own CPU from then on."""
     _set_pdeathsig()  # a SIGKILLed owner takes its load with it
     lat: list[float] = []
     errors, first_error = 0, None
-    keep = None
+    keep = cpu0 = None
     try:
-        if pooled:  # one connection per worker, opened before the clock starts
-            if spec.engine == "mongo":
-                keep = pymongo.MongoClient(**spec.client_args)
-                coll = keep["ycsb"]["usertable"]
-                coll.find_one()
-                op = coll.find_one
-            else:
-                keep = mysql.connector.connect(**spec.client_args)
-                cur = keep.cursor()
-
-                def op() -> None:
-                    cur.execute(spec.query)
-                    cur.fetchall()
-        elif spec.engine == "mongo":
-
-            def op() -> None:
-                _one_op_mongo(spec.client_args)
-        else:
-
-            def op() -> None:
-                _one_op_mysql(spec.client_args, spec.query)
-
+        op, keep = _operation(spec, pooled)
         start.wait()
+        cpu0 = _own_cpu()
         for _ in range(ops):
             if time.monotonic() > deadline:
                 break
@@ -111,7 +123,8 @@ def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: A
     finally:
         if keep is not None:
             keep.close()
-        out.put((lat, errors, first_error))
+        cpu = tuple(b - a for a, b in zip(cpu0, _own_cpu(), strict=True)) if cpu0 else (0.0, 0.0)
+        out.put((lat, errors, first_error, cpu))
 
 
 def run_short_connections(
@@ -149,6 +162,7 @@ def run_short_connections(
         wall_ended = time.time()
         for p in procs:
             p.join(10)
+    meter.count_client(*(sum(r[3][i] for r in results) for i in (0, 1)))  # each run's own workers, never a partner's
     lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
     errors = sum(r[1] for r in results)
     n = len(lat)
