@@ -3,10 +3,10 @@ server instances, data loads, placement, the partner in a duet) and its interval
 
     .venv/bin/python benchmarks/between_runs.py REPORT_DIR REPORT_DIR REPORT_DIR [...]
 
-For every claim whose readings compare arms on instances of their own (analysis/reads.py Ratio, Relative),
-each cell's estimate and standard error per run, as the claim engine computes them (95 %, no family); per cell
-the DerSimonian-Laird sd between runs (stats.between_run_sd); per study and metric the root mean square over
-its cells. Prints the figures and the entries data/claims/between_runs.yaml would take (three runs or more).
+For every claim whose readings compare arms on instances of their own (beside builds' too), each cell's
+estimate and standard error per run as its verdicts recorded them, and per study and metric the term the
+pipeline learns once five reports of a series exist (suite/learned.py: Paule-Mandel per cell, the root mean
+square over cells), here from three runs or more: the entries data/claims/between_runs.yaml takes as its prior.
 Then the same for each arm's level, as `compare` learns it (suite/crossrun.py: Paule-Mandel per level of the
 study's primary metrics, the root mean square over levels): the entries data/claims/between_runs_levels.yaml takes.
 """
@@ -21,9 +21,8 @@ from pathlib import Path
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.pooling import paule_mandel
-from secoverhead.analysis.reads import Ratio, Relative
-from secoverhead.analysis.stats import between_run_sd, t_quantile
 from secoverhead.studies import STUDIES
+from secoverhead.suite import learned
 from secoverhead.suite.crossrun import level_estimates, load_report
 
 
@@ -41,38 +40,21 @@ def _part(study: str, experiment: str) -> str:
     return max(named, key=len) if named else study
 
 
-def _estimate(cell, scale: str) -> tuple[float, float]:
-    """A cell's estimate and standard error on the scale the between-run sd is declared on."""
-    lo, hi = cell.lo, cell.hi
-    if scale == "loss":
-        lo, hi = 1 - cell.hi / 100, 1 - cell.lo / 100
-    q = t_quantile(max(cell.n - 1, 1), 0.5 + cell.confidence / 2)
-    if scale in ("ratio", "loss"):
-        if lo <= 0 or not math.isfinite(hi):
-            return math.nan, math.nan
-        lo, hi = math.log(lo), math.log(hi)
-    return (lo + hi) / 2, (hi - lo) / 2 / q
-
-
-def cells(report_dirs: list[str]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
-    """(study, metric, claim, cell) -> per run (estimate, se)."""
-    out: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
-    for d in report_dirs:
-        study, stores = load_report(d)
-        for experiment, runs in stores.items():
-            part = _part(study, experiment)
-            for rule in _rules(study, part):
-                metric = registry.get(study, rule.id).metric
-                if metric not in runs:
-                    continue
-                for r in rule.reads:
-                    if not isinstance(r, Ratio | Relative):
-                        continue
-                    for c in r.cells(runs, metric, 0.95, 1):
-                        out[(study, metric, f"{part}:{rule.id}", c.name)].append(
-                            _estimate(c, getattr(r, "quantity", "ratio"))
-                        )
-    return out
+def claim_terms(report_dirs: list[str]) -> tuple[list[str], list[dict]]:
+    """Per cell, each run's estimate and se as its verdicts recorded them and Paule-Mandel's sd between the runs;
+    per study and metric, the term the pipeline's learner (suite/learned.py) gives over three runs or more."""
+    by_study: dict[tuple[Path, str], list[str]] = defaultdict(list)
+    for d in map(Path, report_dirs):
+        by_study[(d.parent.parent, load_report(d)[0])].append(d.name)
+    lines, entries = [], []
+    for (root, study), runs in sorted(by_study.items()):
+        by_cell = learned.cells(root, study, sorted(runs))
+        for (metric, claim, reading, cell), xs in sorted(by_cell.items()):
+            tau = math.sqrt(paule_mandel([v for _, v, _ in xs], [se * se for _, _, se in xs]))
+            spread = ", ".join(f"{v:+.3f}±{se:.3f}" for _, v, se in xs)
+            lines.append(f"{study} {claim} #{reading}.{cell} ({metric}): {len(xs)} runs [{spread}] -> sd {tau:.3f}")
+        entries += learned.terms(by_cell, study, min_reports=3)
+    return lines, entries
 
 
 def rejudged(report_dirs: list[str], terms: dict[tuple[str, str], float]) -> list[str]:
@@ -121,20 +103,12 @@ def level_terms(report_dirs: list[str]) -> dict[tuple[str, str], tuple[float, in
 
 
 def main(report_dirs: list[str]) -> None:
-    per_metric: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for (study, metric, claim, cell), values in sorted(cells(report_dirs).items()):
-        if len(values) < 2:
-            continue
-        tau = between_run_sd([e for e, _ in values], [s for _, s in values])
-        spread = ", ".join(f"{e:+.3f}±{s:.3f}" for e, s in values)
-        print(f"{study} {claim} {cell or '-'} ({metric}): {len(values)} runs [{spread}] -> between-run sd {tau:.3f}")
-        per_metric[(study, metric)].append(tau)
-    runs = {study: sum(load_report(d)[0] == study for d in report_dirs) for study, _ in per_metric}
-    terms = {k: math.sqrt(sum(t * t for t in taus) / len(taus)) for k, taus in sorted(per_metric.items())}
+    lines, entries = claim_terms(report_dirs)
+    print("\n".join(lines))
     print("\n# data/claims/between_runs.yaml (an entry needs three runs or more)")
-    for (study, metric), sd in terms.items():
-        n = runs[study]
-        print(f'- {{study: {study}, metric: {metric}, sd: {sd:.3f}, runs: {n}, estimated: "<date>, <runs>"}}')
+    for e in entries:
+        entry = f"study: {e['study']}, metric: {e['metric']}, sd: {e['sd']:.3f}, runs: {e['runs']}"
+        print(f'- {{{entry}, estimated: "<date>, <runs>"}}  # {e["cells"]} cells')
     print("\n# data/claims/between_runs_levels.yaml (the root mean square over a metric's levels)")
     for (study, metric), (sd, n, levels) in level_terms(report_dirs).items():
         print(
@@ -142,7 +116,7 @@ def main(report_dirs: list[str]) -> None:
             f"  # {levels} levels"
         )
     print("\n# each run's verdicts, stored -> with these sds added")
-    for line in rejudged(report_dirs, terms):
+    for line in rejudged(report_dirs, {(e["study"], e["metric"]): e["sd"] for e in entries}):
         print(line)
 
 

@@ -85,3 +85,14 @@ def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_ref
     finally:
         monkeypatch.delenv(claim_registry.paths.LEARNED_ENV)
         claim_registry.between_runs.cache_clear()
+
+
+def test_terms_count_only_cells_with_enough_reports_and_take_the_root_mean_square_over_cells():
+    """The prior (benchmarks/between_runs.py, three runs) and the learned term (five) are one computation."""
+    three = [(f"r{i}", v, 1e-4) for i, v in enumerate((1.0, 1.2, 1.4))]
+    flat = [(f"r{i}", 0.5, 1e-4) for i in range(3)]
+    cells = {("m", "a", 0, 0): three, ("m", "b", 0, 0): flat, ("other", "c", 0, 0): three[:2]}
+    assert learned.terms(cells, "s") == []  # no cell has five reports
+    (entry,) = learned.terms(cells, "s", min_reports=3)  # "other" has two: no entry
+    assert entry["metric"] == "m" and entry["cells"] == 2 and entry["runs"] == 3
+    assert entry["sd"] == pytest.approx(math.sqrt((0.2**2 + 0.0) / 2), abs=1e-3)  # sd of 1.0, 1.2, 1.4 is 0.2

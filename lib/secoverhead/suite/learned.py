@@ -37,10 +37,15 @@ def learn(root: Path, study: str, scale: str, target: str) -> list[dict[str, Any
     runs = _newest_series(collect(root, study), scale, target)
     if len(runs) < MIN_REPORTS:  # nothing to learn yet: the study's rules (its code) need not load
         return []
-    cells = _cells(root, study, runs)
+    return terms(cells(root, study, runs), study)
+
+
+def terms(by_cell: dict[Cell, list[Estimate]], study: str, min_reports: int = MIN_REPORTS) -> list[dict[str, Any]]:
+    """Per metric, the root mean square over its cells (those min_reports reports measured) of Paule-Mandel's sd
+    between reports. benchmarks/between_runs.py declares the prior with this, at three reports."""
     out = []
-    for metric in sorted({c[0] for c in cells}):
-        mine = [xs for c, xs in cells.items() if c[0] == metric and len(xs) >= MIN_REPORTS]
+    for metric in sorted({c[0] for c in by_cell}):
+        mine = [xs for c, xs in by_cell.items() if c[0] == metric and len(xs) >= min_reports]
         if not mine:
             continue
         tau2 = [paule_mandel([v for _, v, _ in xs], [se * se for _, _, se in xs]) for xs in mine]
@@ -73,8 +78,9 @@ def _newest_series(df: pd.DataFrame, scale: str, target: str) -> list[str]:
     return reports_like(df, df.sort_values(["date", "run"]).iloc[-1]["run"])[-NEWEST:]
 
 
-def _cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]:
-    """Per cell of a comparison between arms on instances of their own: each report's (estimate, se)."""
+def cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]:
+    """Per cell of a comparison between arms on instances of their own (a beside build's too): each report's
+    (estimate, se), as its verdicts recorded them."""
     between = _between_instances(study)
     out: dict[Cell, list[Estimate]] = defaultdict(list)
     for run in runs:
