@@ -127,6 +127,18 @@ def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: A
         out.put((lat, errors, first_error, cpu))
 
 
+def _load_metrics(lat: np.ndarray, errors: int, wall: float) -> dict[str, Any]:
+    n = len(lat)
+    return {
+        "operations": n,
+        "errors": errors,
+        "wall_s": wall,
+        "ops_per_s": n / wall if wall else 0,
+        "latency_median_ms": float(np.median(lat)),
+        "latency_p99_ms": float(np.percentile(lat, 99)),
+    }
+
+
 def run_short_connections(
     spec: ConnectSpec,
     *,
@@ -164,20 +176,10 @@ def run_short_connections(
             p.join(10)
     meter.count_client(*(sum(r[3][i] for r in results) for i in (0, 1)))  # each run's own workers, never a partner's
     lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
-    errors = sum(r[1] for r in results)
-    n = len(lat)
     first_error = next((r[2] for r in results if r[2]), None)
-    if n == 0:
+    if len(lat) == 0:
         raise SecoverheadError(f"every short-connection operation failed: {first_error}")
-    metrics: dict[str, Any] = {
-        "operations": n,
-        "errors": errors,
-        "wall_s": wall,
-        "ops_per_s": n / wall if wall else 0,
-        "latency_median_ms": float(np.median(lat)) if n else float("nan"),
-        "latency_p99_ms": float(np.percentile(lat, 99)) if n else float("nan"),
-    }
-    metrics |= meter.metrics(n)
+    metrics = _load_metrics(lat, sum(r[1] for r in results), wall) | meter.metrics(len(lat))
     samples = pd.DataFrame({"latency_ms": lat})
     info = {
         "engine": spec.engine,
