@@ -98,3 +98,32 @@ def test_cgroup_user_and_system_split_the_interval_not_the_totals():
     assert split(a, a) == (0, 0)
     c = (10_200_000_000, 5_620_000_000, 4_020_000_000)  # 100 ms, half and half
     assert split(b, c) == (50_000_000, 50_000_000)
+
+
+def test_a_duet_sysbench_without_a_cpuacct_group_measures_no_client_cpu_rather_than_its_partners(monkeypatch):
+    """Alone, sysbench's CPU is this process's reaped child's; beside another load (a duet) with no cpuacct group
+    to hold it apart, rusage would hold the partner's sysbench too, so the client's CPU is not measured."""
+    import math
+    import types
+
+    from secoverhead.core.secrets import Secret
+    from secoverhead.servers.endpoints import MySQLEndpoint
+    from secoverhead.workloads import sysbench as sb
+
+    monkeypatch.setattr(sb.shutil, "which", lambda name: "/usr/bin/sysbench")
+    monkeypatch.setattr(sb.CpuAccount, "create", classmethod(lambda cls, label: None))
+    done = types.SimpleNamespace(
+        final={"events": 100}, intervals=None, command="sysbench", metrics=lambda p: {"transactions": 100}
+    )
+    monkeypatch.setattr(sb.Sysbench, "run", lambda self, opts: done)
+    endpoint = MySQLEndpoint("127.0.0.1", 3306, "u", Secret("p"))
+    opts = sb.SysbenchOptions(script="oltp_read_only")
+
+    alone = sb.Sysbench(endpoint).measure(opts, None).metrics
+    assert math.isfinite(alone["client_cpu_total_s"]) and alone["client_cpu_total_s"] >= 0
+
+    beside = sb.Sysbench(endpoint)
+    assert beside.own_client_group() is None
+    m = beside.measure(opts, None).metrics
+    assert math.isnan(m["client_cpu_total_s"]) and math.isnan(m["client_cpu_us_per_op"])
+    assert m["client_bound"] is False

@@ -222,11 +222,11 @@ class CpuMeter:
             (me.ru_stime - self._self0.ru_stime) + (kids.ru_stime - self._children0.ru_stime),
         )
 
-    def count_client(self, user_s: float, system_s: float) -> None:
-        """The client's CPU as the load's own worker processes measured it, in place of this process's rusage.
-        A duet runs its two loads as threads of one process, and RUSAGE_CHILDREN counts whichever workers were
-        reaped in the window, the partner's too: an arm then read up to twice its own client CPU."""
-        self.client = CpuUsage(self.client.wall_s, user_s, system_s, "workers' own rusage")
+    def count_client(self, user_s: float, system_s: float, method: str = "workers' own rusage") -> None:
+        """The client's CPU as the load's own worker processes measured it (NaN: not measurable), in place of this
+        process's rusage. A duet runs its two loads as threads of one process, and RUSAGE_CHILDREN counts whichever
+        workers were reaped in the window, the partner's too: an arm then read up to twice its own client CPU."""
+        self.client = CpuUsage(self.client.wall_s, user_s, system_s, method)
 
     def metrics(self, operations: int) -> dict[str, float | bool]:
         """Server (when measured) and client CPU totals, per operation, and the client-bound flag."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -225,6 +226,7 @@ class Sysbench:
         self.database = mysql_db or endpoint.database or "sbtest"
         self.client_groups: list = []  # cgroups the client joins (duet runs account each client apart)
         self.client_account: CpuAccount | None = None
+        self.beside_another = False  # a duet's: another load runs in this process at the same time
 
     @contextlib.contextmanager
     def _workdir(self) -> Iterator[Path]:
@@ -388,7 +390,10 @@ class Sysbench:
 
     def own_client_group(self) -> CpuAccount | None:
         """Put every later sysbench process of this object in a cpuacct group of its own, so its CPU is its
-        own even when another load runs at the same time (a duet). The caller removes it."""
+        own even when another load runs at the same time (a duet). The caller removes it. Without a cpuacct
+        hierarchy (cgroup v2 only) there is none, and the client's CPU is not measured: this process's rusage
+        would hold the partner's sysbench too."""
+        self.beside_another = True
         self.client_account = CpuAccount.create("sysbench")
         self.client_groups = [self.client_account.group] if self.client_account else []
         return self.client_account
@@ -398,6 +403,8 @@ class Sysbench:
         client = CgroupCpu(self.client_account) if self.client_account is not None else None
         with CpuMeter(server_cpu, client) as meter:
             result = self.run(opts)
+        if self.beside_another and client is None:
+            meter.count_client(math.nan, math.nan, "not measured: beside another load, without a cpuacct group")
         m = result.metrics(opts.percentile)
         m.update(meter.metrics(int(result.final["events"])))
         if meter.server is not None:
