@@ -1,6 +1,6 @@
 """Intervals that cover a rerun: what varies between runs (the server instances a run's rounds all share) is
-estimated from repeated runs (stats.between_run_sd) and added to every interval of the study's comparisons
-between arms (claimcheck.Rule, data/claims/between_runs.yaml)."""
+estimated from repeated runs (Paule-Mandel, as suite/learned.py and benchmarks/between_runs.py do) and added to
+every interval of the study's comparisons between arms (claimcheck.Rule, data/claims/between_runs.yaml)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,19 @@ import pytest
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import Rule
+from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.analysis.reads import Cell, Contrast, Ratio, widened
-from secoverhead.analysis.stats import between_run_sd, t_quantile, widen
+from secoverhead.analysis.stats import t_quantile, widen
 
 TRUE = 0.95  # server_audit's TPS over A's, in every rerun's population
 ROUND_SD, INSTANCE_SD, ROUNDS = 0.03, 0.05, 8
+
+
+def between_run_sd(estimates, ses) -> float:
+    """The sd between runs, as the learner and benchmarks/between_runs.py take it."""
+    return math.sqrt(paule_mandel(list(estimates), [se * se for se in ses]))
+
+
 RULE = Rule("audit", "server_audit-small", (Ratio("A: no audit", "server_audit", higher_is_better=True),))
 
 

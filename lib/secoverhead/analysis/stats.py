@@ -387,21 +387,6 @@ def tukey_outliers(x: np.ndarray) -> int:
     return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
 
 
-def between_run_sd(estimates: Sequence[float], ses: Sequence[float]) -> float:
-    """The sd between runs of an effect (DerSimonian-Laird): from k runs' estimates (a log ratio, a difference)
-    and each run's own standard error, what the runs' spread holds beyond their within-run error. 0 when the
-    runs agree as well as their rounds say they should, or fewer than two runs."""
-    y, s = np.asarray(estimates, dtype=float), np.asarray(ses, dtype=float)
-    ok = np.isfinite(y) & np.isfinite(s) & (s > 0)
-    y, w = y[ok], 1 / s[ok] ** 2
-    if len(y) < 2:
-        return 0.0
-    mean = float((w * y).sum() / w.sum())
-    q = float((w * (y - mean) ** 2).sum())
-    quantity = float(w.sum() - (w**2).sum() / w.sum())
-    return math.sqrt(max(0.0, (q - (len(y) - 1)) / quantity)) if quantity > 0 else 0.0
-
-
 def widen(lo: float, hi: float, tau: float, n: int, confidence: float, *, log: bool) -> tuple[float, float]:
     """An interval over a run's rounds widened by a between-run sd `tau` (on the log quantity for a ratio): the
     run's own standard error and tau add in variance, read at the same t quantile (n rounds)."""

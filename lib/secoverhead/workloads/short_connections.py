@@ -174,7 +174,7 @@ def run_short_connections(
         wall_ended = time.time()
         for p in procs:
             p.join(10)
-    meter.count_client(*(sum(r[3][i] for r in results) for i in (0, 1)))  # each run's own workers, never a partner's
+    meter.count_client(*map(sum, zip(*(r[3] for r in results), strict=True)))  # its own workers', never a partner's
     lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
     first_error = next((r[2] for r in results if r[2]), None)
     if len(lat) == 0:
