@@ -166,16 +166,40 @@ def test_json_counts_runs_in_whole_numbers():
     assert out["n_a"] == 3 and isinstance(out["n_a"], int) and out["vs_a"].startswith("+10.0 %")
 
 
-def _series_report(root, k, rng, level):
-    """A finished report of one series, its every arm at `level` times the usual (the spread between reports)."""
+def _series_report(root, k, rng, level, revision=None):
+    """A finished report of one series, its every arm at `level` times the usual (the spread between reports);
+    `revision`: its claim on server CPU was measured at that registry revision."""
     d = root / "https" / f"20261101T{k:02d}0000Z-vm-quick"
     (d / "results").mkdir(parents=True)
     _report(d, rng, slow=level)
     atomic_write_json(d / "run.json", {"study": "https", "status": "ok", "params_name": "quick",
                                        "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}})  # fmt: skip
     atomic_write_json(d / "calibration.json", {"rsa2048_sign_us": 800})
-    atomic_write_json(d / "results" / "verdicts.json", {"verdicts": [{"id": "x", "claim": "x", "verdict": "~"}]})
+    v = {"id": "x", "claim": "x", "verdict": "~"}
+    if revision is not None:
+        v["registered"] = {"study": "https", "id": "x", "metric": "server_cpu_us_per_op", "revision": revision}
+    atomic_write_json(d / "results" / "verdicts.json", {"verdicts": [v]})
     return d
+
+
+def test_reports_measured_before_a_fix_to_a_metric_teach_compare_nothing_about_it_and_are_said_to_differ(
+    tmp_path, capsys, monkeypatch
+):
+    from secoverhead.reporting import series
+    from secoverhead.suite import crossrun
+
+    rng = np.random.default_rng(7)
+    old = [_series_report(tmp_path, k, rng, lv, 1) for k, lv in enumerate([1.0, 0.88, 1.1, 0.93, 1.08, 0.9, 1.05])]
+    metrics = ["server_cpu_us_per_op", "rps"]
+    learned, _ = crossrun.level_spread(old[0], old[-1], metrics)
+    assert {k[3] for k in learned} == set(metrics)  # five others at the registry's revision: both learned
+    monkeypatch.setattr(series.claim_registry, "revision", lambda study, claim_id: 2)  # a fix to server CPU
+    new = _series_report(tmp_path, 7, rng, 1.0, 2)
+    learned, _ = crossrun.level_spread(old[0], new, metrics)
+    assert {k[3] for k in learned} == {"rps"}  # server CPU measured otherwise in every other report: not learned
+    _compare(old[0], new)
+    note = "note: the runs differ in measurement: A every metric at revision 1, B server_cpu_us_per_op at revision 2"
+    assert note in capsys.readouterr().err
 
 
 def test_reports_that_spread_more_than_their_rounds_widen_the_comparison_once_five_others_show_it(tmp_path, capsys):

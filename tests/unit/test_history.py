@@ -144,12 +144,12 @@ def test_a_mark_names_a_run_of_its_own_study_by_folder(tmp_path):
     assert expected.mark(tmp_path, "tls", mislaid.name, "why").exists()
 
 
-def _series_frame(values, *, se=0.02, claim="cpu", series="a", metric="server_cpu_us_per_op"):
+def _series_frame(values, *, se=0.02, claim="cpu", series="a", metric="server_cpu_us_per_op", revision=1):
     """One series' reports as history rows: each report's log estimate over its own rounds and its se."""
     rows = [
         {"study": "auth", "run": f"202611{1 + k:02d}T000000Z-{series}", "started": f"2026-11-{1 + k:02d}T00:00:00Z",
          "commit": "", "target": "t", "server": "s", "speed class": "x", "scale": "quick", "claim id": claim,
-         "claim": claim, "metric": metric, "verdict": "inconclusive", "log estimate": v, "se": se,
+         "claim": claim, "metric": metric, "revision": revision, "verdict": "inconclusive", "log estimate": v, "se": se,
          "ratio": math.exp(v), "ci low": math.exp(v - 2 * se), "ci high": math.exp(v + 2 * se)}
         for k, v in enumerate(values)
     ]  # fmt: skip
@@ -165,6 +165,16 @@ def test_a_step_in_the_newest_report_is_reported_the_night_it_lands():
     assert history.newest_steps(_series_frame([*before, 0.2 + 0.01])) == []  # within what they showed
     (step,) = history.newest_steps(_series_frame([*before, 0.2 + math.log(1.5)]))  # +50 %
     assert step.run == "20261106T000000Z-a" and step.direction == "worse" and step.after / step.before > 1.4
+
+
+def test_a_fix_to_a_claims_measurement_starts_its_series_and_raises_no_alarm():
+    """The same step, measured at a new revision of the claim, is the first report of a new series, not a step."""
+    before = list(0.2 + np.random.default_rng(3).normal(0, 0.03, 5))
+    fixed = _series_frame([0.2 + math.log(1.5)], revision=2)
+    fixed["run"], fixed["date"] = "20261106T000000Z-a", pd.Timestamp("2026-11-06", tz="UTC")
+    night = pd.concat([_series_frame(before), fixed], ignore_index=True)
+    assert history.newest_steps(night) == []
+    assert len(history.newest_steps(night.assign(revision=1))) == 1  # one revision: the step is found
 
 
 def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_stated():

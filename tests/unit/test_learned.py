@@ -16,7 +16,9 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.suite import learned
 
 
-def _report(root: Path, k: int, value: float, *, scale: str = "quick", se: float = 0.01, study: str = "tde") -> str:
+def _report(
+    root: Path, k: int, value: float, *, scale: str = "quick", se: float = 0.01, study: str = "tde", revision: int = 1
+) -> str:
     name = f"20261101T{k:02d}0000Z-vm-{scale}"
     d = root / study / name
     (d / "results").mkdir(parents=True)
@@ -26,7 +28,7 @@ def _report(root: Path, k: int, value: float, *, scale: str = "quick", se: float
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
     # TDE's low-concurrency claim: a contrast (few threads over many, an instance cancels) and a ratio between arms
     low = {"id": "4c16g:low-concurrency-loss", "claim": "loss at low concurrency", "verdict": "inconclusive",
-           "registered": {"study": study, "id": "low-concurrency-loss", "metric": "tps"},
+           "registered": {"study": study, "id": "low-concurrency-loss", "metric": "tps", "revision": revision},
            "judged": [{"quantity": "ratio", "intervals": [[0.9, 1.1]], "estimates": [[value * 3, se]]},
                       {"quantity": "loss", "intervals": [[-1, 5]], "estimates": [[value, se]]}]}  # fmt: skip
     (d / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [low]}))
@@ -96,3 +98,16 @@ def test_terms_count_only_cells_with_enough_reports_and_take_the_root_mean_squar
     (entry,) = learned.terms(cells, "s", min_reports=3)  # "other" has two: no entry
     assert entry["metric"] == "m" and entry["cells"] == 2 and entry["runs"] == 3
     assert entry["sd"] == pytest.approx(math.sqrt((0.2**2 + 0.0) / 2), abs=1e-3)  # sd of 1.0, 1.2, 1.4 is 0.2
+
+
+def test_reports_measured_at_an_older_revision_teach_nothing_about_the_new_measurement(tmp_path, monkeypatch):
+    """After a fix raises a claim's revision, its term is learned from reports of the new revision alone: five old
+    reports that spread widely count for nothing, and five new ones that agree learn no spread."""
+    for k in range(5):
+        _report(tmp_path, k, 0.3 * (-1) ** k)
+    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers")[0]["sd"] > 0.2
+    monkeypatch.setattr(claim_registry, "revision", lambda study, claim_id: 2)
+    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers") == []
+    new = [_report(tmp_path, k, 0.01 * (-1) ** k, se=0.05, revision=2) for k in range(5, 10)]
+    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    assert term["sd"] == 0.0 and term["reports"] == new

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from secoverhead.analysis.pooling import ALPHA, LOOKS, RunEstimate, look_confidence, pool
+from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.reporting import over_reports, series
 from secoverhead.suite import pooled
 
@@ -15,7 +16,13 @@ BUILD = "10.11.19-MariaDB"
 
 
 def _run(
-    root: Path, k: int, ratio: float | None, scale: str = "quick", verdict: str = "inconclusive", status: str = "ok"
+    root: Path,
+    k: int,
+    ratio: float | None,
+    scale: str = "quick",
+    verdict: str = "inconclusive",
+    status: str = "ok",
+    revision: int | None = None,
 ) -> str:
     name = f"20261101T{k:02d}0000Z-vm-{scale}" if k < 24 else f"20261102T{k - 24:02d}0000Z-vm-{scale}"
     d = root / "audit" / name
@@ -31,6 +38,8 @@ def _run(
     v = {"id": "MariaDB:server_audit-small", "claim": "server_audit costs little", "verdict": verdict,
          "ratio": 0.96, "ci_low": 0.9, "ci_high": 1.03,
          "registered": {"study": "audit", "id": "server_audit-small", "metric": "tps"}, "judged": [judged]}  # fmt: skip
+    if revision is not None:  # recorded since 2026-11-29; a report from before has none (revision 1)
+        v["registered"]["revision"] = revision
     (d / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [v]}))
     return name
 
@@ -157,3 +166,21 @@ def test_a_reading_the_engine_does_not_pool_says_so_not_that_a_precondition_fail
         path.write_text(json.dumps(doc))
     line = _lines(tmp_path, name, monkeypatch)["MariaDB:server_audit-small"]
     assert line.startswith("not pooled: its reports recorded no estimate to pool")
+
+
+def test_a_claim_measured_otherwise_since_a_fix_starts_a_series_and_the_old_one_shows_superseded(tmp_path, monkeypatch):
+    """Reports of an older measurement revision are never pooled with the new one's: the claim's series starts
+    again, its old one shown as superseded, and a report being written pools with its own revision only."""
+    before = [_run(tmp_path, k, r) for k, r in enumerate(SIX)]  # before the fix: no revision recorded
+    monkeypatch.setattr(series.claim_registry, "revision", lambda study, claim_id: 2)  # the fix raised it
+    for k, r in enumerate((0.80, 0.81), start=6):
+        _run(tmp_path, k, r, revision=2)
+    rows = over_reports.pooled(tmp_path, "audit", series.collect(tmp_path, "audit")).set_index("revision")
+    assert rows.loc[1, "reports pooled"] == 6 and rows.loc[1, "series"].startswith("superseded: revision 1")
+    assert rows.loc[2, "reports pooled"] == 2 and rows.loc[2, "series"] == "open"
+    me = _run(tmp_path, 8, 0.80, status="running", revision=2)
+    assert _lines(tmp_path, me, monkeypatch)["MariaDB:server_audit-small"].startswith(
+        "over 3 reports of its series since 2026-11-01: "
+    )
+    old, new = (read_verdicts(tmp_path / "audit" / name)["verdicts"] for name in (before[0], me))
+    assert series.stale_metrics(old) == {"tps"} and series.stale_metrics(new) == set()  # what compare leaves out

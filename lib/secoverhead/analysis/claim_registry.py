@@ -45,6 +45,7 @@ class Claim:
     preconditions: tuple[Precondition, ...]  # the weakest conditions under which the mechanism can show
     original_parts: tuple[str, ...] = ()  # a published claim: the parts the original measured (others: extension)
     bounds_cost: bool = False  # says a feature costs little: its verdict judges the typical run, not rare stalls
+    revision: int = 1  # how its metric is measured: reports of another revision are another series
 
     @property
     def published(self) -> bool:
@@ -102,6 +103,7 @@ class Claim:
             "reading_text": self.describe(),
             "why": self.why,
             "mechanism": self.mechanism,
+            "revision": self.revision,
         }
 
 
@@ -137,7 +139,15 @@ def _claim(d: dict[str, Any]) -> Claim:
         preconditions=tuple(Precondition.from_dict(p) for p in d["preconditions"]),
         original_parts=tuple(d.get("original_parts", ())),
         bounds_cost=bool(d.get("bounds_cost", False)),
+        revision=_revision(d),
     )
+
+
+def _revision(d: dict[str, Any]) -> int:
+    revision = d.get("revision", 1)
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+        raise ValueError(f"{d['id']}: revision is a whole number from 1")
+    return revision
 
 
 @functools.cache
@@ -151,6 +161,12 @@ def claims() -> dict[tuple[str, str], Claim]:
             raise ValueError(f"{c.study}:{c.id} is registered twice")
         out[(c.study, c.id)] = c
     return out
+
+
+def revision(study: str, claim_id: str) -> int:
+    """How the claim's metric is measured now (1 for a claim the registry no longer holds)."""
+    claim = claims().get((study, claim_id))
+    return claim.revision if claim is not None else 1
 
 
 def get(study: str, claim_id: str) -> Claim:

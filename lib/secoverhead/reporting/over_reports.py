@@ -1,9 +1,9 @@
 """Verdicts over reports: every claim's reports of one series (reporting/series.py: one scale, target, server
-version and machine speed class) pooled by analysis/pooling.py, beside the newest report's own verdict, for the
-index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS reports; the report
-after that opens the next (a closed series' verdict is shown until the next has two). Reports that recorded no
-estimates (made before they were) are left out and counted. (series.collect names a report by its directory,
-`run`.)"""
+version, machine speed class and measurement revision) pooled by analysis/pooling.py, beside the newest report's
+own verdict, for the index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS
+reports; the report after that opens the next (a closed series' verdict is shown until the next has two); a series
+of an older revision is shown superseded. Reports that recorded no estimates (made before they were) are left out
+and counted. (series.collect names a report by its directory, `run`.)"""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
     verdicts = _judged_by_run(root, study, list(dict.fromkeys(first["run"])))
     rows = []
     for (vid, *key), g in first.groupby(["verdict id", *KEY], sort=False):
+        where = dict(zip(KEY, key, strict=True))
         runs = list(dict.fromkeys(g.sort_values(["date", "run"])["run"]))
         with_estimates = [r for r in runs if _has_estimates(verdicts[r].get(vid))]
         chosen, closed = _series_runs(with_estimates) if with_estimates else ([], False)
@@ -59,10 +60,10 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
             {
                 "verdict id": vid,
                 "claim": newest.get("claim", vid),
-                **dict(zip(KEY, key, strict=True)),
+                **where,
                 "reports pooled": len(chosen) if pv is not None else 0,
                 "since": str(g[g["run"] == chosen[0]]["started"].iloc[0])[:10] if chosen and pv else "",
-                "series": "closed" if closed else "open",
+                "series": _state(closed, where["revision"], registered),
                 "pooled verdict": pv.verdict.value if pv is not None else "not pooled",
                 "pooled": _interval_text(pv, registered),
                 "newest report's verdict": newest.get("verdict", ""),
@@ -72,6 +73,14 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
             }
         )
     return pd.DataFrame(rows)
+
+
+def _state(closed: bool, revision: int, registered: dict[str, Any]) -> str:
+    """open or closed; superseded when its claim is measured otherwise now (a higher registry revision)."""
+    now = claim_registry.revision(str(registered.get("study")), str(registered.get("id")))
+    if revision != now:
+        return f"superseded: revision {revision}, measured as revision {now} now"
+    return "closed" if closed else "open"
 
 
 def _has_estimates(v: dict[str, Any] | None) -> bool:
@@ -132,9 +141,9 @@ def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, Line]
     df = collect(root, study, this=report_dir)
     if not len(df) or report_dir.name not in set(df["run"]):
         return {}  # not under reports/<study>/ (an interactive run), or no verdict recorded
-    mine = df[df["run"] == report_dir.name].drop_duplicates("claim id")
-    keys = {tuple(r[c] for c in KEY) for _, r in mine.iterrows()}
-    table = pooled(root, study, df[df[KEY].apply(tuple, axis=1).isin(keys)], alpha)
+    mine = df[df["run"] == report_dir.name]
+    keys = {tuple(r[c] for c in SERIES) for _, r in mine.iterrows()}  # its claims' own series, nothing else
+    table = pooled(root, study, df[df[SERIES].apply(tuple, axis=1).isin(keys)], alpha)
     return {str(row["verdict id"]): _line(row, report_dir.name) for row in table.to_dict("records")}
 
 

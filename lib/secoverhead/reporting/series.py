@@ -1,8 +1,9 @@
 """A study's reports as series: every report under reports/<study>/ that finished ok (and the one being written,
 when asked), each claim's effect (a ratio with its interval, machine-independent: both arms ran on the same
 machine) and verdict, per series: the claim at one scale (smoke runs are a series of their own), on one target,
-one server version and one machine speed class (reports of different classes are not one series). The history's
-change points and the verdicts over reports both read these series."""
+one server version and one machine speed class (reports of different classes are not one series), measured as one
+revision of the claim's registry entry says (a report from before a fix to the measurement is not a point of the
+series after it). The history's change points and the verdicts over reports both read these series."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
@@ -19,7 +21,8 @@ from secoverhead.core.runs import EMBEDDED, scale_of, status_of
 from secoverhead.host import environment
 from secoverhead.reporting.summary import reading_quantity
 
-SERIES = ["claim id", "scale", "target", "server", "speed class"]
+RUN_SERIES = ["scale", "target", "server", "speed class"]  # what a report's series is, whatever its claims
+SERIES = ["claim id", *RUN_SERIES, "revision"]  # a claim's: its reports measured the same way (registry revision)
 
 
 SPEED_TOLERANCE = 1.5
@@ -90,6 +93,26 @@ def server_of(verdict: dict) -> str:
     return f"{build} {version}".strip() if version and version not in build else build
 
 
+def revision_of(verdict: dict) -> int:
+    """The registry revision a verdict's claim was measured at (1: before claims recorded one)."""
+    revision = (verdict.get("registered") or {}).get("revision", 1)
+    return revision if isinstance(revision, int) and not isinstance(revision, bool) else 1
+
+
+def measured_now(verdict: dict) -> bool:
+    """Whether a verdict's claim was measured as its registry entry says it is now (a report from before a fix to
+    the measurement is not)."""
+    reg = verdict.get("registered") or {}
+    return revision_of(verdict) == claim_registry.revision(str(reg.get("study")), str(reg.get("id")))
+
+
+def stale_metrics(verdicts: list) -> set[str]:
+    """The metrics a report's verdicts measured otherwise than their claims are measured now."""
+    return {
+        str((v.get("registered") or {}).get("metric")) for v in verdicts if isinstance(v, dict) and not measured_now(v)
+    }
+
+
 def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
     """One row per (run, claim, cell), oldest first. `this`: the report being written, counted before it ends
     (its environment, recorded at its end, read from this machine now)."""
@@ -127,6 +150,7 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                         "claim id": claim_id,
                         "claim": claim,
                         "metric": metric,
+                        "revision": revision_of(v),
                         "verdict": v.get("verdict", ""),
                         "ratio": ratio,
                         "ci low": lo,
@@ -170,10 +194,11 @@ def _estimates(v: dict[str, Any], n: int) -> list[tuple[float | None, float | No
 
 
 def reports_like(df: pd.DataFrame, run: str) -> list[str]:
-    """The reports of the series `run` belongs to (collect's frame; any of its claims), oldest first."""
+    """The reports of the series `run` belongs to (collect's frame; any of its claims), oldest first. A claim's
+    own revision narrows this further (learned.cells)."""
     mine = df[df["run"] == run] if len(df) else df
     if not len(mine):
         return []
-    key = mine.iloc[0][SERIES[1:]]
-    same = (df[SERIES[1:]] == key).all(axis=1)
+    key = mine.iloc[0][RUN_SERIES]
+    same = (df[RUN_SERIES] == key).all(axis=1)
     return list(dict.fromkeys(df[same].sort_values(["date", "run"])["run"]))

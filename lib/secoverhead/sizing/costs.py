@@ -11,11 +11,12 @@ Where the study's claims add a between-run sd on the metric (its arms ran on ins
 claim_registry.between_runs, learned or declared), the difference adds it too, as the arm's level times that sd of
 the log ratio: another run of the study would move the extra by that much.
 
-Where the run's series (reporting.series: one scale, target, server build and machine speed class) holds POOL_FROM
-reports or more up to it that priced the comparison, the cost is theirs pooled (analysis.pooling: random effects,
-Paule-Mandel's between-run sd from those reports, the interval pool draws, at the stated confidence), not the
-newest report's alone: an answer read once, so no split over looks. The rest (levels, the cryptography in the
-extra, the measuring machine) stays the newest report's."""
+Where the run's series (reporting.series: one scale, target, server build and machine speed class; a report that
+measured the metric at an older revision left out) holds POOL_FROM reports or more up to it that priced the
+comparison, the cost is theirs pooled (analysis.pooling: random effects, Paule-Mandel's between-run sd from those
+reports, the interval pool draws, at the stated confidence), not the newest report's alone: an answer read once, so
+no split over looks. The rest (levels, the cryptography in the extra, the measuring machine) stays the newest
+report's."""
 
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import LOOKS, RunEstimate, pool, run_estimate
 from secoverhead.analysis.stats import mean_interval, widen
+from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting.series import collect, reports_like
+from secoverhead.reporting.series import collect, reports_like, stale_metrics
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
 from secoverhead.sizing.scaling import Primitives
@@ -136,7 +138,10 @@ class Book:
                        between=why, pooled=reports)  # fmt: skip
 
     def _estimate(self, m: Measure, run_dir: Path) -> RunEstimate | None:
-        """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms)."""
+        """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms, or a
+        metric it measured otherwise than the studies measure it now)."""
+        if m.metric in stale_metrics((read_verdicts(run_dir) or {}).get("verdicts", [])):
+            return None
         try:
             c, n, _ = self._compare(m, 0.95, run_dir)
         except ConfigError:

@@ -28,6 +28,7 @@ from secoverhead.analysis import claim_registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.analysis.stats import holm
+from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
@@ -35,7 +36,7 @@ from secoverhead.core.paths import user_path
 from secoverhead.core.runs import scale_of
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting.series import collect, reports_like
+from secoverhead.reporting.series import collect, reports_like, revision_of, stale_metrics
 from secoverhead.studies import STUDIES
 from secoverhead.suite.learned import MIN_REPORTS, NEWEST
 
@@ -64,8 +65,8 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
 
 
 def what_ran(run_dir: str | Path) -> dict[str, str]:
-    """What a comparison must not mix unseen: the run's scale, its record's schema, and the servers that ran it
-    (engine and version, over its experiments)."""
+    """What a comparison must not mix unseen: the run's scale, its record's schema, the servers that ran it
+    (engine and version, over its experiments), and how its claims' metrics were measured (registry revisions)."""
     d = user_path(run_dir)
     meta = read_json(d / "run.json")
     meta = meta if isinstance(meta, dict) else {}
@@ -78,7 +79,19 @@ def what_ran(run_dir: str | Path) -> dict[str, str]:
         "scale": scale_of(meta.get("params_name")) or "unknown",
         "schema": str(meta.get("schema", "unknown")),
         "servers": ", ".join(sorted(servers)) or "unknown",
+        "measurement": _measurement(d),
     }
+
+
+def _measurement(run_dir: Path) -> str:
+    """The metrics a report measured at a raised revision (a fix since changed what they measure)."""
+    revisions: dict[str, int] = {}
+    for v in (read_verdicts(run_dir) or {}).get("verdicts", []):
+        if isinstance(v, dict):
+            metric = str((v.get("registered") or {}).get("metric"))
+            revisions[metric] = max(revisions.get(metric, 1), revision_of(v))
+    raised = [f"{metric} at revision {r}" for metric, r in sorted(revisions.items()) if r > 1]
+    return ", ".join(raised) or "every metric at revision 1"
 
 
 def differences(run_a: str | Path, run_b: str | Path) -> list[str]:
@@ -166,12 +179,14 @@ def level_spread(run_a: str | Path, run_b: str | Path, metrics: list[str]) -> tu
 
 
 def level_estimates(reports: list[Path], metrics: list[str]) -> dict[LevelKey, list[tuple[float, float]]]:
-    """Per level (experiment, arm, cell, metric), each report's mean log and its standard error."""
+    """Per level (experiment, arm, cell, metric), each report's mean log and its standard error; a metric a report
+    measured otherwise than its claims are measured now is left out (series.stale_metrics)."""
     per: dict[LevelKey, list[tuple[float, float]]] = {}
     for report in reports:
         _, stores = load_report(report)
+        stale = stale_metrics((read_verdicts(report) or {}).get("verdicts", []))
         for exp, runs in stores.items():
-            for metric in (m for m in metrics if m in runs):
+            for metric in (m for m in metrics if m in runs and m not in stale):
                 for (arm, cell), est in _levels(runs, metric).items():
                     per.setdefault((exp, arm, cell, metric), []).append(est)
     return per

@@ -142,6 +142,7 @@ def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
     fig, ax = plt.subplots(figsize=(9, 3.6))
     for key, g in data.groupby(SERIES, sort=False):
         label = f"{key[0][:48]} ({key[1]})" + ("" if key[2] == EMBEDDED else f" @ {key[2]}")
+        label += f", measured as of revision {key[-1]}" if key[-1] != 1 else ""
         ax.errorbar(
             g["date"],
             g["ratio"],

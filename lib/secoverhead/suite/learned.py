@@ -20,7 +20,7 @@ import pandas as pd
 from secoverhead.analysis.pooling import paule_mandel, recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json
-from secoverhead.reporting.series import collect, reports_like
+from secoverhead.reporting.series import collect, measured_now, reports_like
 from secoverhead.studies import STUDIES
 
 MIN_REPORTS = 5  # four degrees of freedom per cell before a learned term replaces the declared one
@@ -80,13 +80,13 @@ def _newest_series(df: pd.DataFrame, scale: str, target: str) -> list[str]:
 
 def cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]:
     """Per cell of a comparison between arms on instances of their own (a beside build's too): each report's
-    (estimate, se), as its verdicts recorded them."""
+    (estimate, se), as its verdicts recorded them; a claim's reports measured at its registry revision only."""
     between = _between_instances(study)
     out: dict[Cell, list[Estimate]] = defaultdict(list)
     for run in runs:
         for v in (read_verdicts(root / study / run) or {}).get("verdicts", []):
-            if not isinstance(v, dict):
-                continue
+            if not isinstance(v, dict) or not measured_now(v):
+                continue  # measured otherwise: another series
             reg = v.get("registered") or {}
             kinds = between.get(str(reg.get("id")), ())
             for k, judged in enumerate(v.get("judged") or []):

@@ -24,7 +24,8 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
     return (
         "<h3>Verdicts over reports</h3><p><small>"
         + html.escape(
-            f"Each claim's reports of one series (scale, target, server version, machine speed class) pooled: a "
+            f"Each claim's reports of one series (scale, target, server version, machine speed class, the "
+            f"claim's measurement revision) pooled: a "
             f"random-effects estimate (Paule-Mandel) and a Hartung-Knapp interval, never narrower than the "
             f"reports' plain t interval, at {level * 100:.3g} % for each look: a level calibrated by simulation so "
             f"that looking after every report keeps the chance of any wrong verdict in a series within {alpha:g}; "
