@@ -5,11 +5,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 KERNEL := $(VENV)/share/jupyter/kernels/secoverhead/kernel.json
 PYTEST_ARGS ?= --durations=25
-# Workers for the tests that read no measured figure: two, one per core. Three were tried (2026-11-27): the
-# phase keeps both cores 99-100 % busy, so 1,874 s against 2,028 s, and the README test 790 s of its 1,200.
-TEST_WORKERS ?= 2
+# Workers for the tests that read no measured figure: three on two cores, since many of them wait on servers,
+# signals and stalls. 2026-11-29, 2-core VM, with the bytecode compiled: make test 1,550 s (this phase 1,177 s, the
+# cores 83 % busy, the README test 403 s of its 1,200); two workers without it took 2,088 s (1,654 s).
+TEST_WORKERS ?= 3
 
-.PHONY: help setup setup-reports setup-parts reports-parts system-packages python kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
+.PHONY: help setup setup-reports setup-parts reports-parts system-packages python bytecode kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -19,12 +20,12 @@ help:
 	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
 	@echo "make error-rates - set up, then 1,000 experiments per scenario through each study's runner and rules (~75 min)"
-	@echo "make setup    - Debian packages, .venv, Jupyter kernel, FerretDB, inferno and iodelay builds, the real engines (idempotent)"
+	@echo "make setup    - Debian packages, .venv (its bytecode compiled), Jupyter kernel, FerretDB, inferno and iodelay builds, the real engines (idempotent)"
 
 # The Debian packages first (every other step needs one of them), then the rest at once: the downloads of one
 # (wheels, Go modules, crates, the engines) overlap the others' builds; each step's lines print when it ends.
 # make reports sets up what the quick reports use: they take no profiles, so not the flame-graph tool (inferno).
-SETUP_PARTS := python kernel ferretdb inferno iodelay engines
+SETUP_PARTS := python bytecode kernel ferretdb inferno iodelay engines
 REPORTS_PARTS := $(filter-out inferno,$(SETUP_PARTS))
 
 setup: system-packages
@@ -48,6 +49,13 @@ $(VENV)/.installed: pyproject.toml
 	@if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'; \
 	 else $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; fi
 	@touch $@
+
+# Every module's bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (these VMs set it) Python never saves
+# it, and each of the hundreds of processes a run or the tests start (the CLI, papermill, kernels, nbconvert)
+# compiled its imports from source again: 4 s of CPU each for pandas, scipy, matplotlib, papermill and nbconvert
+# (8.1 s against 4.0 s compiled). Up-to-date files are skipped; a dependency's file that does not compile is its own.
+bytecode: python
+	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib lib >/dev/null 2>&1 || true
 
 kernel: $(KERNEL)
 
@@ -86,8 +94,8 @@ format: python
 	$(BIN)/ruff format lib tests benchmarks
 	$(BIN)/ruff check --fix lib tests benchmarks
 
-# Two phases: the tests that read a measured figure (marked quiet) alone on the machine, then the rest two at a
-# time (whole files per worker: a notebook's cells share a kernel). One calibration serves both, taken while quiet.
+# Two phases: the tests that read a measured figure (marked quiet) alone on the machine, then the rest
+# TEST_WORKERS at a time (whole files per worker: a notebook's cells share a kernel). One calibration serves both, taken while quiet.
 NBVAL := --nbval-lax --nbval-sanitize-with $(abspath tests/nbval_sanitize.cfg)
 test: setup airflow lint
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && export SECOVERHEAD_CALIBRATION="$$scratch/calibration.json" \

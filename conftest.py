@@ -32,7 +32,7 @@ COVERED_BY_README = {"01_tls_overhead.ipynb": "secoverhead run tls", "06_cost_ca
 READS_REPORTS = {"07_your_questions.ipynb": "tests/integration/test_readme_python.py"}
 
 
-# The longest files first, so that two workers (make test's second phase) do not end with one of them alone on
+# The longest files first, so that the workers (make test's second phase) do not end with one of them alone on
 # a long file; the order within a file is kept (a notebook's cells run in order). Their seconds in that phase on
 # 2026-11-29: 306, 254, 243, 226, 121, 106, 93, 83, 79, 77, 72, 72, 65, 63 (the rest 60 or less). The Makefile
 # passes --no-loadscope-reorder: without it xdist sends the files with the most tests first, and these come last.
