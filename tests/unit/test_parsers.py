@@ -32,6 +32,10 @@ def test_s_time_summary():
     assert s["connections"] == 3230 and s["real_s"] == 2 and s["client_user_s"] == pytest.approx(0.43)
     with pytest.raises(SecoverheadError, match="no summary"):
         http.parse_s_time("connect: Connection refused")
+    # a busy host (make test beside a busy core, 2026-11-29): 35 resumed connections in under 5 ms of user time
+    busy = "35 connections in 0.00s; inf connections/user sec, bytes read 6895\n"
+    busy += "35 connections in 2 real seconds, 197 bytes read per connection"
+    assert http.parse_s_time(busy) == {"connections": 35, "client_user_s": 0.0, "real_s": 2.0}
 
 
 def test_wrk_json_line():
