@@ -79,7 +79,7 @@ def _state(closed: bool, revision: int, registered: dict[str, Any]) -> str:
     """open or closed; superseded when its claim is measured otherwise now (a higher registry revision)."""
     now = claim_registry.revision(str(registered.get("study")), str(registered.get("id")))
     if revision != now:
-        return f"superseded: revision {revision}, measured as revision {now} now"
+        return f"superseded: revision {revision} (measured as {now} now)"
     return "closed" if closed else "open"
 
 

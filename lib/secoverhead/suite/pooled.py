@@ -40,7 +40,7 @@ def _table(df: pd.DataFrame) -> str:
     headers wrapped, and the table scrolled on its own where a window is narrower than it still is."""
     words = "overflow-wrap:normal;"  # words whole: a verdict or a date never breaks inside
     wide = {"claim": "min-width:14em", "target": "min-width:7em", "pooled [interval]": "min-width:10em",
-            "pooled verdict": "min-width:6em", "newest report": "min-width:6em"}  # fmt: skip
+            "pooled verdict": "min-width:6em", "newest report": "min-width:6em", "series": "min-width:5em"}  # fmt: skip
     style = {c: words + wide.get(c, "white-space:nowrap") for c in df.columns}
     head = "".join(f'<th style="{words}white-space:normal">{html.escape(str(c))}</th>' for c in df.columns)
     rows = "".join(
