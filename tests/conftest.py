@@ -52,3 +52,20 @@ def builds_gone(monkeypatch):
     gone: set[str] = set()
     monkeypatch.setattr(ServerBuild, "missing", lambda self: "gone" if self.label in gone else None)
     return gone
+
+
+@pytest.fixture
+def registry_from(tmp_path, monkeypatch):
+    """Loads the claim registry from the YAML text given (its claims() raises what the file gets wrong); the real
+    registry is read again after the test."""
+    from secoverhead.analysis import claim_registry
+
+    def load(text: str) -> dict:
+        path = tmp_path / "claims.yaml"
+        path.write_text(text)
+        monkeypatch.setattr(claim_registry.paths, "CLAIMS", path)
+        claim_registry.claims.cache_clear()
+        return claim_registry.claims()
+
+    yield load
+    claim_registry.claims.cache_clear()

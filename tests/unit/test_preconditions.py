@@ -62,19 +62,12 @@ def test_every_claim_names_its_mechanism_and_at_least_one_precondition():
             assert p.why and p.where and p.condition in pre.CONDITIONS, (c.id, p)
 
 
-def test_the_registry_refuses_a_claim_without_preconditions(tmp_path, monkeypatch):
-    bad = tmp_path / "claims.yaml"
-    bad.write_text(
-        "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
-        " reading: {effect: e, shape: above, line: 1}}\n"
-    )
-    monkeypatch.setattr(registry.paths, "CLAIMS", bad)
-    registry.claims.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="preconditions"):
-            registry.claims()
-    finally:
-        registry.claims.cache_clear()
+def test_the_registry_refuses_a_claim_without_preconditions(registry_from):
+    with pytest.raises(ValueError, match="preconditions"):
+        registry_from(
+            "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
+            " reading: {effect: e, shape: above, line: 1}}\n"
+        )
 
 
 def test_a_precondition_needs_its_why_where_and_a_known_condition():

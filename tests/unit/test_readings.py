@@ -110,22 +110,15 @@ def test_every_published_claim_quotes_its_original_and_the_suites_own_are_marked
     assert setup.source_on("MongoDB") == "published" and setup.source_on("MySQL") == "extension"
 
 
-def test_the_registry_rejects_an_unquoted_published_claim(tmp_path, monkeypatch):
-    bad = tmp_path / "claims.yaml"
-    bad.write_text(
-        "- {id: x, study: s, source: published, claim: c, metric: tps, why: w,"
-        " reading: {effect: e, shape: above, line: 1}}\n"
-    )
-    monkeypatch.setattr(registry.paths, "CLAIMS", bad)
-    registry.claims.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="quotes"):
-            registry.claims()
-    finally:
-        registry.claims.cache_clear()
+def test_the_registry_rejects_an_unquoted_published_claim(registry_from):
+    with pytest.raises(ValueError, match="quotes"):
+        registry_from(
+            "- {id: x, study: s, source: published, claim: c, metric: tps, why: w,"
+            " reading: {effect: e, shape: above, line: 1}}\n"
+        )
 
 
-def test_a_raised_revision_is_recorded_explained_in_changes_and_a_bad_one_refused(tmp_path, monkeypatch):
+def test_a_raised_revision_is_recorded_explained_in_changes_and_a_bad_one_refused(registry_from):
     """A claim measured otherwise after a fix carries its revision into verdicts.json, and CHANGES.md says why."""
     changes = (registry.paths.CLAIMS.parent / "CHANGES.md").read_text()
     raised = [c for c in CLAIMS if c.revision > 1]
@@ -134,19 +127,12 @@ def test_a_raised_revision_is_recorded_explained_in_changes_and_a_bad_one_refuse
         assert f"`{c.id}` at revision {c.revision}" in changes, c.id
         assert c.record()["revision"] == c.revision
     assert registry.revision("auth", "auth-client-cpu") == 2 and registry.revision("audit", "gone") == 1
-    bad = tmp_path / "claims.yaml"
-    bad.write_text(
-        "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m, revision: 0,"
-        " preconditions: [{condition: round_trip_ms, at_least: 1, why: w, where: w}],"
-        " reading: {effect: e, quantity: ratio, unit: x, shape: above, line: 1}}\n"
-    )
-    monkeypatch.setattr(registry.paths, "CLAIMS", bad)
-    registry.claims.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="revision is a whole number"):
-            registry.claims()
-    finally:
-        registry.claims.cache_clear()
+    with pytest.raises(ValueError, match="revision is a whole number"):
+        registry_from(
+            "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m, revision: 0,"
+            " preconditions: [{condition: round_trip_ms, at_least: 1, why: w, where: w}],"
+            " reading: {effect: e, quantity: ratio, unit: x, shape: above, line: 1}}\n"
+        )
 
 
 def test_audit_is_read_on_tps_as_the_original_computes_it():

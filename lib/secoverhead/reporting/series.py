@@ -106,8 +106,9 @@ def measured_now(verdict: dict) -> bool:
     return revision_of(verdict) == claim_registry.revision(str(reg.get("study")), str(reg.get("id")))
 
 
-def stale_metrics(verdicts: list) -> set[str]:
+def stale_metrics(report: Path) -> set[str]:
     """The metrics a report's verdicts measured otherwise than their claims are measured now."""
+    verdicts = (read_verdicts(report) or {}).get("verdicts", [])
     return {
         str((v.get("registered") or {}).get("metric")) for v in verdicts if isinstance(v, dict) and not measured_now(v)
     }

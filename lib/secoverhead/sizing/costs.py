@@ -32,7 +32,6 @@ from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.pooling import LOOKS, RunEstimate, pool, run_estimate
 from secoverhead.analysis.stats import mean_interval, widen
-from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
@@ -102,6 +101,7 @@ class Book:
         self.sources = dict(sources)
         self._runs: dict[tuple[Path, str], pd.DataFrame] = {}
         self._series: dict[str, list[Path]] = {}
+        self._stale: dict[Path, set[str]] = {}
 
     def runs(self, study: str, part: str, run_dir: Path | None = None) -> pd.DataFrame:
         """A part's run table, of the study's source run or (run_dir) another report of its series."""
@@ -140,7 +140,9 @@ class Book:
     def _estimate(self, m: Measure, run_dir: Path) -> RunEstimate | None:
         """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms, or a
         metric it measured otherwise than the studies measure it now)."""
-        if m.metric in stale_metrics((read_verdicts(run_dir) or {}).get("verdicts", [])):
+        if run_dir not in self._stale:
+            self._stale[run_dir] = stale_metrics(run_dir)  # one read of its verdicts for every line priced
+        if m.metric in self._stale[run_dir]:
             return None
         try:
             c, n, _ = self._compare(m, 0.95, run_dir)

@@ -184,7 +184,7 @@ def level_estimates(reports: list[Path], metrics: list[str]) -> dict[LevelKey, l
     per: dict[LevelKey, list[tuple[float, float]]] = {}
     for report in reports:
         _, stores = load_report(report)
-        stale = stale_metrics((read_verdicts(report) or {}).get("verdicts", []))
+        stale = stale_metrics(report)
         for exp, runs in stores.items():
             for metric in (m for m in metrics if m in runs and m not in stale):
                 for (arm, cell), est in _levels(runs, metric).items():
