@@ -69,3 +69,31 @@ def test_a_word_or_number_cut_across_lines_in_print_is_seen_and_an_identifier_wr
     seen = browser.first_screen(page)
     assert "concurrency" in seen.print_split_words and "11211.887" in seen.print_split_words
     assert not {"connection", "server", "cpu", "us", "per", "op"} & set(seen.print_split_words)
+
+
+
+def _report_pages(tmp_path, name: str, cells: list) -> int:
+    import nbformat
+
+    from secoverhead.reporting.render import render_html
+
+    notebook = tmp_path / f"{name}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebook)
+    html = render_html(notebook, tmp_path / f"{name}.html")  # the reports' own template and print stylesheet
+    return _pages(browser.pdf(html, tmp_path / f"{name}.pdf").read_bytes())
+
+
+def test_a_long_output_starts_on_the_page_its_heading_is_on(tmp_path):
+    """JupyterLab's print stylesheet keeps each output on one page: the auth report's conclusions (a count, then a
+    list longer than the rest of page 1, as two outputs of one cell) began on page 2 and left page 1 white under
+    its title. Printed from outputs, they take no more pages than the same words written in the notebook."""
+    import nbformat
+
+    intro = "# Study\n\nIntroduction.\n\n## Conclusions"
+    count = "<p><b>published claims: 2 not reproduced</b></p>"
+    listed = "".join(f"<div class='claim'>claim {i}: measured 1.35x to 1.77x</div>" for i in range(60))
+    claims = f"<div class='claims'>{listed}</div>"  # about one and a third A4 pages
+    outputs = [nbformat.v4.new_output("display_data", {"text/html": h}) for h in (count, claims)]
+    as_outputs = [nbformat.v4.new_markdown_cell(intro), nbformat.v4.new_code_cell("", outputs=outputs)]
+    as_words = [nbformat.v4.new_markdown_cell(f"{intro}\n\n{count}\n\n{claims}")]
+    assert _report_pages(tmp_path, "outputs", as_outputs) <= _report_pages(tmp_path, "words", as_words)
