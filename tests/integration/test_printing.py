@@ -71,7 +71,6 @@ def test_a_word_or_number_cut_across_lines_in_print_is_seen_and_an_identifier_wr
     assert not {"connection", "server", "cpu", "us", "per", "op"} & set(seen.print_split_words)
 
 
-
 def _report_pages(tmp_path, name: str, cells: list) -> int:
     import nbformat
 
