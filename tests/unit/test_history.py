@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from secoverhead.reporting import series
+from secoverhead.reporting import plots, series
 from secoverhead.suite import expected, history
 
 
@@ -202,3 +202,22 @@ def test_a_series_server_is_the_build_its_verdict_ran_on():
     assert server_of({"server": {"build": "nginx 1.22.1", "version": "1.22.1"}}) == "nginx 1.22.1"
     assert server_of({"server": {"build": "MariaDB", "version": "10.11.19-MariaDB"}}) == "MariaDB 10.11.19-MariaDB"
     assert server_of({"server": {}}) == ""  # a part without a server: auth's nonce generator
+
+
+def test_every_series_drawn_looks_its_own_and_its_legend_lies_below_the_axes():
+    """Twelve TLS series drew with ten colours (the eleventh and twelfth looked like the first two), and their
+    legend, inside the axes, hid the upper lines."""
+    import matplotlib.pyplot as plt
+
+    looks = {tuple(str(v) for v in history._style(i).values()) for i in range(50)}
+    assert len(looks) == 50
+    night = pd.concat([_series_frame([0.1, 0.2, 0.3], claim=f"c{k}", series="a") for k in range(12)])
+    fig = history.history_figure(night, "TLS", [])
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    lines = [c.lines[0] for c in ax.containers]
+    assert len({(ln.get_color(), ln.get_marker(), str(ln.get_linestyle())) for ln in lines}) == 12
+    legend, x_axis = ax.get_legend().get_window_extent(), ax.xaxis.get_tightbbox()
+    assert legend.y1 <= x_axis.y0  # below the axes, their dates and the axis' label
+    assert plots.overlaps(fig) == []
+    plt.close(fig)

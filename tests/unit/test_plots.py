@@ -34,3 +34,33 @@ def test_the_claim_plot_names_close_intervals_without_collisions():
     fig = summary.figure([{"claim": "c", "verdict": "inconclusive", "judged": [reading]}])
     assert plots.overlaps(fig) == []
     plt.close("all")
+
+
+def test_a_log_axis_reads_in_plain_numbers_at_any_span_without_collisions():
+    """A narrow span labels its evenly spaced ticks (not '9.8 x 10^-1', nor '1' alone); a wide one labels 1, 2 and 5
+    of each decade; labels never collide."""
+    import pandas as pd
+
+    for lo, hi, fewest in ((0.95, 1.05, 3), (0.6, 1.2, 3), (0.5, 1.4, 2), (0.05, 50.0, 5)):
+        rounds = pd.DataFrame({"TLS": [lo, (lo * hi) ** 0.5, hi]}, index=[1, 2, 3])
+        fig = plots.paired_rounds(rounds, title="t", ylabel="ratio")
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        ticks = [t for t in [*ax.get_yticklabels(), *ax.get_yticklabels(minor=True)] if t.get_text()]
+        shown = [t.get_text() for t in ticks if lo / 1.2 <= t.get_position()[1] <= hi * 1.2]
+        assert len(shown) >= fewest, (lo, hi, shown)
+        assert not any("e" in s or "times" in s or "^" in s for s in shown), shown
+        assert plots.overlaps(fig) == [], (lo, hi)
+    plt.close("all")
+
+
+def test_log_ticks_are_round_numbers_over_a_narrow_span_and_one_two_five_over_a_wide_one():
+    import numpy as np
+
+    narrow = plots.LogTicks().tick_values(0.87, 1.9)  # a set-up ratio: ticks between 1 and 2
+    assert len([t for t in narrow if 1 < t < 1.9]) >= 3 and all(t > 0 for t in narrow)
+    wide = plots.LogTicks().tick_values(0.03, 120.0)
+    mantissas = {round(t / 10 ** np.floor(np.log10(t)), 6) for t in wide}
+    assert mantissas <= {1.0, 2.0, 5.0} and len([t for t in wide if 0.03 <= t <= 120]) >= 9
+    assert len(plots.LogTicks().tick_values(0.2, 0.8)) >= 3  # a 4x span near zero: no tick at 0 on a log axis
+    assert all(t > 0 for t in plots.LogTicks().tick_values(0.2, 0.8))

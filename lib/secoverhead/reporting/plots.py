@@ -73,19 +73,34 @@ def ecdf(samples: pd.DataFrame, value: str, by: str, *, title: str, xlabel: str,
     ax.set(title=title, xlabel=xlabel, ylabel="fraction of samples <= x")
     if log:
         ax.set_xscale("log")
-        _readable_log(ax.xaxis)
+        readable_log(ax.xaxis)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _readable_log(axis) -> None:
-    """A log axis labelled at 1, 2 and 5 of each decade in plain numbers, its minor ticks unlabelled: matplotlib's
-    own labels the minor ticks too when the range is under a decade, and they collide (3x10^-1 / 4x10^-1)."""
-    axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+def readable_log(axis) -> None:
+    """A log axis in plain numbers (1.2, 2, 10), never 9.8x10^-1, its ticks where a reader needs them (LogTicks);
+    minor ticks unlabelled (labelled, they collide: 3x10^-1 / 4x10^-1)."""
+    axis.set_major_locator(LogTicks())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+class LogTicks(matplotlib.ticker.Locator):
+    """1, 2 and 5 of each decade where a log axis spans more than 4x; evenly spaced round numbers where it spans
+    less (a set-up ratio between 0.9 and 1.9 had no tick between 1 and 2)."""
+
+    def __call__(self):
+        return self.tick_values(*self.axis.get_view_interval())
+
+    def tick_values(self, vmin: float, vmax: float):
+        lo, hi = sorted((vmin, vmax))
+        if lo <= 0 or hi > 4 * lo:
+            return matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)).tick_values(lo, hi)
+        ticks = matplotlib.ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+        return ticks[ticks > 0]
 
 
 def paired_rounds(ratios: pd.DataFrame, *, title: str, ylabel: str, line: float | None = None):
@@ -100,10 +115,11 @@ def paired_rounds(ratios: pd.DataFrame, *, title: str, ylabel: str, line: float 
     if line is not None:
         ax.axhline(line, color="#555", lw=1, ls="--", label=f"the claim's line ({line:g}×)")
     ax.set_yscale("log")
-    _readable_log(ax.yaxis)
+    readable_log(ax.yaxis)
     values = [v for v in ratios.to_numpy(dtype=float).ravel() if np.isfinite(v) and v > 0] + [1.0, line or 1.0]
     ax.set_ylim(min(values) / 1.15, max(values) * 1.15)  # room above the top tick for its label below the title
     ax.set(title=title, xlabel="round", ylabel=ylabel)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # round 2, never round 1.25
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -19,12 +19,14 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.figure import Figure
 from scipy import stats
 
 from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.core.runs import EMBEDDED
 from secoverhead.core.units import significant, unit
+from secoverhead.reporting.plots import readable_log
 from secoverhead.reporting.series import SERIES, collect
 from secoverhead.suite import expected as expected_marks
 
@@ -133,24 +135,38 @@ def _change(row: pd.Series, before: float, after: float, p: float, marks: list) 
     )
 
 
+_MARKERS, _LINES = ("o", "s", "^", "D", "v"), ("-", "--", ":", "-.", (0, (1, 3)))
+
+
+def _style(i: int) -> dict:
+    """A series' own colour, marker and line: ten colours alone gave the TLS history's eleventh and twelfth
+    series the first two's look."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    turn = i // len(colours)
+    return {"color": colours[i % len(colours)], "marker": _MARKERS[turn % 5], "ls": _LINES[turn % 5]}
+
+
 def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
     """Each series' ratio over the runs' dates with its interval, change points marked; a base64 PNG."""
     data = df.dropna(subset=["ratio", "ci low", "ci high", "date"]) if len(df) else df
     if not len(data):
         return None
+    fig = history_figure(data, title, found)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")  # the legend below the axes included
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def history_figure(data: pd.DataFrame, title: str, found: list[Change]) -> Figure:
+    """The history's figure: a line per series, each with a look of its own, and their legend below the axes."""
     matplotlib.use("Agg")
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    for key, g in data.groupby(SERIES, sort=False):
+    for i, (key, g) in enumerate(data.groupby(SERIES, sort=False)):
         label = f"{key[0][:48]} ({key[1]})" + ("" if key[2] == EMBEDDED else f" @ {key[2]}")
         label += f", measured as of revision {key[-1]}" if key[-1] != 1 else ""
-        ax.errorbar(
-            g["date"],
-            g["ratio"],
-            yerr=[g["ratio"] - g["ci low"], g["ci high"] - g["ratio"]],
-            marker="o",
-            capsize=3,
-            label=label,
-        )
+        yerr = [g["ratio"] - g["ci low"], g["ci high"] - g["ratio"]]
+        ax.errorbar(g["date"], g["ratio"], yerr=yerr, capsize=3, label=label, **_style(i))
     for c in found:
         when = pd.to_datetime(c.date, utc=True, errors="coerce")
         if when is not pd.NaT:
@@ -159,14 +175,12 @@ def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
     ax.axhline(1.0, color="grey", lw=1)
     ax.set(title=title, xlabel="run started (UTC)", ylabel="effect ratio (arm / baseline)")
     ax.set_yscale("log")
+    readable_log(ax.yaxis)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
     fig.autofmt_xdate()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+    # below the axes, never over them: twelve series' labels inside hid the TLS history's upper lines
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, handlelength=3)
+    return fig
 
 
 def table_html(df: pd.DataFrame) -> str:
