@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 from secoverhead.reporting import plots, summary
 
@@ -39,8 +41,6 @@ def test_the_claim_plot_names_close_intervals_without_collisions():
 def test_a_log_axis_reads_in_plain_numbers_at_any_span_without_collisions():
     """A narrow span labels its evenly spaced ticks (not '9.8 x 10^-1', nor '1' alone); a wide one labels 1, 2 and 5
     of each decade; labels never collide."""
-    import pandas as pd
-
     for lo, hi, fewest in ((0.95, 1.05, 3), (0.6, 1.2, 3), (0.5, 1.4, 2), (0.05, 50.0, 5)):
         rounds = pd.DataFrame({"TLS": [lo, (lo * hi) ** 0.5, hi]}, index=[1, 2, 3])
         fig = plots.paired_rounds(rounds, title="t", ylabel="ratio")
@@ -55,8 +55,6 @@ def test_a_log_axis_reads_in_plain_numbers_at_any_span_without_collisions():
 
 
 def test_log_ticks_are_round_numbers_over_a_narrow_span_and_one_two_five_over_a_wide_one():
-    import numpy as np
-
     narrow = plots.LogTicks().tick_values(0.87, 1.9)  # a set-up ratio: ticks between 1 and 2
     assert len([t for t in narrow if 1 < t < 1.9]) >= 3 and all(t > 0 for t in narrow)
     wide = plots.LogTicks().tick_values(0.03, 120.0)

@@ -143,7 +143,11 @@ def _style(i: int) -> dict:
     series the first two's look."""
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     turn = i // len(colours)
-    return {"color": colours[i % len(colours)], "marker": _MARKERS[turn % 5], "ls": _LINES[turn % 5]}
+    return {
+        "color": colours[i % len(colours)],
+        "marker": _MARKERS[turn % len(_MARKERS)],
+        "ls": _LINES[turn % len(_LINES)],
+    }
 
 
 def plot_png(df: pd.DataFrame, title: str, found: list[Change]) -> str | None:
