@@ -135,6 +135,12 @@ def test_every_range_error_is_exit_2_before_anything_starts(study_id, tmp_path, 
     assert not any(tmp_path.iterdir())  # no run directory: no kernel, no server
 
 
+def test_a_range_error_prints_its_bounds_as_a_reader_takes_them(tmp_path, capsys):
+    assert main(["run", "cost", "-p", "new_connections_per_s", "-5", "--reports", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "between 0 and 1,000,000,000" in err and "e+" not in err, err
+
+
 @pytest.mark.parametrize(
     "name, text, kind, expected",
     [

@@ -30,6 +30,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import Unreadable, read_bounded
 from secoverhead.core.paths import file_problem
 from secoverhead.core.secrets import holds_secret, secret_reference
+from secoverhead.core.units import significant
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"  # names that become directory names: no '/', no leading '.'
 MAX_STR = 1000  # no parameter needs a longer string; bounds what a typo or a fuzzer can do
@@ -74,7 +75,7 @@ class Spec:
 def _fmt(x: float | None) -> str:
     if x is None:
         return "inf"
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    return significant(x, 6) if isinstance(x, float) else str(x)  # 1,000,000,000, never 1e+09
 
 
 def param(
