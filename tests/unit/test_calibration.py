@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -61,3 +64,49 @@ def test_the_fixed_loop_is_its_fastest_chunk_across_bursts_and_keeps_the_median_
     loop = calibration._Loop()
     loop.burst(0.05)
     assert loop.times and all(t > 0 for t in loop.times)
+
+
+def test_a_speed_check_is_the_fixed_loop_now_and_what_else_ran_meanwhile():
+    check = calibration.speed_check(0.02)
+    assert 1 < check["loop_ms"] < 10_000  # a real loop timed: ms per 1e6 iterations on any machine this runs on
+    assert check["others_cores"] >= 0
+
+
+def test_a_busy_sibling_vcpu_is_seen_by_the_check():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: no sibling")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        check = calibration.speed_check(0.2)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert check["others_cores"] >= calibration.QUIET_CORES  # a whole core spun beside it: never a quiet check
+    assert calibration.quiet([check]) == []
+
+
+def _c(ms, others=0.0):
+    return {"loop_ms": ms, "others_cores": others}
+
+
+@pytest.mark.parametrize(
+    "checks, cal, expected",
+    [
+        ([_c(120.0), _c(60.0), _c(110.0)], {"python_loop_ms": 60.0}, 110 / 60),  # the median over the fastest
+        ([_c(66.0)], {"python_loop_ms": 60.0}, 1.1),
+        ([_c(66.0), _c(125.0, others=0.95)], {"python_loop_ms": 60.0}, 1.1),  # a busy machine's check: not read
+        ([_c(125.0, others=0.95)], {"python_loop_ms": 60.0}, None),  # no quiet check
+        ([], {"python_loop_ms": 60.0}, None),  # a report from before speed checks
+        ([_c(66.0)], {}, None),  # no calibration: nothing to set it against
+        ([_c(66.0)], {"python_loop_ms": 0}, None),
+        ([None, _c("x"), _c(-1), {"loop_ms": 66.0}, _c(66.0)], {"python_loop_ms": 60.0}, 1.1),  # not a check: unread
+    ],
+)
+def test_slowdown_is_the_quiet_checks_median_over_the_calibrations_fastest(checks, cal, expected):
+    got = calibration.slowdown(checks, cal)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_the_slow_state_line_lies_between_the_two_speeds():
+    assert 1.3 < calibration.SLOW_STATE < 1.73  # above one usual burst, below the slow state seen (1.73-1.80x)

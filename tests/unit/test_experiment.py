@@ -270,3 +270,45 @@ def test_an_owner_that_exited_is_dead_even_as_an_unreaped_zombie():
     assert not alive(child.pid)  # not reaped yet: its directories are stale all the same
     child.wait()
     assert not alive(child.pid) and alive(os.getpid()) and not alive("x") and not alive(0)
+
+
+def test_the_vcpus_speed_is_checked_once_before_each_round_and_not_again_on_resume(tmp_path):
+    store = ResultStore(tmp_path, "speed")
+    plan = ExperimentPlan("speed", arms=["a", "b"], repetitions=3, warmup=1, speed_check_s=0.01)
+    calls = []
+
+    def measure(arm, factors):
+        calls.append(arm)
+        if len(calls) == 5:
+            raise RuntimeError("server went away")
+        return Measurement({"x": 1})
+
+    with pytest.raises(RuntimeError):
+        Experiment(plan, store, progress=False).run(measure)
+    checks = store.metadata()["speed_checks"]
+    assert [c["warmup"] for c in checks] == [True, False, False]  # the warm-up, the first round, the second
+    assert all(c["loop_ms"] > 0 for c in checks)
+    Experiment(plan, store, progress=False).run(lambda arm, f: Measurement({"x": 1}))
+    checks = store.metadata()["speed_checks"]
+    # the rounds done are not checked again; the one cut short is, as its other runs start
+    assert [(c["round"], c["warmup"]) for c in checks][1:] == [(0, False), (1, False), (1, False), (2, False)]
+
+
+def test_without_a_speed_check_the_plan_records_none(tmp_path):
+    store = ResultStore(tmp_path, "nospeed")
+    Experiment(ExperimentPlan("nospeed", arms=["a"], repetitions=2, warmup=0), store, progress=False).run(
+        lambda arm, f: Measurement({"x": 1})
+    )
+    assert "speed_checks" not in store.metadata()
+
+
+def test_the_speed_check_takes_nothing_from_the_runs_budget(tmp_path):
+    store = ResultStore(tmp_path, "budget")
+    plan = ExperimentPlan("budget", arms=["a"], repetitions=3, warmup=0, max_seconds=0.5, speed_check_s=0.3)
+
+    def measure(arm, factors):
+        time.sleep(0.05)
+        return Measurement({"x": 1})
+
+    Experiment(plan, store, progress=False).run(measure)
+    assert len(store.records()) == 3  # 0.9 s of checks, 0.15 s of runs: the budget of 0.5 s is the runs'

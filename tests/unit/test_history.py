@@ -221,3 +221,19 @@ def test_every_series_drawn_looks_its_own_and_its_legend_lies_below_the_axes():
     assert legend.y1 <= x_axis.y0  # below the axes, their dates and the axis' label
     assert plots.overlaps(fig) == []
     plt.close(fig)
+
+
+def test_a_reports_vcpu_slowdown_is_its_parts_speed_checks_over_its_fastest_and_the_index_shows_it(tmp_path):
+    slow, usual, before = (_run(tmp_path, k, 800, 2.0, (1.0, 3.0)) for k in range(3))
+    for name, checks in ((slow, [110.0, 115.0]), (usual, [70.0, 72.0])):
+        for part, part_checks in (("tde-4c16g", checks), ("tde-8c32g", checks[:1])):
+            checks_ = [{"loop_ms": c, "others_cores": 0.0} for c in part_checks]
+            meta = {"calibration": {"python_loop_ms": 62.0}, "speed_checks": checks_}
+            (tmp_path / "tde" / name / "results" / part).mkdir()
+            (tmp_path / "tde" / name / "results" / part / "metadata.json").write_text(json.dumps(meta))
+    df = series.collect(tmp_path, "tde")
+    by_run = df.drop_duplicates("run").set_index("run")["vcpu slowdown"]
+    assert by_run[slow] == pytest.approx(110 / 62) and by_run[usual] == pytest.approx(70 / 62)
+    assert math.isnan(by_run[before])  # a report from before the checks: not known, never 1
+    table = history.table_html(df)
+    assert "vcpu slowdown" in table and "1.77" in table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from secoverhead.core.units import unit
 from secoverhead.reporting import tables
@@ -119,3 +120,47 @@ def test_text_cells_and_headers_may_wrap_after_an_underscore_numbers_and_markup_
     assert ">server_<wbr>cpu_<wbr>us_<wbr>per_<wbr>op<" in page and ">&lt;b&gt;a_<wbr>b&lt;/b&gt;<" in page
     assert ">x_<wbr>y<" in page and ">2.500<" in page and ">7<" in page and ">1.500<" in page
     assert ">Odd_<wbr>Name<" in page and "<b>" not in page
+
+
+@pytest.mark.parametrize(
+    "checks, expected",
+    [
+        ([110.0, 70.0, 112.0], (110 / 62, "2 of 3")),  # two rounds in the slow state
+        ([70.0, 72.0], (71 / 62, "0 of 2")),
+        ([], None),  # no checks: nothing said of the vCPU
+    ],
+)
+def test_the_noise_summary_says_how_slow_the_vcpu_ran_before_the_rounds(checks, expected):
+    runs = pd.DataFrame({"noise_steal_fraction": [0.0, 0.01]})
+    meta = {
+        "calibration": {"python_loop_ms": 62.0},
+        "speed_checks": [{"round": 0, "loop_ms": c, "others_cores": 0.0} for c in checks]
+        + [{"round": 9, "loop_ms": 125.0, "others_cores": 0.9}],  # a sibling vCPU busy: not the host's state
+    }
+    out = tables.noise_summary(runs, meta)
+    assert out["noise_steal_fraction"] == pytest.approx(0.005)
+    if expected is None:
+        assert "vcpu_slowdown" not in out
+    else:
+        assert (out["vcpu_slowdown"], out["rounds_in_slow_state"]) == (pytest.approx(expected[0]), expected[1])
+
+
+@pytest.mark.parametrize("loop_ms, said", [(115.0, True), (72.0, False)])
+def test_a_part_whose_vcpu_ran_in_its_slow_state_says_so_above_its_tables(monkeypatch, loop_ms, said):
+    from secoverhead.reporting import report
+
+    class Part:
+        name, label = "tls-mysql", "MySQL"
+
+        def runs(self):
+            return pd.DataFrame({"noise_steal_fraction": [0.0]})
+
+        def metadata(self):
+            check = {"round": 0, "loop_ms": loop_ms, "others_cores": 0.04}
+            return {"calibration": {"python_loop_ms": 62.0}, "speed_checks": [check] * 2}
+
+    lines: list[str] = []
+    monkeypatch.setattr(report, "say", lines.append)
+    rows = report._noise_of(Part())
+    assert rows[0]["vcpu_slowdown"] == pytest.approx(loop_ms / 62.0)
+    assert any("slow state" in line and "(2 of 2 such checks" in line for line in lines) is said

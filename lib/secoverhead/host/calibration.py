@@ -24,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from secoverhead.core.environ import server_env
 from secoverhead.core.errors import SecoverheadError
 from secoverhead.core.files import SCHEMA, atomic_write_json
 from secoverhead.host import environment
+from secoverhead.host.noise import machine_busy_s
 
 PAGE_BYTES = 16384
 MAX_AGE_S = 30 * 60  # a calibration shared by the studies of one `secoverhead run` is at most this old
@@ -95,18 +97,62 @@ class _Loop:
         self.times: list[float] = []
 
     def burst(self, seconds: float = LOOP_BURST_S) -> None:
-        start = time.process_time()
-        while time.process_time() - start < seconds:
-            t0 = time.process_time()
+        # this thread's CPU time: a kernel's other threads (a duet's, a progress bar's) never count in it
+        start = time.thread_time()
+        while time.thread_time() - start < seconds:
+            t0 = time.thread_time()
             total = 0
             for i in range(LOOP_CHUNK):
                 total += i * i & 7
-            self.times.append(time.process_time() - t0)
+            self.times.append(time.thread_time() - t0)
 
     def ms(self) -> tuple[float, float]:
         """(fastest, median) per 1e6 iterations."""
         per = 1e3 * 1_000_000 / LOOP_CHUNK
         return min(self.times) * per, statistics.median(self.times) * per
+
+
+SPEED_CHECK_S = 0.1  # one burst before each round of a study's experiment: under 1 % of a quick round
+# The vCPU's slow state: the fixed loop 1.8x its fastest (above). This VM's two vCPUs share a core: with the other
+# one busy (`yes` pinned to it) a 0.1-s burst reads 123-128 ms against 72-75 ms alone (2026-11-29). So a check
+# reads the host only while nothing else of this machine runs (QUIET_CORES). Alone, a burst's median is 1.05-1.19x
+# the calibration's fastest (23 calibrations on 2026-11-29), up to 1.3x for one 0.1-s burst; in the slow state the
+# host gave two calibrations (06:56, 07:23; nothing else of the VM running) 1.73-1.80x. 1.5x lies between the two.
+SLOW_STATE = 1.5
+QUIET_CORES = 0.2  # what else may run on the machine during a check that reads the host (a busy vCPU: about 1)
+
+
+def speed_check(seconds: float = SPEED_CHECK_S) -> dict[str, float]:
+    """The fixed loop's median ms per 1e6 iterations over one burst now (set against the calibration's fastest,
+    python_loop_ms: how fast the vCPU ran), and the cores the rest of the machine kept busy meanwhile (a busy
+    sibling vCPU slows the loop too). Steal time does not show the slow state; a quiet check does."""
+    loop = _Loop()
+    busy0, wall0, own0 = machine_busy_s(), time.monotonic(), time.thread_time()
+    loop.burst(seconds)
+    wall = max(time.monotonic() - wall0, 1e-9)
+    others = (machine_busy_s() - busy0 - (time.thread_time() - own0)) / wall
+    return {"loop_ms": round(loop.ms()[1], 2), "others_cores": round(max(others, 0.0), 3)}
+
+
+def quiet(checks: Sequence[Any]) -> list[float]:
+    """The loop times of the checks taken with the rest of the machine quiet: the ones that read the host."""
+    out = []
+    for c in checks:
+        if isinstance(c, Mapping) and isinstance(c.get("others_cores"), int | float):
+            ms = c.get("loop_ms")
+            if c["others_cores"] < QUIET_CORES and isinstance(ms, int | float) and ms > 0:
+                out.append(float(ms))
+    return out
+
+
+def slowdown(checks: Sequence[Any], cal: Mapping[str, Any]) -> float | None:
+    """How much slower than its own fastest the host ran the vCPU over an experiment's quiet speed checks (their
+    median over the calibration's fastest loop); None without either."""
+    fastest = cal.get("python_loop_ms") if isinstance(cal, Mapping) else None
+    times = quiet(checks)
+    if not times or not isinstance(fastest, int | float) or fastest <= 0:
+        return None
+    return statistics.median(times) / fastest
 
 
 def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:

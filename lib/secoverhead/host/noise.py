@@ -75,6 +75,18 @@ def _process_cpu_s(pid: int) -> float:
         return 0.0
 
 
+def _cpu_ticks() -> list[int]:
+    """The machine's CPU time so far, in ticks: user, nice, system, idle, iowait, irq, softirq, steal."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (fields + [0] * 8)[:8]
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every CPU of the machine has been busy so far (user, nice, system, irq, softirq)."""
+    user, nice, system, _idle, _iowait, irq, softirq, _steal = _cpu_ticks()
+    return (user + nice + system + irq + softirq) / HZ
+
+
 @dataclass(frozen=True)
 class Snapshot:
     wall: float
@@ -86,8 +98,7 @@ class Snapshot:
 
     @classmethod
     def take(cls) -> Snapshot:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+        user, nice, system, idle, iowait, irq, softirq, steal = _cpu_ticks()
         pressure = None
         try:
             some = Path("/proc/pressure/cpu").read_text().split("\n", 1)[0]

@@ -34,6 +34,7 @@ from typing import Any
 from secoverhead.analysis import outliers
 from secoverhead.analysis.design import Looks
 from secoverhead.host import environment
+from secoverhead.host.calibration import speed_check
 from secoverhead.host.noise import NoiseMonitor
 from secoverhead.measurement.plan import PlannedRun, Unit, combinations, plan_rounds
 from secoverhead.measurement.progress import Progress
@@ -66,6 +67,7 @@ class ExperimentPlan:
     max_retakes: int = 0  # noisy single runs taken again: at most this many per experiment
     min_rounds: int = 0
     outlier: tuple[str, float] | None = None  # duets: (metric, least log deviation) marking an outlier duet
+    speed_check_s: float = 0.0  # seconds of the vCPU's speed check before each round (0: none)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arms", tuple(self.arms))
@@ -120,6 +122,7 @@ class _Session:
     profiled: bool = False
     stop_reason: str = ""
     duets: dict[str, tuple[Unit, list[RunRecord]]] = field(default_factory=dict)  # measured duets, by block
+    speed_checks: list[dict[str, Any]] = field(default_factory=list)  # the vCPU's speed before each round
 
     def uncuttable(self, p: PlannedRun) -> bool:
         """A run the clock never cuts: warm-up, or a round the first look guarantees."""
@@ -195,6 +198,7 @@ class Experiment:
         try:
             for rnd in self.plan.rounds():
                 self._profile_if_due(rnd, s, profiling, measure)
+                self._check_speed(rnd, s)
                 self._measure_round(rnd, s, measure)
                 if self._look(rnd, s, looks, decide):
                     break
@@ -225,7 +229,22 @@ class Experiment:
         )
         self.store.update_metadata(status="running", resumed_with_done=len(done))
         looks_done, strays = list(meta.get("looks_done", [])), list(meta.get("outlier_duets", []))
-        return _Session(time.monotonic(), done, looks_done, strays, profiled=profiling is None)
+        s = _Session(time.monotonic(), done, looks_done, strays, profiled=profiling is None)
+        s.speed_checks = list(meta.get("speed_checks", []))
+        return s
+
+    def _check_speed(self, rnd: list[Unit], s: _Session) -> None:
+        """How fast the vCPU runs as a round starts (host/calibration.py: its slow state shows in no other
+        figure), recorded with the round; a round already done is not checked again. The budget is the runs':
+        the check's time is not taken from it."""
+        first = rnd[0][0]
+        if self.plan.speed_check_s <= 0 or all(p.key in s.done for unit in rnd for p in unit):
+            return
+        t0 = time.monotonic()
+        check = speed_check(self.plan.speed_check_s)
+        s.start += time.monotonic() - t0
+        s.speed_checks.append({"round": first.repetition, "warmup": first.warmup, **check})
+        self.store.update_metadata(speed_checks=s.speed_checks)
 
     def _profile_if_due(self, rnd: list[Unit], s: _Session, profiling: Profiling | None, measure: MeasureFn) -> None:
         """The profiling round: after warm-up, so it sees warm servers; before the budget can stop anything."""

@@ -156,7 +156,9 @@ def design(result: StudyResult) -> None:
         show(
             pd.DataFrame(rows),
             caption="Median noise per run: host steal (share of CPU time), CPU pressure "
-            "(PSI, share of time a task waited), cores busy outside the experiment.",
+            "(PSI, share of time a task waited), cores busy outside the experiment; the vCPU's slowdown: a fixed "
+            "loop's median before each round, over its fastest in the speed reference, where nothing else of this "
+            f"machine ran meanwhile (at {calibration.SLOW_STATE}x or more the host ran the vCPU in its slow state).",
         )
 
 
@@ -203,7 +205,15 @@ def _noise_of(part: Any) -> list[dict[str, Any]]:
             + " (mostly one arm would be that arm's cost, not noise: each claim's detail tests the split)."
         )
         show_folded(strays, f"{part.label}: the duets that strayed")
-    summary = tables.noise_summary(runs)
+    summary = tables.noise_summary(runs, part.metadata())
+    if summary.get("vcpu_slowdown", 0) >= calibration.SLOW_STATE:
+        say(
+            f"**{part.label}**: the host ran this machine's vCPU in its slow state: a fixed loop took "
+            f"{summary['vcpu_slowdown']:.2f}x its fastest before its rounds, with nothing else of this machine "
+            f"running ({summary['rounds_in_slow_state']} such checks in the slow state; steal time does not show "
+            "it). CPU per operation reads high by up to that much in every arm; a ratio between arms of one round "
+            "less, since both ran slow."
+        )
     return [{"experiment": part.name, **{k.replace("noise_", ""): v for k, v in summary.items()}}] if summary else []
 
 

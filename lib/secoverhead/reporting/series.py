@@ -19,6 +19,7 @@ from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
 from secoverhead.core.runs import EMBEDDED, scale_of, status_of
 from secoverhead.host import environment
+from secoverhead.host.calibration import slowdown
 from secoverhead.reporting.summary import reading_quantity
 
 RUN_SERIES = ["scale", "target", "server", "speed class"]  # what a report's series is, whatever its claims
@@ -126,6 +127,7 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
         if not verdicts or not isinstance(meta, dict) or not _counts(run, meta, this):
             continue  # a failed or interrupted run's verdicts are not a point
         cal = read_json(run / "calibration.json") or {}
+        slow = vcpu_slowdown(run)
         env = meta.get("environment") or _environment_now(run == this)
         tools = env.get("tools") or {}
         for v in verdicts.get("verdicts", []):
@@ -146,6 +148,7 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                         if "server" in v
                         else meta.get("server_version") or tools.get("mariadbd", ""),
                         "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
+                        "vcpu slowdown": slow,
                         "params": meta.get("params_name", ""),
                         "scale": scale_of(meta.get("params_name")),
                         "claim id": claim_id,
@@ -169,6 +172,18 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
     classes = dict(zip(runs["run"], speed_classes(list(runs["rsa2048 sign (us)"])), strict=True))
     df.insert(df.columns.get_loc("rsa2048 sign (us)") + 1, "speed class", df["run"].map(classes))
     return df.sort_values([*SERIES, "date", "run"], kind="stable").reset_index(drop=True)
+
+
+def vcpu_slowdown(run: Path) -> float | None:
+    """How much slower than its fastest the vCPU ran before a report's rounds (host/calibration.py), over every
+    part's speed checks; None for a report from before they were taken."""
+    checks, cal = [], {}
+    for meta_file in sorted((run / "results").glob("*/metadata.json")):
+        meta = read_json(meta_file) if within(meta_file, run) else None
+        if isinstance(meta, dict):
+            checks += list(meta.get("speed_checks") or [])
+            cal = cal or meta.get("calibration") or {}
+    return slowdown(checks, cal)
 
 
 def _counts(run: Path, meta: dict[str, Any], this: Path | None) -> bool:

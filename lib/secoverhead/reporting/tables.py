@@ -19,6 +19,7 @@ from secoverhead.analysis.stats import median_ci, pooled_share
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import figure, p_text, unit
+from secoverhead.host.calibration import SLOW_STATE, quiet, slowdown
 from secoverhead.host.noise import reason
 from secoverhead.measurement.parts import server_of
 from secoverhead.reporting import summary
@@ -399,10 +400,17 @@ def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: S
     return pd.DataFrame(rows)
 
 
-def noise_summary(runs: pd.DataFrame) -> dict[str, float]:
-    """Medians over runs of steal, CPU pressure and CPU outside the experiment."""
-    out = {}
+def noise_summary(runs: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Medians over runs of steal, CPU pressure and CPU outside the experiment; with the experiment's metadata,
+    how much slower than its fastest the host ran the vCPU before its rounds (the checks taken with the rest of the
+    machine quiet), and in how many of those it ran in its slow state."""
+    out: dict[str, Any] = {}
     for col in ("noise_steal_fraction", "noise_cpu_pressure", "noise_outside_cores"):
         if col in runs:
             out[col] = float(np.nanmedian(runs[col].to_numpy(dtype=float)))
+    checks, cal = (meta or {}).get("speed_checks") or [], (meta or {}).get("calibration") or {}
+    if (slow := slowdown(checks, cal)) is not None:
+        times = quiet(checks)
+        out["vcpu_slowdown"] = slow
+        out["rounds_in_slow_state"] = f"{sum(t / cal['python_loop_ms'] >= SLOW_STATE for t in times)} of {len(times)}"
     return out

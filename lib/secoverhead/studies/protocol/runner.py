@@ -42,6 +42,7 @@ def experiment_plan(
         max_seconds=p.max_minutes * 60,
         max_retakes=max(1, p.planned_runs() // 20),
         min_rounds=p.look_schedule().rounds[0],
+        speed_check_s=calibration.SPEED_CHECK_S,
     )
 
 
