@@ -321,6 +321,7 @@ def _run(p, arms: list[str], measure, *, study: str = "audit", part: str = "MySQ
     plan = dataclasses.replace(
         experiment_plan(p, p.experiment_id, arms, factors),
         design=p.part_design(part), max_seconds=max_seconds, outlier=outlier,
+        speed_check_s=0.0,  # simulated runs: no vCPU whose speed would bear on them
     )  # fmt: skip
     return run_experiment(p, plan, measure=measure, about={"study": study}, judge=_judge(study, part, claim_id))
 
