@@ -110,3 +110,10 @@ def test_slowdown_is_the_quiet_checks_median_over_the_calibrations_fastest(check
 
 def test_the_slow_state_line_lies_between_the_two_speeds():
     assert 1.3 < calibration.SLOW_STATE < 1.73  # above one usual burst, below the slow state seen (1.73-1.80x)
+
+
+def test_every_speed_reference_shown_has_the_unit_its_key_was_measured_in():
+    units = {key: calibration.unit_of(key) for key in calibration.UNITS}
+    assert units["aes_128_gcm_ns_per_byte"] == "ns" and units["pbkdf2_sha1_10000_ms"] == "ms"
+    assert units["rsa2048_sign_us"] == "us" and units["aes_256_ctr_us_per_page"] == "us"
+    assert all(units.values())

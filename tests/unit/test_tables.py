@@ -140,9 +140,9 @@ def test_the_noise_summary_says_how_slow_the_vcpu_ran_before_the_rounds(checks, 
     out = tables.noise_summary(runs, meta)
     assert out["noise_steal_fraction"] == pytest.approx(0.005)
     if expected is None:
-        assert "vcpu_slowdown" not in out
+        assert tables.SLOWDOWN not in out
     else:
-        assert (out["vcpu_slowdown"], out["rounds_in_slow_state"]) == (pytest.approx(expected[0]), expected[1])
+        assert out[tables.SLOWDOWN] == pytest.approx(expected[0]) and out[tables.SLOW_CHECKS] == expected[1]
 
 
 @pytest.mark.parametrize("loop_ms, said", [(115.0, True), (72.0, False)])
@@ -162,5 +162,5 @@ def test_a_part_whose_vcpu_ran_in_its_slow_state_says_so_above_its_tables(monkey
     lines: list[str] = []
     monkeypatch.setattr(report, "say", lines.append)
     rows = report._noise_of(Part())
-    assert rows[0]["vcpu_slowdown"] == pytest.approx(loop_ms / 62.0)
+    assert rows[0][tables.SLOWDOWN] == pytest.approx(loop_ms / 62.0)
     assert any("slow state" in line and "(2 of 2 such checks" in line for line in lines) is said

@@ -269,6 +269,12 @@ UNITS = {
 }
 
 
+def unit_of(key: str) -> str:
+    """A speed reference's unit, from its key: rsa2048_sign_us, aes_128_gcm_ns_per_byte, pbkdf2_sha1_10000_ms."""
+    found = re.search(r"_(us|ms|ns)(?:_|$)", key)
+    return found.group(1) if found else ""
+
+
 # The functions that do each primitive, by the names Debian's binaries keep (stacks.py): a profile's samples
 # with one of them in their stack are what that primitive cost in the profiled arm.
 PROFILE_FUNCTIONS = {

@@ -400,6 +400,9 @@ def aa_table(parts: Mapping[str, Any], metrics: Sequence[str], looks: Any, by: S
     return pd.DataFrame(rows)
 
 
+SLOWDOWN, SLOW_CHECKS = "vCPU slowdown (x its fastest)", "quiet checks in the slow state"
+
+
 def noise_summary(runs: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Medians over runs of steal, CPU pressure and CPU outside the experiment; with the experiment's metadata,
     how much slower than its fastest the host ran the vCPU before its rounds (the checks taken with the rest of the
@@ -411,6 +414,6 @@ def noise_summary(runs: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> 
     checks, cal = (meta or {}).get("speed_checks") or [], (meta or {}).get("calibration") or {}
     if (slow := slowdown(checks, cal)) is not None:
         times = quiet(checks)
-        out["vcpu_slowdown"] = slow
-        out["rounds_in_slow_state"] = f"{sum(t / cal['python_loop_ms'] >= SLOW_STATE for t in times)} of {len(times)}"
+        out[SLOWDOWN] = slow
+        out[SLOW_CHECKS] = f"{sum(t / cal['python_loop_ms'] >= SLOW_STATE for t in times)} of {len(times)}"
     return out
