@@ -232,8 +232,8 @@ def test_a_reports_vcpu_slowdown_is_its_parts_speed_checks_over_its_fastest_and_
             (tmp_path / "tde" / name / "results" / part).mkdir()
             (tmp_path / "tde" / name / "results" / part / "metadata.json").write_text(json.dumps(meta))
     df = series.collect(tmp_path, "tde")
-    by_run = df.drop_duplicates("run").set_index("run")["vcpu slowdown"]
+    by_run = df.drop_duplicates("run").set_index("run")["vcpu slowdown (x)"]
     assert by_run[slow] == pytest.approx(110 / 62) and by_run[usual] == pytest.approx(70 / 62)
     assert math.isnan(by_run[before])  # a report from before the checks: not known, never 1
     table = history.table_html(df)
-    assert "vcpu slowdown" in table and "1.77" in table
+    assert "vcpu slowdown (x)" in table and "1.77" in table

@@ -148,7 +148,7 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                         if "server" in v
                         else meta.get("server_version") or tools.get("mariadbd", ""),
                         "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
-                        "vcpu slowdown": slow,
+                        "vcpu slowdown (x)": slow,
                         "params": meta.get("params_name", ""),
                         "scale": scale_of(meta.get("params_name")),
                         "claim id": claim_id,

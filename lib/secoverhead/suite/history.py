@@ -201,13 +201,13 @@ def table_html(df: pd.DataFrame) -> str:
         "ci high",
         "server",
         "speed class",
-        "vcpu slowdown",
+        "vcpu slowdown (x)",
     ]
     show = df[[c for c in cols if c in df]].copy()
     if "started" in show:  # to the minute, with a space to wrap at: the run's name holds the rest
         started = pd.to_datetime(show.pop("started"), utc=True, errors="coerce").dt.strftime("%Y-%m-%d %H:%M")
         show.insert(1, "started (UTC)", started.fillna(""))
-    for c in ("ratio", "ci low", "ci high", "vcpu slowdown"):
+    for c in ("ratio", "ci low", "ci high", "vcpu slowdown (x)"):
         if c in show:
             show[c] = show[c].map(lambda v: "" if v is None or v != v else significant(v, 3))
     return show.to_html(index=False, escape=True, border=0)
