@@ -201,16 +201,24 @@ def table_html(df: pd.DataFrame) -> str:
         "ci high",
         "server",
         "speed class",
-        "vcpu slowdown (x)",
     ]
     show = df[[c for c in cols if c in df]].copy()
     if "started" in show:  # to the minute, with a space to wrap at: the run's name holds the rest
         started = pd.to_datetime(show.pop("started"), utc=True, errors="coerce").dt.strftime("%Y-%m-%d %H:%M")
         show.insert(1, "started (UTC)", started.fillna(""))
-    for c in ("ratio", "ci low", "ci high", "vcpu slowdown (x)"):
+    for c in ("ratio", "ci low", "ci high"):
         if c in show:
-            show[c] = show[c].map(lambda v: "" if v is None or v != v else significant(v, 3))
+            show[c] = show[c].map(_shown)
+    if "speed class" in show and "vcpu slowdown (x)" in df:  # one column of the machine's speed: A4 holds no more
+        slow = df["vcpu slowdown (x)"].map(_shown)
+        pairs = zip(show["speed class"], slow, strict=True)
+        show["speed class"] = [f"{c}; vCPU {s}x its fastest" if s else c for c, s in pairs]
+        show = show.rename(columns={"speed class": "machine speed"})
     return show.to_html(index=False, escape=True, border=0)
+
+
+def _shown(v: Any) -> str:
+    return "" if v is None or v != v else significant(float(v), 3)
 
 
 def section(root: Path, study: str, title: str, df: pd.DataFrame | None = None) -> str:
