@@ -112,11 +112,11 @@ class _Loop:
         return min(self.times) * per, statistics.median(self.times) * per
 
 
-SPEED_CHECK_S = 0.1  # one burst before each round of a study's experiment: under 1 % of a quick round
+SPEED_CHECK_S = 0.05  # one burst before each measured round of a study's experiment (0.05 s reads as 0.1 s does)
 # The vCPU's slow state: the fixed loop 1.8x its fastest (above). This VM's two vCPUs share a core: with the other
 # one busy (`yes` pinned to it) a 0.1-s burst reads 123-128 ms against 72-75 ms alone (2026-11-29). So a check
 # reads the host only while nothing else of this machine runs (QUIET_CORES). Alone, a burst's median is 1.05-1.19x
-# the calibration's fastest (23 calibrations on 2026-11-29), up to 1.3x for one 0.1-s burst; in the slow state the
+# the calibration's fastest (23 calibrations on 2026-11-29), up to 1.3x for one short burst; in the slow state the
 # host gave two calibrations (06:56, 07:23; nothing else of the VM running) 1.73-1.80x. 1.5x lies between the two.
 SLOW_STATE = 1.5
 QUIET_CORES = 0.2  # what else may run on the machine during a check that reads the host (a busy vCPU: about 1)

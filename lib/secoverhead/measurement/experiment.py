@@ -234,12 +234,12 @@ class Experiment:
         return s
 
     def _check_speed(self, rnd: list[Unit], s: _Session) -> None:
-        """How fast the vCPU runs as a round starts (host/calibration.py: its slow state shows in no other
-        figure), recorded with the round; a round already done is not checked again. The budget is the runs':
+        """How fast the vCPU runs as a measured round starts (host/calibration.py: its slow state shows in no
+        other figure), recorded with the round; a round already done is not checked again. The budget is the runs':
         the check's time is not taken from it."""
         first = rnd[0][0]
-        if self.plan.speed_check_s <= 0 or all(p.key in s.done for unit in rnd for p in unit):
-            return
+        if self.plan.speed_check_s <= 0 or first.warmup or all(p.key in s.done for unit in rnd for p in unit):
+            return  # a warm-up round follows servers starting: the machine is not quiet, and no statistic reads it
         t0 = time.monotonic()
         check = speed_check(self.plan.speed_check_s)
         s.start += time.monotonic() - t0
