@@ -136,23 +136,29 @@ def speed_check(seconds: float = SPEED_CHECK_S) -> dict[str, float]:
 
 def quiet(checks: Sequence[Any]) -> list[float]:
     """The loop times of the checks taken with the rest of the machine quiet: the ones that read the host."""
-    out = []
-    for c in checks:
-        if isinstance(c, Mapping) and isinstance(c.get("others_cores"), int | float):
-            ms = c.get("loop_ms")
-            if c["others_cores"] < QUIET_CORES and isinstance(ms, int | float) and ms > 0:
-                out.append(float(ms))
-    return out
+    return [float(c["loop_ms"]) for c in checks if _reads_the_host(c)]
+
+
+def _reads_the_host(check: Any) -> bool:
+    if not isinstance(check, Mapping):
+        return False
+    ms, others = check.get("loop_ms"), check.get("others_cores")
+    return isinstance(ms, int | float) and ms > 0 and isinstance(others, int | float) and others < QUIET_CORES
+
+
+def slowdowns(checks: Sequence[Any], cal: Mapping[str, Any]) -> list[float]:
+    """Each quiet speed check over the calibration's fastest loop: how much slower than its own fastest the host
+    ran the vCPU then (none without a calibration to set them against)."""
+    fastest = cal.get("python_loop_ms") if isinstance(cal, Mapping) else None
+    if not isinstance(fastest, int | float) or fastest <= 0:
+        return []
+    return [ms / fastest for ms in quiet(checks)]
 
 
 def slowdown(checks: Sequence[Any], cal: Mapping[str, Any]) -> float | None:
-    """How much slower than its own fastest the host ran the vCPU over an experiment's quiet speed checks (their
-    median over the calibration's fastest loop); None without either."""
-    fastest = cal.get("python_loop_ms") if isinstance(cal, Mapping) else None
-    times = quiet(checks)
-    if not times or not isinstance(fastest, int | float) or fastest <= 0:
-        return None
-    return statistics.median(times) / fastest
+    """The median of an experiment's slowdowns; None without a quiet check or a calibration."""
+    ratios = slowdowns(checks, cal)
+    return statistics.median(ratios) if ratios else None
 
 
 def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:

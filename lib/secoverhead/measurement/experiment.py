@@ -229,9 +229,8 @@ class Experiment:
         )
         self.store.update_metadata(status="running", resumed_with_done=len(done))
         looks_done, strays = list(meta.get("looks_done", [])), list(meta.get("outlier_duets", []))
-        s = _Session(time.monotonic(), done, looks_done, strays, profiled=profiling is None)
-        s.speed_checks = list(meta.get("speed_checks", []))
-        return s
+        checks = list(meta.get("speed_checks", []))
+        return _Session(time.monotonic(), done, looks_done, strays, profiled=profiling is None, speed_checks=checks)
 
     def _check_speed(self, rnd: list[Unit], s: _Session) -> None:
         """How fast the vCPU runs as a measured round starts (host/calibration.py: its slow state shows in no

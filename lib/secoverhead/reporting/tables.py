@@ -19,7 +19,7 @@ from secoverhead.analysis.stats import median_ci, pooled_share
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import figure, p_text, unit
-from secoverhead.host.calibration import SLOW_STATE, quiet, slowdown
+from secoverhead.host.calibration import SLOW_STATE, slowdowns
 from secoverhead.host.noise import reason
 from secoverhead.measurement.parts import server_of
 from secoverhead.reporting import summary
@@ -411,9 +411,8 @@ def noise_summary(runs: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> 
     for col in ("noise_steal_fraction", "noise_cpu_pressure", "noise_outside_cores"):
         if col in runs:
             out[col] = float(np.nanmedian(runs[col].to_numpy(dtype=float)))
-    checks, cal = (meta or {}).get("speed_checks") or [], (meta or {}).get("calibration") or {}
-    if (slow := slowdown(checks, cal)) is not None:
-        times = quiet(checks)
-        out[SLOWDOWN] = slow
-        out[SLOW_CHECKS] = f"{sum(t / cal['python_loop_ms'] >= SLOW_STATE for t in times)} of {len(times)}"
+    ratios = slowdowns((meta or {}).get("speed_checks") or [], (meta or {}).get("calibration") or {})
+    if ratios:
+        out[SLOWDOWN] = float(np.median(ratios))
+        out[SLOW_CHECKS] = f"{sum(r >= SLOW_STATE for r in ratios)} of {len(ratios)}"
     return out
