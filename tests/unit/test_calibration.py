@@ -108,6 +108,40 @@ def test_slowdown_is_the_quiet_checks_median_over_the_calibrations_fastest(check
     assert got == (pytest.approx(expected) if expected is not None else None)
 
 
+@pytest.mark.parametrize(
+    "cal, expected",
+    [
+        ({"python_loop_ms": 99.0, "python_loop_boot_fastest_ms": 65.0}, 65.0),  # a wholly slow calibration
+        ({"python_loop_ms": 65.0, "python_loop_boot_fastest_ms": 65.0}, 65.0),
+        ({"python_loop_ms": 65.0}, 65.0),  # a calibration from before the boot's reference
+        ({"python_loop_boot_fastest_ms": 65.0}, 65.0),
+        ({"python_loop_ms": 65.0, "python_loop_boot_fastest_ms": 0}, 65.0),  # not a time: unread
+        ({"python_loop_ms": True}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_the_checks_are_set_against_the_fastest_loop_since_boot(cal, expected):
+    assert calibration.fastest(cal) == expected
+
+
+def test_a_slow_calibration_still_shows_a_slow_report_against_the_boots_fastest():
+    cal = {"python_loop_ms": 110.0, "python_loop_boot_fastest_ms": 65.0}
+    assert calibration.slowdown([_c(112.0)], cal) == pytest.approx(112 / 65)
+
+
+def test_the_boots_fastest_loop_is_kept_across_calibrations_and_never_rises(monkeypatch, tmp_path):
+    monkeypatch.setenv("SECOVERHEAD_CACHE", str(tmp_path))
+    assert calibration.boot_fastest(70.0) == 70.0
+    assert calibration.boot_fastest(99.0) == 70.0  # a slower calibration later: the reference stays
+    assert calibration.boot_fastest(64.0) == 64.0
+    assert calibration.boot_fastest(80.0) == 64.0
+    (kept,) = (tmp_path / "speed").glob("loop-*.json")
+    kept.write_text("not json")  # a damaged file: this calibration's own loop, and the file is mended
+    assert calibration.boot_fastest(75.0) == 75.0
+    assert calibration.boot_fastest(90.0) == 75.0
+
+
 def test_the_slow_state_line_lies_between_the_two_speeds():
     assert 1.3 < calibration.SLOW_STATE < 1.73  # above one usual burst, below the slow state seen (1.73-1.80x)
 
