@@ -122,11 +122,11 @@ def test_a_raised_revision_is_recorded_explained_in_changes_and_a_bad_one_refuse
     """A claim measured otherwise after a fix carries its revision into verdicts.json, and CHANGES.md says why."""
     changes = (registry.paths.CLAIMS.parent / "CHANGES.md").read_text()
     raised = [c for c in CLAIMS if c.revision > 1]
-    assert raised, "auth-client-cpu is at revision 2"
+    assert raised, "auth-client-cpu is at revision 3"
     for c in raised:
         assert f"`{c.id}` at revision {c.revision}" in changes, c.id
         assert c.record()["revision"] == c.revision
-    assert registry.revision("auth", "auth-client-cpu") == 2 and registry.revision("audit", "gone") == 1
+    assert registry.revision("auth", "auth-client-cpu") == 3 and registry.revision("audit", "gone") == 1
     with pytest.raises(ValueError, match="revision is a whole number"):
         registry_from(
             "- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m, revision: 0,"

@@ -22,22 +22,37 @@ from secoverhead.core.errors import SecoverheadError
 from secoverhead.core.secrets import secret_from
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import _set_pdeathsig
+from secoverhead.workloads import mongo_wire
 from secoverhead.workloads.measurement import Measurement
+
+
+def client_of(spec: ConnectSpec, pooled: bool) -> str:
+    """What made a run's connections, as its record says."""
+    if spec.engine != "mongo":
+        return "mysql-connector-python, " + ("one connection per worker" if pooled else "one per operation")
+    if pooled:
+        return "pymongo, one client per worker, its connection reused"
+    if spec.wire:
+        return "one connection per operation (the suite's wire client: handshake, SCRAM, find)"
+    return "pymongo, a client per operation (its monitor connections beside the one that queries)"
 
 
 @dataclass(frozen=True)
 class ConnectSpec:
-    """How a worker connects: engine 'mongo' or 'mysql', and the client library's keyword arguments."""
+    """How a worker connects: engine 'mongo' or 'mysql', and the client library's keyword arguments; wire: each
+    short MongoDB operation one connection of its own (workloads/mongo_wire.py), not a pymongo client's two or
+    three."""
 
     engine: str
     client_args: dict[str, Any]
     query: str = "SELECT 1"  # mysql; mongo runs find_one() on ycsb.usertable
+    wire: bool = False
 
     def without_secret(self, kind: str, where: str) -> ConnectSpec:
         """The spec to send to another host: the password left out, named by where it lives (an environment
         variable or a file, which that host has too); never the password itself over the wire or in a log."""
         args = {k: v for k, v in self.client_args.items() if k != "password"}
-        return ConnectSpec(self.engine, args | {"__secret__": (kind, where)}, self.query)
+        return ConnectSpec(self.engine, args | {"__secret__": (kind, where)}, self.query, self.wire)
 
     def with_secret(self) -> ConnectSpec:
         """On the host that loads: the password read from where the spec names."""
@@ -47,7 +62,7 @@ class ConnectSpec:
         kind, where = ref
         secret = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
         args = {k: v for k, v in self.client_args.items() if k != "__secret__"} | {"password": secret}
-        return ConnectSpec(self.engine, args, self.query)
+        return ConnectSpec(self.engine, args, self.query, self.wire)
 
 
 def _one_op_mongo(args: dict[str, Any]) -> None:
@@ -79,7 +94,8 @@ def _operation(spec: ConnectSpec, pooled: bool) -> tuple[Callable[[], Any], Any]
     starts; otherwise none, each operation connecting afresh)."""
     if not pooled:
         if spec.engine == "mongo":
-            return (lambda: _one_op_mongo(spec.client_args)), None
+            one = mongo_wire.one_request if spec.wire else _one_op_mongo
+            return (lambda: one(spec.client_args)), None
         return (lambda: _one_op_mysql(spec.client_args, spec.query)), None
     if spec.engine == "mongo":
         keep = pymongo.MongoClient(**spec.client_args)
@@ -183,6 +199,7 @@ def run_short_connections(
     samples = pd.DataFrame({"latency_ms": lat})
     info = {
         "engine": spec.engine,
+        "client": client_of(spec, pooled),
         "pooled": pooled,
         "concurrency": concurrency,
         "first_error": first_error,
