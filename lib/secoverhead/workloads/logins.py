@@ -15,14 +15,22 @@ import pymongo
 from secoverhead.host.metrics import CpuMeter, CpuSource, cpu_source
 from secoverhead.host.syscalls import random_source_use
 from secoverhead.servers.endpoints import MongoEndpoint
+from secoverhead.workloads import mongo_wire
 
 WARM = 3  # connections before any count: the first ones load code and fill caches
 SPLIT_CAP_S = 5.0  # the untraced batch's longest run when it waits for ticks: a split short of them says so
 CHECK_EVERY = 10  # connections between readings of the ticks (a reading is three file reads)
+PING = {"ping": 1, "$db": "admin"}
 
 
 def _connect_once(endpoint: MongoEndpoint, mechanism: str | None) -> None:
-    client = pymongo.MongoClient(**endpoint.client_args(mechanism=mechanism))
+    """One connection, one login, one ping: the wire client's, as the study's short connections (a pymongo client's
+    monitor connections would add CPU no login causes)."""
+    args = endpoint.client_args(mechanism=mechanism)
+    if mongo_wire.usable(args):
+        mongo_wire.one_request(args, PING)
+        return
+    client = pymongo.MongoClient(**args)
     try:
         client.admin.command("ping")
     finally:

@@ -35,15 +35,19 @@ class WireError(Exception):
     """The server refused a command (its errmsg) or closed the connection."""
 
 
-def one_request(args: dict[str, Any], db: str = "ycsb", collection: str = "usertable") -> None:
+FIND_ONE = {"find": "usertable", "filter": {}, "limit": 1, "singleBatch": True, "$db": "ycsb"}
+
+
+def one_request(args: dict[str, Any], query: dict[str, Any] = FIND_ONE) -> None:
     """Connect as pymongo's keyword arguments (host, port, tls, tlsCAFile, username, password, authSource,
-    authMechanism, socketTimeoutMS) say, authenticate when they name a user, find one document, close."""
+    authMechanism, socketTimeoutMS) say, authenticate when they name a user, run the query (one document of the
+    auth study's collection), close."""
     with _connect(args) as sock:
         conn = _Connection(sock)
         conn.command({"isMaster": 1, "client": CLIENT, "$db": "admin"})
         if args.get("username"):
             scram(conn, args)
-        conn.command({"find": collection, "filter": {}, "limit": 1, "singleBatch": True, "$db": db})
+        conn.command(dict(query))
 
 
 def usable(args: dict[str, Any]) -> bool:
