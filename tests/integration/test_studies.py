@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from secoverhead.reporting.tables import across_builds
@@ -144,6 +146,9 @@ def test_auth_duets_give_every_arm_a_server_of_its_own(tmp_path):
     assert set(runs[runs["arm"] != "auth off"]["partner"]) == {"auth off"}
     pooling = next(v for v in auth_claims.claims(result) if "pooling" in v.claim)
     assert "through auth off" in pooling.evidence  # the two arms never ran together
+    records = [json.loads(f.read_text()) for f in part.store.path.glob("runs/*.json")]
+    clients = {r["arm"]: r["info"]["client"] for r in records}
+    assert all(("pymongo" in c) == arm.startswith("pooled") for arm, c in clients.items()), clients  # short: one
 
 
 def test_https_handshake_resumption_and_keepalive(tmp_path):
