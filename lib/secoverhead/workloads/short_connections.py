@@ -10,7 +10,7 @@ import multiprocessing as mp
 import resource
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mysql.connector
@@ -24,17 +24,6 @@ from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import _set_pdeathsig
 from secoverhead.workloads import mongo_wire
 from secoverhead.workloads.measurement import Measurement
-
-
-def client_of(spec: ConnectSpec, pooled: bool) -> str:
-    """What made a run's connections, as its record says."""
-    if spec.engine != "mongo":
-        return "mysql-connector-python, " + ("one connection per worker" if pooled else "one per operation")
-    if pooled:
-        return "pymongo, one client per worker, its connection reused"
-    if spec.wire:
-        return "one connection per operation (the suite's wire client: handshake, SCRAM, find)"
-    return "pymongo, a client per operation (its monitor connections beside the one that queries)"
 
 
 @dataclass(frozen=True)
@@ -52,7 +41,7 @@ class ConnectSpec:
         """The spec to send to another host: the password left out, named by where it lives (an environment
         variable or a file, which that host has too); never the password itself over the wire or in a log."""
         args = {k: v for k, v in self.client_args.items() if k != "password"}
-        return ConnectSpec(self.engine, args | {"__secret__": (kind, where)}, self.query, self.wire)
+        return replace(self, client_args=args | {"__secret__": (kind, where)})
 
     def with_secret(self) -> ConnectSpec:
         """On the host that loads: the password read from where the spec names."""
@@ -62,7 +51,18 @@ class ConnectSpec:
         kind, where = ref
         secret = (secret_from(env=where) if kind == "env" else secret_from(file=where)).reveal()
         args = {k: v for k, v in self.client_args.items() if k != "__secret__"} | {"password": secret}
-        return ConnectSpec(self.engine, args, self.query, self.wire)
+        return replace(self, client_args=args)
+
+
+def client_of(spec: ConnectSpec, pooled: bool) -> str:
+    """What made a run's connections, as its record says."""
+    if spec.engine != "mongo":
+        return "mysql-connector-python, " + ("one connection per worker" if pooled else "one per operation")
+    if pooled:
+        return "pymongo, one client per worker, its connection reused"
+    if spec.wire:
+        return "one connection per operation (the suite's wire client: handshake, SCRAM, find)"
+    return "pymongo, a client per operation (its monitor connections beside the one that queries)"
 
 
 def _one_op_mongo(args: dict[str, Any]) -> None:
