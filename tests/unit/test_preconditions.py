@@ -3,6 +3,7 @@ failed one makes the verdict 'not testable here', counted apart everywhere count
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,7 +19,7 @@ from secoverhead.studies.audit import claims as audit_claims
 from secoverhead.studies.auth import claims as auth_claims
 from secoverhead.studies.https import claims as https_claims
 from secoverhead.studies.protocol.conditions import host
-from secoverhead.studies.protocol.judging import conditions, study_verdicts
+from secoverhead.studies.protocol.judging import conditions, screened, study_verdicts
 from secoverhead.studies.tde import claims as tde_claims
 from secoverhead.studies.tls import claims as tls_claims
 from secoverhead.suite.index import _tally
@@ -187,6 +188,37 @@ def test_general_logs_claims_need_a_load_where_the_logs_lock_can_convoy(threads,
     assert small.verdict != Verdict.NOT_TESTABLE  # the small-cost claims do not ask it
 
 
+@pytest.mark.parametrize("pressure, testable", [(0.94, False), (0.51, False), (0.5, True), (0.1, True), (None, True)])
+def test_every_audit_claim_needs_cpus_the_load_does_not_fill(pressure, testable):
+    """Where a runnable thread nearly always waits for a CPU (the load generator sharing the server's cores), a
+    loss by waiting cannot reach TPS: every audit claim is then not testable here. Unknown pressure (a user's
+    server elsewhere) leaves the precondition unchecked."""
+    for claim in registry.of_study("audit"):
+        cond = _all_passing(claim) | {"baseline_cpu_pressure": pressure}
+        v = screen([_verdict(claim)], cond)[0]
+        assert (v.verdict != Verdict.NOT_TESTABLE) == testable, (claim.id, pressure)
+
+
+def test_audits_pressure_is_the_baselines_median_and_unknown_for_a_users_server():
+    runs = pd.DataFrame({"arm": ["A: no audit"] * 3, "noise_cpu_pressure": [0.9, 0.2, 0.95]})
+    embedded, own = SimpleNamespace(mysql_host=""), SimpleNamespace(mysql_host="db.example")
+    assert audit_claims.baseline_conditions(embedded, "MySQL", runs) == {"baseline_cpu_pressure": 0.9}
+    assert audit_claims.baseline_conditions(own, "MySQL", runs) == {"baseline_cpu_pressure": None}
+    assert audit_claims.baseline_conditions(embedded, "MySQL", runs.iloc[0:0]) == {"baseline_cpu_pressure": None}
+
+
+@pytest.mark.parametrize("pressure, hidden", [(0.94, True), (0.3, False), (None, False)])
+def test_the_audit_note_says_a_full_run_queue_hides_waiting(pressure, hidden):
+    rng = np.random.default_rng(3)
+    rows = [
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.005), "server_cpu_cores": 1.5 * rng.lognormal(0, 0.005)}
+        for r in range(8)
+        for arm, t in (("A: no audit", 1000.0), ("general_log", 900.0))
+    ]
+    note = audit_claims.contention_note(pd.DataFrame(rows), room=2.0, pressure=pressure)
+    assert ("cannot reach TPS" in note) == hidden and ("CPU use held" in note) != hidden
+
+
 def test_the_audit_note_does_not_conclude_cpu_under_a_quota_of_one_core():
     rng = np.random.default_rng(1)
     rows = [
@@ -318,3 +350,29 @@ def test_tde_reads_the_iops_cap_at_both_ends_each_at_its_strictest_workload():
     assert v.verdict == Verdict.NOT_TESTABLE
     failed = {c["condition"] for c in v.preconditions if c["holds"] is False}
     assert failed == {"baseline_read_iops_share_fewest", "baseline_read_iops_share_most"}
+
+
+def test_a_claim_not_testable_here_is_described_at_95_percent_without_promising_rounds():
+    """A look of the sequential design spends a small alpha (99.94 % at the first of three); a claim not testable
+    here makes no test, so what it measured is shown at 95 %, and no number of rounds is said to decide it."""
+    rng = np.random.default_rng(4)
+    rows = [
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.03), "noise_cpu_pressure": 0.94}
+        for r in range(3)
+        for arm, t in (("A: no audit", 700.0), ("general_log", 620.0))
+    ]
+    p = SimpleNamespace(mysql_host="")
+    judge = screened(
+        functools.partial(audit_claims.part_claims, "MySQL"),
+        "MySQL",
+        ["A: no audit", "general_log"],
+        {"server_cpu_room_cores": 2.0, "load_threads": 200},
+        functools.partial(audit_claims.baseline_conditions, p),
+    )
+    (loss,) = [v for v in judge(pd.DataFrame(rows), 0.0006) if v.id.endswith("general_log-loss")]
+    assert loss.verdict == Verdict.NOT_TESTABLE and "Measured instead" in loss.evidence
+    assert "CI at 95 %" in loss.evidence and "99.94" not in loss.evidence
+    assert "undecided after" not in loss.evidence and loss.rounds_needed is None
+    testable = [dict(r, noise_cpu_pressure=0.2) for r in rows]
+    (judged,) = [v for v in judge(pd.DataFrame(testable), 0.0006) if v.id.endswith("general_log-loss")]
+    assert judged.verdict != Verdict.NOT_TESTABLE and "CI at 99.94 %" in judged.evidence  # the look's own level

@@ -17,6 +17,8 @@ from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
 from secoverhead.core.units import figure, p_text
 
+UNDECIDED = "; undecided after "  # where an undecided verdict's evidence says what would decide it
+
 
 @dataclass(frozen=True)
 class Grounds:
@@ -55,7 +57,7 @@ def verdict_of(
     rounds_needed = None
     if verdict == Verdict.INCONCLUSIVE and g.intervals and g.rounds:
         rounds_needed = c.rounds_to_decide(*g.intervals, n=g.rounds, floors=g.floors)
-        evidence += f"; undecided after {g.rounds} rounds: " + _what_would_decide(c, g, rounds_needed)
+        evidence += f"{UNDECIDED}{g.rounds} rounds: " + _what_would_decide(c, g, rounds_needed)
     return ClaimVerdict(
         c.claim.format(part=part, level=level),
         verdict,
@@ -87,6 +89,11 @@ def _what_would_decide(c: registry.Claim, g: Grounds, rounds: int | None) -> str
     return "the estimate sits on the claim's line, where more rounds may never decide it"
 
 
+def _measured(evidence: str) -> str:
+    """A verdict's evidence as a description: what more rounds or runs would decide goes, since none would."""
+    return evidence.split(UNDECIDED, 1)[0]
+
+
 def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> list[ClaimVerdict]:
     """Each verdict's registered preconditions checked on the conditions of the environment and the baseline arm
     it was measured under: where one fails, the verdict is *not testable here*, its evidence kept as what the run
@@ -104,7 +111,7 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
         v.evidence = (
             "not testable here: "
             + "; ".join(f"{c['text']} is {c['shown']}, the mechanism needs {c['required']}" for c in failing)
-            + f" (the precondition says why). Measured instead (a fact, not a verdict): {v.evidence}"
+            + f" (the precondition says why). Measured instead (a fact, not a verdict): {_measured(v.evidence)}"
         )
         v.testable_where = "; ".join(dict.fromkeys(c["where"] for c in failing))
         v.rounds_needed = None

@@ -51,6 +51,12 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
         BASELINE,
     ),
     "baseline_server_cpu_us_per_op": ("the baseline's server CPU per operation, median", "us", BASELINE),
+    "baseline_cpu_pressure": (
+        "the share of the baseline's time a runnable thread on the server's host waited for a CPU (PSI cpu some), "
+        "median over its runs",
+        "share",
+        BASELINE,
+    ),
     "baseline_client_cpu_us_per_op": ("the baseline's client CPU per operation, median", "us", BASELINE),
     "baseline_cpu_share_of_quota": (
         "the baseline server's CPU use as a share of its quota, median per cell, the highest cell",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import Rule, judge
 from secoverhead.analysis.compare import compare_arms  # pandas, which `secoverhead params` never needs
 from secoverhead.analysis.reads import Ratio, Relative
@@ -12,7 +13,7 @@ from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.units import significant
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
-from secoverhead.studies.protocol.conditions import host
+from secoverhead.studies.protocol.conditions import host, median
 from secoverhead.studies.protocol.judging import study_verdicts
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 
 PER_RUN = "TPS per run vs A, paired by round"
+PRESSURE = "baseline_cpu_pressure"
 OTHERS = tuple(a.name for a in ARMS if a.is_audit and a.name != "general_log")
 
 RULES = (  # words, metrics, readings and preconditions: data/claims/registry.yaml
@@ -73,8 +75,19 @@ def environment_conditions(p: Any) -> dict[str, Any]:
     return {"server_cpu_room_cores": room, "load_threads": int(p.threads)}
 
 
+def baseline_conditions(p: Any, part: str, runs: pd.DataFrame) -> dict[str, Any]:
+    """How often a runnable thread waited for a CPU while the baseline ran (PSI, median over its runs): where one
+    nearly always waits, a thread blocked on a log hands its CPU on and a loss by waiting cannot reach TPS. Unknown
+    for a user's server, whose host this machine's pressure does not describe."""
+    return {PRESSURE: None if p.mysql_host else median(runs, "noise_cpu_pressure")}
+
+
 def claims(result: StudyResult) -> list[ClaimVerdict]:
-    return study_verdicts(result, lambda part: functools.partial(part_claims, part.name))
+    return study_verdicts(
+        result,
+        lambda part: functools.partial(part_claims, part.name),
+        functools.partial(baseline_conditions, result.params),
+    )
 
 
 def log_file_busy(runs: pd.DataFrame) -> pd.Series:
@@ -97,7 +110,9 @@ def _log_wait_text(runs: pd.DataFrame) -> str:
     )
 
 
-def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None = None) -> str:
+def contention_note(
+    runs: pd.DataFrame, alpha: float = 0.05, room: float | None = None, pressure: float | None = None
+) -> str:
     """Whether general_log's TPS loss is CPU or a serialising bottleneck, as the original asked: with general_log
     on, did the server's CPU use (cores busy) fall with TPS, and where did its threads spend the time: blocked
     (a lock, a file write) or waiting for a CPU (the run queue), per transaction?"""
@@ -129,30 +144,48 @@ def contention_note(runs: pd.DataFrame, alpha: float = 0.05, room: float | None 
         text += ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
     text += _log_wait_text(runs[runs["arm"] == "general_log"])
     blocked = waits.get("blocked time") or waits.get("blocking waits")
-    queued = waits.get("run-queue time")
+    return text + _what_bounds(tps, cores, blocked, waits.get("run-queue time"), room, pressure)
+
+
+def _pressure_limit() -> float:
+    """The registry's limit on the baseline's CPU pressure: above it a loss by waiting mostly hides."""
+    (limit,) = [p.limit for p in registry.get(STUDY, "general_log-loss").preconditions if p.condition == PRESSURE]
+    return float(limit)
+
+
+def _what_bounds(tps: Any, cores: Any, blocked: Any, queued: Any, room: float | None, pressure: float | None) -> str:
+    """The note's conclusion from general_log's comparisons with A (TPS, cores busy, blocked and run-queue time
+    per transaction) and what the set-up let a loss by waiting show (the server's room, the baseline's CPU
+    pressure)."""
     if tps.ci_high < 1 and cores.ci_high < 1:
         if blocked is not None and blocked.ci_low > 1 and not (queued is not None and queued.ci_low > 1):
-            return text + (
+            return (
                 "CPU use fell with TPS, as in the original, and the server's threads blocked more per transaction "
                 "without waiting longer for a CPU: the loss is a serialising bottleneck, not CPU."
             )
-        return text + (
+        return (
             "CPU use fell with TPS, as in the original: the loss is time off CPU, which throughput per server "
             "core cannot show."
         )
     if room is not None and room <= 1:
-        return text + (
+        return (
             f"Each server could use {room:g} core at most: a loss by waiting cannot appear under such a quota (the "
             "audit claims' precondition), so this set-up cannot tell CPU from waiting."
+        )
+    if pressure is not None and pressure > _pressure_limit():
+        return (
+            f"A runnable thread waited for a CPU {significant(pressure * 100, 2)} % of the baseline's time: a thread "
+            "blocked on a log hands its CPU on, so a loss by waiting cannot reach TPS (the audit claims' "
+            "precondition). This set-up shows the log's CPU, not whether the log would make a server with room wait."
         )
     if tps.ci_high < 1 and cores.ci_low >= 0.98:
         held = "CPU use held while TPS fell, so CPU per transaction rose"
         if blocked is not None and blocked.ci_low > 1:
-            return text + (
+            return (
                 f"{held}; the threads also blocked more per transaction: the loss is CPU and may be waiting as "
                 "well, which these intervals do not tell apart."
             )
         if blocked is not None:
-            return text + f"{held}, and the threads blocked no more per transaction: the loss is CPU, not waiting."
-        return text + f"{held}; blocked time was not measured, so waiting is not ruled out."
-    return text + "The intervals do not tell CPU from waiting here."
+            return f"{held}, and the threads blocked no more per transaction: the loss is CPU, not waiting."
+        return f"{held}; blocked time was not measured, so waiting is not ruled out."
+    return "The intervals do not tell CPU from waiting here."

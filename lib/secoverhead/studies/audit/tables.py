@@ -12,7 +12,7 @@ from secoverhead.analysis.compare import compare_arms
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
-from secoverhead.studies.audit.claims import contention_note, log_file_busy
+from secoverhead.studies.audit.claims import PRESSURE, baseline_conditions, contention_note, log_file_busy
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 from secoverhead.studies.protocol.judging import published
 
@@ -220,8 +220,12 @@ def figures(part: Part) -> list[tuple[Any, str]]:
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:
-    room = (result.first.metadata().get("conditions") or {}).get("server_cpu_room_cores")
-    note = contention_note(result.first.runs(), result.first.alpha, room)
+    part, p = result.first, result.params
+    room = (part.metadata().get("conditions") or {}).get("server_cpu_room_cores")
+    runs = part.runs()
+    own = runs[runs["arm"] == BASELINE] if "arm" in runs else runs
+    pressure = baseline_conditions(p, part.name, own)[PRESSURE]
+    note = contention_note(runs, part.alpha, room, pressure)
     return [note] if note else []
 
 
