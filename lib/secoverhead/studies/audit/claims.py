@@ -128,7 +128,10 @@ def contention_note(
     def pct(c) -> str:
         return f"{c.change_pct:+.1f} % [{(c.ci_low - 1) * 100:+.1f}, {(c.ci_high - 1) * 100:+.1f}]"
 
-    text = f"general_log: TPS {pct(tps)}, server CPU use (cores busy) {pct(cores)}. "
+    text = (
+        f"general_log, over this run's rounds at {significant((1 - alpha) * 100, 3)} %: TPS {tps.change_pct:+.1f} % "
+        f"(the interval a claim reads is drawn above), server CPU use (cores busy) {pct(cores)}. "
+    )
     waits = {
         label: compare_arms(runs, metric, **kw).get("general_log")
         for metric, label in (

@@ -14,7 +14,7 @@ from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.audit.claims import PRESSURE, baseline_conditions, contention_note, log_file_busy
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
-from secoverhead.studies.protocol.judging import published
+from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, published
 
 
 def summary(part: Part) -> pd.DataFrame:
@@ -225,7 +225,7 @@ def conclusion_notes(result: StudyResult) -> list[str]:
     runs = part.runs()
     own = runs[runs["arm"] == BASELINE] if "arm" in runs else runs
     pressure = baseline_conditions(p, part.name, own)[PRESSURE]
-    note = contention_note(runs, part.alpha, room, pressure)
+    note = contention_note(runs, DESCRIBED_ALPHA, room, pressure)  # a description: never a look's spent level
     return [note] if note else []
 
 
