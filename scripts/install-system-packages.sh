@@ -4,7 +4,8 @@ set -euo pipefail
 # fonts-wqy-microhei (5 MB): a CJK font, so the originals' Chinese words print as words, not boxes
 # openssh-client: server CPU over ssh:// on a DBA's host; openssh-server and the two Prometheus exporters: what the
 # tests start on loopback to check those CPU sources against /proc (never started as services: see policy-rc.d)
-packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium fonts-wqy-microhei linux-perf unzip maven strace gcc libc6-dev openssh-client openssh-server prometheus-node-exporter prometheus-process-exporter)
+# poppler-utils: pdftotext, with which the README's test reads back what a printed report holds
+packages=(mariadb-server mariadb-client sysbench nginx apache2-utils wrk openssl ca-certificates chromium fonts-wqy-microhei linux-perf unzip maven strace gcc libc6-dev openssh-client openssh-server prometheus-node-exporter prometheus-process-exporter poppler-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -191,6 +191,29 @@ def test_every_readme_command_runs_as_written(servers, tmp_path):
     general_log = servers["db"].variables(["general_log"])["general_log"]
     assert general_log == "OFF"  # the audit arm's change was undone
     _check_first_screens([d / "reports" for d in dirs.values()])
+    _check_printed_evidence([d / "reports" for d in dirs.values()], tmp_path)
+
+
+def _squeezed(text: str) -> str:
+    """Text as a PDF's and a page's can be compared: no whitespace (a printed line breaks where it must), the
+    ligatures a font draws spelled out."""
+    return re.sub(r"\s+", "", text.replace("\ufb01", "fi").replace("\ufb02", "fl"))
+
+
+def _check_printed_evidence(roots: list[Path], tmp_path: Path) -> None:
+    """A TLS report printed as a reviewer prints it (A4, Chromium) holds every verdict's evidence its page holds:
+    Chromium prints a closed <details> as its summary alone, and a 19-page TLS PDF once held none of them."""
+    runs = [p.parent for root in roots for p in sorted(root.glob("tls/*/run.json")) if not p.parent.is_symlink()]
+    run = next(r for r in runs if json.loads((r / "run.json").read_text()).get("status") == "ok")
+    page = _squeezed(html.unescape(re.sub(r"<[^>]+>", " ", (run / "report.html").read_text())))
+    verdicts = json.loads((run / "results" / "verdicts.json").read_text())["verdicts"]
+    evidence = [_squeezed(v["evidence"])[:80] for v in verdicts if v.get("evidence")]
+    shown = [e for e in evidence if e in page]
+    pdf = browser.pdf(run / "report.html", tmp_path / "tls-report.pdf")
+    printed = _squeezed(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout)
+    assert shown and len(shown) == len(evidence), (len(shown), len(evidence))  # the page holds them all
+    missing = [e for e in shown if e not in printed]
+    assert missing == [], f"{len(missing)} of {len(shown)} evidence lines not printed: {missing[:3]}"
 
 
 def figure_overlaps(notebook: Path) -> list[str]:
