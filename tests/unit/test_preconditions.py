@@ -204,6 +204,13 @@ def test_audits_pressure_is_the_baselines_median_and_unknown_for_a_users_server(
     embedded, own = SimpleNamespace(mysql_host=""), SimpleNamespace(mysql_host="db.example")
     assert audit_claims.baseline_conditions(embedded, "MySQL", runs) == {"baseline_cpu_pressure": 0.9}
     assert audit_claims.baseline_conditions(own, "MySQL", runs) == {"baseline_cpu_pressure": None}
+    for here in ("127.0.0.1", "localhost", "::1"):  # a user's server on this host shares its CPUs with the load
+        local = SimpleNamespace(mysql_host=here)
+        assert audit_claims.baseline_conditions(local, "MySQL", runs) == {"baseline_cpu_pressure": 0.9}, here
+    assert (
+        audit_claims.baseline_conditions(SimpleNamespace(mysql_host="10.0.0.5"), "MySQL", runs)["baseline_cpu_pressure"]
+        is None
+    )
     assert audit_claims.baseline_conditions(embedded, "MySQL", runs.iloc[0:0]) == {"baseline_cpu_pressure": None}
 
 

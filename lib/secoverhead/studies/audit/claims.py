@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis import claim_registry as registry
@@ -78,8 +79,17 @@ def environment_conditions(p: Any) -> dict[str, Any]:
 def baseline_conditions(p: Any, part: str, runs: pd.DataFrame) -> dict[str, Any]:
     """How often a runnable thread waited for a CPU while the baseline ran (PSI, median over its runs): where one
     nearly always waits, a thread blocked on a log hands its CPU on and a loss by waiting cannot reach TPS. Unknown
-    for a user's server, whose host this machine's pressure does not describe."""
-    return {PRESSURE: None if p.mysql_host else median(runs, "noise_cpu_pressure")}
+    for a user's server on another host, whose CPUs this machine's pressure does not describe; a user's server on
+    this one (a loopback address) shares them with the load, as the embedded servers do."""
+    here = not p.mysql_host or _loopback(p.mysql_host)
+    return {PRESSURE: median(runs, "noise_cpu_pressure") if here else None}
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: another host, as far as this machine can tell
+        return False
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
