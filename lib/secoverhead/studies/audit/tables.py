@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.audit.claims import PRESSURE, baseline_conditions, contention_note, log_file_busy
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
-from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, published
+from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, conditions, published
 
 
 def summary(part: Part) -> pd.DataFrame:
@@ -220,12 +221,11 @@ def figures(part: Part) -> list[tuple[Any, str]]:
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:
-    part, p = result.first, result.params
-    room = (part.metadata().get("conditions") or {}).get("server_cpu_room_cores")
-    runs = part.runs()
-    own = runs[runs["arm"] == BASELINE] if "arm" in runs else runs
-    pressure = baseline_conditions(p, part.name, own)[PRESSURE]
-    note = contention_note(runs, DESCRIBED_ALPHA, room, pressure)  # a description: never a look's spent level
+    part, runs = result.first, result.first.runs()
+    environment = part.metadata().get("conditions") or {}
+    held = conditions(part.name, part.arms, environment, runs, functools.partial(baseline_conditions, result.params))
+    # a description: never a look's spent level
+    note = contention_note(runs, DESCRIBED_ALPHA, held.get("server_cpu_room_cores"), held.get(PRESSURE))
     return [note] if note else []
 
 
