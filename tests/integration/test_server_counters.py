@@ -115,6 +115,23 @@ def _host_cpu_s() -> float:
     return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) * TICK_S
 
 
+def _measured_or_refused(source: str, named, stack, engine: str):
+    """The named server's CPU source. node_exporter's whole host is this machine, where the load runs too: the
+    server refuses it as its CPU and says why; the source itself is still checked, opened here directly."""
+    from secoverhead.servers.remote_cpu import CpuSpec, remote_cpu
+
+    facts = named.describe()
+    if source != "node_exporter":
+        assert facts["server_cpu"] == named.cpu.method and named.background_cores is not None, facts
+        return named.cpu
+    assert named.cpu is None and named.background_cores is None, facts
+    assert facts["server_cpu"].startswith("not measured (node_exporter at http"), facts
+    assert "would be counted as the server's" in facts["server_cpu"], facts
+    opened = remote_cpu(CpuSpec.parse("server_cpu", named.server_cpu), engine)
+    stack.callback(opened.close)
+    return opened
+
+
 def _agree(source: str, meter, proc_s: float, host_s: float) -> None:
     by_source = meter.server.total_s
     print(f"{source}: {by_source:.3f} s by the source, {proc_s:.3f} s by /proc, host {host_s:.3f} s")
@@ -143,9 +160,9 @@ def test_a_named_mysqls_cpu_from_its_host_is_its_proc_cpu(source, mysql8, host_s
                 host="127.0.0.1", port=mysql8.endpoint.port, user="dba", password_env="WATCHED_PW", tls=True, **where
             )
         )
-        assert named.describe()["server_cpu"] == named.cpu.method and named.background_cores is not None
+        cpu = _measured_or_refused(source, named, stack, "MySQL")
         proc = ProcCpu(mysql8.pids)
-        with CpuMeter(named.cpu) as meter:
+        with CpuMeter(cpu) as meter:
             before, host_before = proc.take(), _host_cpu_s()
             for _ in range(300):  # new TLS connections: the handshakes a statement counter cannot see
                 conn = named.endpoint.connect(tls=True)
@@ -178,11 +195,11 @@ def test_a_named_mongods_cpu_from_its_host_is_its_proc_cpu(source, mongod6, host
         where = _spec(source, host_sshd, tmp_path, stack, mongod, "mongod")
         uri = f"mongodb://{mongod.endpoint.host}:{mongod.endpoint.port}/"
         named = stack.enter_context(ExternalMongo(uri=uri, **where))
-        assert named.describe()["server_cpu"] == named.cpu.method
+        cpu = _measured_or_refused(source, named, stack, "MongoDB")
         client = mongod.endpoint.client()
         coll = client.secoverhead_test.counters
         proc = ProcCpu(mongod.pids)
-        with CpuMeter(named.cpu) as meter:
+        with CpuMeter(cpu) as meter:
             before, host_before = proc.take(), _host_cpu_s()
             for i in range(3000):
                 coll.insert_one({"i": i, "pad": "x" * 200})
@@ -234,9 +251,9 @@ def _cli(study: str, tmp_path, args: dict):
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
 
 
-def _results(study: str, tmp_path, args: dict) -> tuple[dict, dict]:
-    """A study's run through the CLI: its verdicts, and its (one) part's metadata, whose every run measured the
-    server's CPU."""
+def _results(study: str, tmp_path, args: dict, cpu_measured: bool = True) -> tuple[dict, dict]:
+    """A study's run through the CLI: its verdicts, and its (one) part's metadata; its runs measured the server's
+    CPU, or (cpu_measured False) none did."""
     import csv
     import json
 
@@ -246,11 +263,11 @@ def _results(study: str, tmp_path, args: dict) -> tuple[dict, dict]:
     part = next(results.glob("*/metadata.json")).parent
     with (part / "results.csv").open() as f:
         metrics = {row["metric"] for row in csv.DictReader(f)}
-    assert {m for m in metrics if "server_cpu_us_per_op" in m}, metrics
+    assert bool({m for m in metrics if "server_cpu_us_per_op" in m}) is cpu_measured, metrics
     return json.loads((results / "verdicts.json").read_text()), json.loads((part / "metadata.json").read_text())
 
 
-def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[str]]:
+def _run(study: str, tmp_path, server, where: dict, cpu_measured: bool = True) -> tuple[dict, dict, list[str]]:
     """A study's MySQL part on a named MySQL 8.0, its CPU read from `where`: the run's verdicts, the server's facts
     and the part's notes."""
     conn = server.admin()
@@ -268,7 +285,7 @@ def _run(study: str, tmp_path, server, where: dict) -> tuple[dict, dict, list[st
     }
     if "ssh_key" in where:
         args |= {"server_cpu_ssh_key": where["ssh_key"], "server_cpu_ssh_known_hosts": where["known_hosts"]}
-    verdicts, meta = _results(study, tmp_path, args)
+    verdicts, meta = _results(study, tmp_path, args, cpu_measured)
     return verdicts, meta["servers"]["mysql"], meta["notes"]
 
 
@@ -279,29 +296,36 @@ def _source_noted(facts: dict, notes: list[str]) -> None:
 
 @pytest.mark.parametrize("source", ["ssh", "process-exporter"])
 def test_the_pooling_claim_is_decided_on_a_named_mysql_from_its_hosts_cpu(source, mysql8, host_sshd, tmp_path):
-    """Without a CPU source the claim is not testable on a named MySQL; with one it is judged. Its verdict is not
-    asserted (three rounds of a busy machine's 10-ms ticks can leave it inconclusive); what pooling does is."""
+    """Without a CPU source the claim is not testable on a named MySQL; with one it is decided. A pool's server CPU
+    per request is a tenth of a short connection's here (0.09x [0.08, 0.11] on 2026-11-30), five times below the
+    line: no busy core moves three rounds of it that far."""
     import contextlib
 
     with contextlib.ExitStack() as stack:
         where = _spec(source, host_sshd, tmp_path, stack, mysql8, "mysqld")
         verdicts, facts, notes = _run("auth", tmp_path, mysql8, where)
     pooling = [v for v in verdicts["verdicts"] if v["id"] == "MySQL:pooling"]
-    assert pooling and all(v["verdict"] != "not testable here" for v in pooling), pooling
+    assert pooling and all(v["verdict"] == "reproduced" for v in pooling), pooling  # a pool logs in once
     assert all(v["preconditions"][0]["holds"] for v in pooling), pooling
-    assert all(v["ratio"] < 0.5 for v in pooling), pooling  # a pool logs in once, not once per request
     assert all("MariaDB" not in v["engine_note"] and "MySQL 8.0" in v["engine_note"] for v in pooling), pooling
     _source_noted(facts, notes)
     assert ("over ssh" if source == "ssh" else "process-exporter group mysqld") in facts["server_cpu"]
 
 
-def test_a_tls_run_on_a_named_mysql_reads_the_whole_hosts_cpu_and_says_so(mysql8, host_sshd, tmp_path):
+def test_a_tls_run_on_a_named_mysql_on_this_machine_does_not_take_the_whole_hosts_cpu_for_the_servers(
+    mysql8, host_sshd, tmp_path
+):
+    """node_exporter adds up the host's CPUs, and the load runs on this one: the server's CPU is not measured and
+    the report says why, while set-up time, a client's clock, is still decided."""
     import contextlib
 
     with contextlib.ExitStack() as stack:
-        verdicts, facts, notes = _run("tls", tmp_path, mysql8, _spec("node", host_sshd, tmp_path, stack, mysql8, ""))
-    assert "whole host" in facts["server_cpu"] and verdicts["verdicts"], facts
-    _source_noted(facts, notes)
+        node = _spec("node", host_sshd, tmp_path, stack, mysql8, "")
+        verdicts, facts, notes = _run("tls", tmp_path, mysql8, node, cpu_measured=False)
+    assert facts["server_cpu"].startswith("not measured (node_exporter at http"), facts
+    assert any("would be counted as the server's" in n for n in notes), notes
+    setup = [v for v in verdicts["verdicts"] if v["id"] == "MySQL:setup"]
+    assert setup and all(v["verdict"] == "reproduced" for v in setup), setup
 
 
 # -- SCRAM's server CPU on the DBA's mongod, against a staging one without auth ------------------------------------
@@ -334,7 +358,9 @@ def _mongo_args(on, off_uri: str, **more) -> dict:
 def test_scrams_server_cpu_is_decided_between_a_named_mongod_and_one_without_auth(named_mongods, host_sshd, tmp_path):
     """The auth-off arms run on the server without auth, so the SCRAM claim is judged on the DBA's servers: the
     auth-on server's CPU read over ssh, the other's by its serverStatus. SCRAM adds commands (saslStart,
-    saslContinue) and their hashing to every connection: its server CPU per connection is above auth off's."""
+    saslContinue) and their hashing to every connection: its server CPU per connection is above auth off's. Whether
+    it is above twice auth off's is not asserted: on mongod 4.2.6 it sits on that line (1.96x [1.76, 2.20] over six
+    quick reports), where no one run decides it. The claims that do not sit on their lines are decided."""
     on, off = named_mongods
     off_uri = f"mongodb://127.0.0.1:{off.endpoint.port}/"
     ssh = {"server_cpu_ssh_key": host_sshd.key, "server_cpu_ssh_known_hosts": host_sshd.known_hosts}
@@ -344,6 +370,8 @@ def test_scrams_server_cpu_is_decided_between_a_named_mongod_and_one_without_aut
     assert scram and all(v["verdict"] != "not testable here" for v in scram), scram
     assert all(v["preconditions"][0]["holds"] and v["ratio"] > 1.0 for v in scram), scram
     assert all("mongod 4.2.6" in v["engine_note"] for v in scram), scram
+    others = [v for v in verdicts["verdicts"] if v["id"] in ("MongoDB:pooling", "MongoDB:auth-client-cpu")]
+    assert len(others) == 2 and all(v["verdict"] == "reproduced" for v in others), others
     servers = meta["servers"]
     assert "over ssh" in servers["mongodb"]["server_cpu"], servers
     assert servers["mongodb auth off"]["authentication"].startswith("off (read back"), servers

@@ -105,3 +105,48 @@ def test_only_an_ssh_source_needs_a_key():
         check_source("mysql_server_cpu", "ssh://db1/mysqld", "MySQL", "")
     with pytest.raises(ConfigError, match="mysql_server_cpu 'serverStatus' names no host"):
         check_source("mysql_server_cpu", "serverStatus", "MySQL", "")  # mongod's word, not MySQL's
+
+
+@pytest.mark.parametrize(
+    ("uri", "hosts"),
+    [
+        ("mongodb://127.0.0.1:27017/", ["127.0.0.1"]),
+        ("mongodb://db1:1,db2:2/?replicaSet=rs", ["db1", "db2"]),
+        ("mongodb://[::1]:27017/admin", ["[::1]"]),
+        ("mongodb://localhost", ["localhost"]),
+        ("mongodb+srv://cluster.example.com/", ["cluster.example.com"]),
+    ],
+)
+def test_a_uri_names_its_hosts(uri, hosts):
+    from secoverhead.servers.external import uri_hosts
+
+    assert uri_hosts(uri) == hosts
+
+
+@pytest.mark.parametrize(
+    ("whole_host", "hosts", "measured"),
+    [
+        (True, ["127.0.0.1"], False),  # node_exporter on this machine: the client's CPU would be the server's
+        (True, ["db1", "[::1]"], False),
+        (True, ["localhost"], False),
+        (True, ["db1.example"], True),  # a dedicated host, as the DBA names it
+        (False, ["127.0.0.1"], True),  # one process's CPU (process-exporter, ssh) wherever it is
+    ],
+)
+def test_a_whole_hosts_cpu_is_the_servers_only_on_a_host_the_load_is_not_on(monkeypatch, whole_host, hosts, measured):
+    from types import SimpleNamespace
+
+    from secoverhead.servers import external
+
+    closed = []
+    source = SimpleNamespace(whole_host=whole_host, spec=SimpleNamespace(url="http://h/metrics"), close=closed.append)
+    monkeypatch.setattr(external, "remote_cpu", lambda *a: source)
+    monkeypatch.setattr(external, "background_cores", lambda s: 0.25)
+    server = SimpleNamespace(
+        server_cpu="http://h:9100/metrics", ssh_key="", known_hosts="", _cleanups=[], counters=None, counters_note=""
+    )
+    external._open_remote_cpu(server, "MySQL", hosts)
+    assert (server.counters is source) is measured and server._cleanups  # opened, so closed with the server
+    assert ("would be counted as the server's" in server.counters_note) is not measured, server.counters_note
+    if not measured:
+        assert server.counters_note.startswith("node_exporter at http://h/metrics adds up every process")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import os
 import platform
 import re
@@ -24,6 +25,16 @@ _TOOLS = {
     "wrk": (["wrk", "-v"], r"wrk ([\w.\-]+)"),
     "openssl": (["openssl", "version"], r"OpenSSL ([\w.\-]+)"),
 }
+
+
+def loopback(host: str) -> bool:
+    """Whether a server's address names this machine itself (localhost, a loopback address): its CPUs are the
+    load's. A name counts as another host, as far as this machine can tell."""
+    host = host.strip("[]")
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def utc_now() -> str:

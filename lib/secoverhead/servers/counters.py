@@ -77,6 +77,11 @@ MYSQL_NOTE = (
     "an exporter's http:// page as mysql_server_cpu"
 )
 
+WHOLE_HOST_HERE = (
+    "node_exporter at {url} adds up every process on its host, and the server is on this machine, whose load (the "
+    "client) would be counted as the server's: name the server's process as ssh://HOST/PID or a process-exporter group"
+)
+
 
 def cpu_note(server: Any) -> str:
     """What a report says of how a named server's CPU was read."""

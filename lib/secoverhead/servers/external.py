@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 from secoverhead.core.errors import AuthenticationError, ConfigError, UnreachableServerError
 from secoverhead.core.paths import file_problem
 from secoverhead.core.secrets import Secret, redact, secret_from
+from secoverhead.host.environment import loopback
 from secoverhead.host.metrics import background_cores
 from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
-from secoverhead.servers.counters import MYSQL_NOTE, mongo_server_cpu
+from secoverhead.servers.counters import MYSQL_NOTE, WHOLE_HOST_HERE, mongo_server_cpu
 from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 from secoverhead.servers.remote_cpu import CpuSpec, check_source, remote_cpu
 
@@ -59,12 +60,22 @@ def _password(env: str | None, file: str | Path | None) -> Secret:
     return secret_from(env=env, file=file)
 
 
-def _open_remote_cpu(server: Server, engine: str) -> None:
-    """Server CPU from the DBA's host (/proc over SSH, an exporter), and its rate before any load of ours."""
+def _open_remote_cpu(server: Server, engine: str, hosts: Sequence[str]) -> None:
+    """Server CPU from the DBA's host (/proc over SSH, an exporter), and its rate before any load of ours. A whole
+    host's CPU (node_exporter) is the server's only on a host the load does not run on."""
     source = remote_cpu(CpuSpec.parse("server_cpu", server.server_cpu), engine, server.ssh_key, server.known_hosts)
     server._cleanups.append(source.close)
+    if getattr(source, "whole_host", False) and any(loopback(h) for h in hosts):
+        server.counters_note = WHOLE_HOST_HERE.format(url=source.spec.url)
+        return
     server.background_cores = background_cores(source)
     server.counters = source
+
+
+def uri_hosts(uri: str) -> list[str]:
+    """The hosts a mongodb:// URI names (a mongodb+srv:// name is resolved by DNS: another host, as named)."""
+    netloc = urlsplit(uri).netloc.rsplit("@", 1)[-1]
+    return [h.rsplit(":", 1)[0] if not h.startswith("[") else h.split("]")[0] + "]" for h in netloc.split(",")]
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -124,7 +135,7 @@ class ExternalMySQL(Server):
         )
         self._facts = self._query_facts()
         if self.server_cpu != "none":
-            _open_remote_cpu(self, "MySQL")
+            _open_remote_cpu(self, "MySQL", [self.host])
 
     def _query_facts(self) -> dict[str, Any]:
         # deferred: studies import this; the CLI checks their parameters before heavy modules load
@@ -333,7 +344,7 @@ class ExternalMongo(Server):
             self.counters_note = "server_cpu none"
             return
         if self.server_cpu != "serverStatus":
-            _open_remote_cpu(self, "MongoDB")
+            _open_remote_cpu(self, "MongoDB", uri_hosts(self.uri))
             return
         source, self.counters_note = mongo_server_cpu(self.endpoint, mechanism)
         if source is not None:

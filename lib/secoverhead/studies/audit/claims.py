@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis import claim_registry as registry
@@ -12,6 +11,7 @@ from secoverhead.analysis.compare import compare_arms  # pandas, which `secoverh
 from secoverhead.analysis.reads import Ratio, Relative
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.units import significant
+from secoverhead.host.environment import loopback
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.audit.declarations import ARMS, BASELINE, STUDY
 from secoverhead.studies.protocol.conditions import host, median
@@ -81,15 +81,8 @@ def baseline_conditions(p: Any, part: str, runs: pd.DataFrame) -> dict[str, Any]
     nearly always waits, a thread blocked on a log hands its CPU on and a loss by waiting cannot reach TPS. Unknown
     for a user's server on another host, whose CPUs this machine's pressure does not describe; a user's server on
     this one (a loopback address) shares them with the load, as the embedded servers do."""
-    here = not p.mysql_host or _loopback(p.mysql_host)
+    here = not p.mysql_host or loopback(p.mysql_host)
     return {PRESSURE: median(runs, "noise_cpu_pressure") if here else None}
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a name: another host, as far as this machine can tell
-        return False
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:
