@@ -142,3 +142,19 @@ def test_a_sentence_carries_a_name_as_text_and_its_code_spans_as_written():
     from secoverhead.reporting.display import as_text
 
     assert as_text("**<iframe src=/etc/shadow>** costs `a < b`") == "**&lt;iframe src=/etc/shadow>** costs `a < b`"
+
+
+def test_a_claim_not_testable_here_is_drawn_without_the_regions_that_would_judge_it():
+    """Its interval is a measurement: green and red behind it would read as a verdict the claim did not get."""
+    from matplotlib.colors import to_hex
+
+    def regions(verdict):
+        fig = summary.figure([_verdict(verdict=verdict)])
+        ax = fig.axes[0]
+        return {to_hex(p.get_facecolor()) for p in ax.patches}, ax.get_title(loc="left")
+
+    judged, title = regions(Verdict.REPRODUCED)
+    assert summary.REGION_COLOURS["reproduce"] in judged and "not testable" not in title
+    shown_, title = regions(Verdict.NOT_TESTABLE)
+    assert shown_ == {summary.REGION_COLOURS["gap"]}, shown_
+    assert "not testable here: measured instead, a fact, not a verdict" in title.replace("\n", " ")

@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core.units import QUANTITIES, shown, shown_interval
 from secoverhead.servers.builds import BESIDE_MARK
 
@@ -42,6 +43,7 @@ def source_rank(v: Mapping[str, Any]) -> int:
 
 
 REGION_COLOURS = {"reproduce": "#b7e4c0", "refute": "#f5b7b1", "gap": "#e5e5e5"}
+UNJUDGED = Verdict.NOT_TESTABLE.value  # its interval is drawn without the regions that would read it as a verdict
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("secoverhead.reporting", "templates"),
@@ -252,7 +254,7 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
         return None
     # each strip tall enough for its intervals and their names in the margin (6 pt apart at least)
     heights = [0.2 + 0.13 * len(r["intervals"]) for _, _, r in strips]
-    titles = [textwrap.wrap(f"{claim} — {r.get('effect')}", 120) for claim, _, r in strips]  # whole, never cut
+    titles = [textwrap.wrap(_title(claim, verdict, r), 120) for claim, verdict, r in strips]  # whole, never cut
     fig, axes = plt.subplots(
         len(strips),
         1,
@@ -266,8 +268,15 @@ def figure(verdicts: Sequence[Mapping[str, Any]]):
     return fig
 
 
+def _title(claim: str, verdict: str, r: Mapping[str, Any]) -> str:
+    """What a strip shows; a claim not testable here shows a measurement, which no region of the reading judges."""
+    aside = " (not testable here: measured instead, a fact, not a verdict)" if verdict == UNJUDGED else ""
+    return f"{claim} — {r.get('effect')}{aside}"
+
+
 def _strip(ax: Any, verdict: str, r: Mapping[str, Any], title: list[str]) -> None:
-    """One reading: its regions, its intervals, the lines and interval ends as ticks on the reading's quantity."""
+    """One reading: its regions (none for a claim not testable here), its intervals, the lines and interval ends
+    as ticks on the reading's quantity."""
     quantity, unit = reading_quantity(r)
     cuts = [float(c) for c in r.get("cuts", [])]
     each = [(float(lo), float(hi)) for lo, hi in r["intervals"] if math.isfinite(lo) and math.isfinite(hi)]
@@ -280,7 +289,7 @@ def _strip(ax: Any, verdict: str, r: Mapping[str, Any], title: list[str]) -> Non
     labels = r.get("labels", [])
     first = sum(c <= left for c in cuts)
     for i in range(len(edges) - 1):
-        label = labels[min(first + i, len(labels) - 1)] if labels else "gap"
+        label = labels[min(first + i, len(labels) - 1)] if labels and verdict != UNJUDGED else "gap"
         ax.axvspan(edges[i], edges[i + 1], color=REGION_COLOURS.get(label, "#eee"), lw=0)
     names = [str(n) for n in r.get("cells") or []] if len(r.get("cells") or []) == len(each) <= 3 else []
     ys = [(k + 1) / (len(each) + 1) for k in range(len(each))]
