@@ -37,6 +37,8 @@ def _run(
     v = {"id": "MariaDB:server_audit-small", "claim": "server_audit costs little", "verdict": verdict,
          "ratio": 0.96, "ci_low": 0.9, "ci_high": 1.03,
          "registered": {"study": "audit", "id": "server_audit-small", "metric": "tps"}, "judged": [judged]}  # fmt: skip
+    if verdict == "not testable here":
+        v["preconditions"] = [{"condition": "load_threads", "holds": True}, {"condition": "cpu", "holds": False}]
     if revision is not None:  # recorded since 2026-11-29; a report from before has none (revision 1)
         v["registered"]["revision"] = revision
     (d / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [v]}))
@@ -93,7 +95,18 @@ def test_one_run_or_a_claim_not_testable_pools_nothing(tmp_path):
     assert _table(tmp_path).loc["quick", "why not pooled"].startswith("1 report of its series")  # a reader is told
     assert pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit")) == ""
     _run(tmp_path, 1, 0.96, verdict="not testable here")
-    assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"
+    assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"  # one could test it, one could not
+
+
+def test_a_series_no_report_of_which_could_test_the_claim_says_so_as_its_verdict_in_the_index(tmp_path):
+    _run(tmp_path, 0, 0.96, verdict="not testable here")
+    assert _table(tmp_path).loc["quick", "pooled verdict"] == "not pooled"  # one report is not a series yet
+    _run(tmp_path, 1, 0.97, verdict="not testable here")
+    row = _table(tmp_path).loc["quick"]
+    assert row["pooled verdict"] == "not testable here" and row["reports pooled"] == 2, row
+    assert row["pooled"] == "every report: cpu failed" and row["since"] == "2026-11-01", row
+    section = pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
+    assert "every report: cpu failed" in section
 
 
 def test_load_gives_the_pooled_verdicts_of_the_studies_it_read(tmp_path):

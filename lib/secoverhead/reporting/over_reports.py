@@ -15,10 +15,11 @@ import pandas as pd
 
 from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import ALPHA, LOOKS, PooledVerdict, pooled_verdict
-from secoverhead.analysis.verdicts import read_verdicts
+from secoverhead.analysis.verdicts import Verdict, read_verdicts
 from secoverhead.reporting.series import SERIES, collect
 
 KEY = [c for c in SERIES if c != "claim id"]
+NOT_TESTABLE = Verdict.NOT_TESTABLE.value
 
 
 def _judged_by_run(root: Path, study: str, runs: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -55,17 +56,19 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
         chosen, closed = _series_runs(with_estimates) if with_estimates else ([], False)
         newest = verdicts[runs[-1]].get(vid) or {}
         registered = newest.get("registered") or {}
-        pv = _pool(registered, [verdicts[r][vid] for r in chosen], alpha)
+        judged = [verdicts[r][vid] for r in chosen]
+        pv = _pool(registered, judged, alpha)
+        counted = pv is not None or _never_testable(judged)  # a series every report of which failed a precondition
         rows.append(
             {
                 "verdict id": vid,
                 "claim": newest.get("claim", vid),
                 **where,
-                "reports pooled": len(chosen) if pv is not None else 0,
-                "since": str(g[g["run"] == chosen[0]]["started"].iloc[0])[:10] if chosen and pv else "",
+                "reports pooled": len(chosen) if counted else 0,
+                "since": str(g[g["run"] == chosen[0]]["started"].iloc[0])[:10] if counted else "",
                 "series": _state(closed, where["revision"], registered),
-                "pooled verdict": pv.verdict.value if pv is not None else "not pooled",
-                "pooled": _interval_text(pv, registered),
+                "pooled verdict": _pooled_word(pv, judged),
+                "pooled": _interval_text(pv, registered) if pv is not None else _unpooled_text(judged, counted),
                 "newest report's verdict": newest.get("verdict", ""),
                 "reports without estimates": len(runs) - len(with_estimates),
                 "reports": chosen,  # of its series, with estimates (pooled when the verdict is)
@@ -96,7 +99,26 @@ def _pool(registered: dict[str, Any], judged: list[dict[str, Any]], alpha: float
 
 
 def _untestable(judged: list[dict[str, Any]]) -> bool:
-    return any(v.get("verdict") == "not testable here" for v in judged)
+    return any(v.get("verdict") == NOT_TESTABLE for v in judged)
+
+
+def _never_testable(judged: list[dict[str, Any]]) -> bool:
+    """Two reports or more, and none could test the claim: the series' verdict is that, not a gap."""
+    return len(judged) >= 2 and all(v.get("verdict") == NOT_TESTABLE for v in judged)
+
+
+def _pooled_word(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
+    if pv is not None:
+        return pv.verdict.value
+    return NOT_TESTABLE if _never_testable(judged) else "not pooled"
+
+
+def _unpooled_text(judged: list[dict[str, Any]], never_testable: bool) -> str:
+    """What stands for an interval where none was pooled: which precondition failed, in every report."""
+    if not never_testable:
+        return ""
+    failed = {p.get("condition") for v in judged for p in v.get("preconditions") or [] if p.get("holds") is False}
+    return f"every report: {', '.join(sorted(str(c) for c in failed if c)) or 'a precondition'} failed"
 
 
 def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
@@ -149,7 +171,7 @@ def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, Line]
 
 def _line(row: dict[str, Any], me: str) -> Line:
     k = int(row["reports pooled"])
-    if row["newest report's verdict"] == "not testable here":
+    if row["newest report's verdict"] == NOT_TESTABLE:
         return Line("not pooled: this report could not test it (a precondition failed)")
     if k >= 2 and me in row["reports"]:
         decided = row["pooled verdict"] in ("reproduced", "not reproduced")
