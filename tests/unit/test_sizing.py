@@ -458,3 +458,44 @@ def test_per_statement_and_per_query_prices_say_they_are_a_floor_and_a_login_a_c
     assert calculator._busy(calc, "tls") == " (per query as on a busy server: on a quieter one, a floor)"
     assert calculator._busy(calc, "scram") == " (per connection as on a busy server: on a quieter one, a ceiling)"
     assert "per statement" in calculator._busy(calc, "audit") and calculator._busy(calc, "https") == ""
+
+
+def _tls_report(root: Path, name: str, parts: dict[str, float], day: int) -> Path:
+    """A quick TLS report of the given parts (experiments tls-<part>), each pricing a handshake at its cost (us)."""
+    run = root / "tls" / name
+    for part, cost in parts.items():
+        store = ResultStore(run / "results", f"tls-{part}")
+        store.write_metadata({"study": "tls", "calibration": CAL})
+        rng, i = np.random.default_rng(day), 0
+        for rnd in range(1, 7):
+            for arm, us in (("no TLS", 100.0), ("TLS", 100.0 + cost)):
+                metrics = {
+                    "connection_server_cpu_us_per_op": us * (1 + rng.normal(0, 0.02)),
+                    "connection_client_cpu_us_per_op": us * (1 + rng.normal(0, 0.02)),
+                }
+                store.append(RunRecord(i, arm, {}, rnd, rnd, False, "", "", 1.0, metrics=metrics))
+                i += 1
+    meta = {"study": "tls", "status": "ok", "parameters": {}, "params_name": "quick"}
+    (run / "run.json").write_text(json.dumps(meta | {"started": f"2026-01-{day:02d}T00:00:00+00:00"}))
+    (run / "calibration.json").write_text(json.dumps(CAL))
+    return run
+
+
+def test_each_part_is_priced_from_the_newest_counting_run_that_ran_it_and_names_it(tmp_path):
+    """The newest TLS run left MySQL out (mysql_enabled false): MySQL's handshakes are priced from the run before
+    it, MongoDB's from the newest, and the sources and comparisons say which report each came from."""
+    older = _tls_report(tmp_path, "20260101T000000Z-h-quick", {"mysql": 1000.0, "mongodb": 400.0}, 1)
+    newest = _tls_report(tmp_path, "20260102T000000Z-h-quick", {"mongodb": 600.0}, 2)
+    base = dict(features=["tls"], reports_dir=str(tmp_path), tls_version="1.3", tls_key="rsa",
+                new_connections_per_s=100.0, reused_queries_per_s=0.0)  # fmt: skip
+    mysql = sizing.calculate(**base, engine="mysql")
+    priced = mysql.line("tls_setup").priced[0]
+    assert priced.run_dir == older and priced.point == pytest.approx(1000.0, rel=0.05)
+    mongo = sizing.calculate(**base, engine="mongodb").line("tls_setup").priced[0]
+    assert mongo.run_dir == newest and mongo.point == pytest.approx(600.0, rel=0.05)
+    listed = cost_tables.sources(mysql).set_index("run")
+    assert listed.loc[newest.name, "parts"] == "mongodb" and listed.loc[older.name, "parts"] == "mysql"
+    assert set(cost_tables.comparisons(mysql)["report"]) == {older.name}
+    (older / "run.json").write_text((older / "run.json").read_text().replace('"ok"', '"failed"'))
+    with pytest.raises(ConfigError, match="no 'MySQL' experiment in it or the tls runs of its scale before it"):
+        sizing.calculate(**base, engine="mysql")

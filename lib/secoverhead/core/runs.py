@@ -113,14 +113,19 @@ def _dated(study_dir: Path) -> list[tuple[Path, Any]]:
 
 def counting(study_dir: Path) -> Path | None:
     """The run that counts: the newest that finished ok among those of the largest scale that has one."""
-    best: tuple[int, Path] | None = None
-    for run, meta in _dated(study_dir):  # newest first: the first of a rank is the newest of it
-        if status_of(meta) != "ok" or from_the_future(meta):
-            continue
-        rank = scale_rank(scale_of(meta.get("params_name")))
-        if best is None or rank > best[0]:
-            best = (rank, run)
-    return best[1] if best else None
+    return next(iter(counting_runs(study_dir)), None)
+
+
+def counting_runs(study_dir: Path) -> list[Path]:
+    """The runs that finished ok at the largest scale that has one, newest first: the first counts; a part it did
+    not run is read from the newest of the rest that ran it (the calculator)."""
+    ranked = [
+        (scale_rank(scale_of(meta.get("params_name"))), run)
+        for run, meta in _dated(study_dir)  # newest first
+        if status_of(meta) == "ok" and not from_the_future(meta)
+    ]
+    best = max((rank for rank, _ in ranked), default=None)
+    return [run for rank, run in ranked if rank == best]
 
 
 def describe(run: Path) -> str:

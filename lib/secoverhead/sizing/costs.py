@@ -100,13 +100,13 @@ class Book:
     def __init__(self, sources: Mapping[str, Source]) -> None:
         self.sources = dict(sources)
         self._runs: dict[tuple[Path, str], pd.DataFrame] = {}
-        self._series: dict[str, list[Path]] = {}
+        self._series: dict[Path, list[Path]] = {}
         self._stale: dict[Path, set[str]] = {}
 
     def runs(self, study: str, part: str, run_dir: Path | None = None) -> pd.DataFrame:
         """A part's run table, of the study's source run or (run_dir) another report of its series."""
         src = self.sources[study]
-        key = (run_dir or src.run_dir, part.lower())
+        key = (run_dir or src.run_of(part), part.lower())
         if key not in self._runs:
             exp = src.experiment(part) if run_dir is None else experiments_of(run_dir).get(part_slug(part))
             if exp is None:
@@ -114,19 +114,19 @@ class Book:
             self._runs[key] = ResultStore(exp.path.parent, exp.path.name, readonly=True).runs()
         return self._runs[key]
 
-    def series(self, study: str) -> list[Path]:
-        """The reports of the source run's series up to it, oldest first, at most pooling.LOOKS."""
-        if study not in self._series:
-            run_dir = self.sources[study].run_dir
+    def series(self, study: str, part: str) -> list[Path]:
+        """The reports of the series of the run a part is read from, up to it, oldest first, at most LOOKS."""
+        run_dir = self.sources[study].run_of(part)
+        if run_dir not in self._series:
             names = reports_like(collect(run_dir.parent.parent, study), run_dir.name)
             names = names[: names.index(run_dir.name) + 1] if run_dir.name in names else [run_dir.name]
-            self._series[study] = [run_dir.parent / n for n in names[-LOOKS:]]
-        return self._series[study]
+            self._series[run_dir] = [run_dir.parent / n for n in names[-LOOKS:]]
+        return self._series[run_dir]
 
     def price(self, m: Measure, confidence: float) -> Priced:
         """The newest report's cost, or where POOL_FROM reports of its series priced it, theirs pooled."""
         one = self._price_one(m, confidence)
-        ests = {r: e for r in self.series(m.study) if (e := self._estimate(m, r)) is not None}
+        ests = {r: e for r in self.series(m.study, m.part) if (e := self._estimate(m, r)) is not None}
         if one.run_dir not in ests or len(ests) < POOL_FROM or (p := pool(list(ests.values()), confidence)) is None:
             return one
         reports = tuple(ests)
@@ -153,7 +153,7 @@ class Book:
     def _compare(self, m: Measure, confidence: float, run_dir: Path | None = None) -> tuple[Any, int, pd.DataFrame]:
         """The arm against its baseline on the metric in one report: the comparison, its pairs and the cell's runs."""
         runs = _cell_runs(self.runs(m.study, m.part, run_dir), m.cell)
-        where = f"{(run_dir or self.sources[m.study].run_dir).name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
+        where = f"{(run_dir or self.sources[m.study].run_of(m.part)).name}: {m.part} {m.arm!r} vs {m.baseline!r}" + (
             f" ({', '.join(f'{k} {v}' for k, v in m.cell)})" if m.cell else ""
         )
         if m.metric not in runs or runs[runs["arm"] == m.arm][m.metric].notna().sum() == 0:
@@ -177,7 +177,7 @@ class Book:
 
     def _price_one(self, m: Measure, confidence: float) -> Priced:
         """The source run's cost alone, the between-run sd its claims declare or learned added."""
-        src = self.sources[m.study]
+        run_dir = self.sources[m.study].run_of(m.part)
         c, n, runs = self._compare(m, confidence)
         lo, hi = (c.ci_low, c.ci_high) if np.isfinite(c.ci_low) else (float("-inf"), float("inf"))
         term = registry.between_runs().get((m.study, m.metric))
@@ -196,8 +196,8 @@ class Book:
             c.design,
             confidence,
             prims,
-            src.calibration,
-            src.run_dir,
+            self.sources[m.study].calibration_of(run_dir),
+            run_dir,
             term.text() if term is not None and term.sd else "",
         )
 
@@ -213,7 +213,7 @@ class Book:
         x = runs[runs["arm"] == arm][metric].to_numpy(dtype=float) if metric in runs else np.array([])
         x = x[np.isfinite(x)]
         if not len(x):
-            raise ConfigError(f"{self.sources[study].run_dir.name}: {part} {arm!r} recorded no {metric}")
+            raise ConfigError(f"{self.sources[study].run_of(part).name}: {part} {arm!r} recorded no {metric}")
         mean, lo, hi, _, n = mean_interval(x, confidence)
         return Interval(mean, lo if np.isfinite(lo) else mean, hi if np.isfinite(hi) else mean), n
 

@@ -95,7 +95,10 @@ def _need(src: Mapping[str, Source], study: str, part: str) -> Measured:
     exp = src[study].experiment(part)
     if exp is None:
         have = ", ".join(sorted(src[study].experiments)) or "none"
-        raise ConfigError(f"{src[study].run_dir}: no {part!r} experiment (it has: {have}); name another {study} run")
+        raise ConfigError(
+            f"{src[study].run_dir}: no {part!r} experiment in it or the {study} runs of its scale before it (they "
+            f"have: {have}); run {study} with that part, or name a run that has it"
+        )
     return exp
 
 
@@ -105,7 +108,7 @@ def _arm(src: Mapping[str, Source], study: str, part: str, *arms: str) -> str:
         if arm in exp.arms:
             return arm
     raise ConfigError(
-        f"{src[study].run_dir}: {part} did not measure {' or '.join(repr(a) for a in arms)} (it has: "
+        f"{src[study].run_of(part)}: {part} did not measure {' or '.join(repr(a) for a in arms)} (it has: "
         f"{', '.join(sorted(exp.arms))}); run {study} with that arm, or name a run that has it"
     )
 
@@ -287,7 +290,7 @@ def _tde_needs(
         if rate > 0 or split_rw:
             if f"oltp_{key}" not in workloads:
                 raise ConfigError(
-                    f"{src['tde'].run_dir}: {instance} did not measure oltp_{key}; name a tde run that did"
+                    f"{src['tde'].run_of(instance)}: {instance} did not measure oltp_{key}; name a tde run that did"
                 )
             needs.append((key, kind, rate))
     return needs

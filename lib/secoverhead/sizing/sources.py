@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_bounded, read_json
 from secoverhead.core.paths import MAX_INPUT_BYTES, file_problem, user_path
-from secoverhead.core.runs import counting
+from secoverhead.core.runs import counting_runs
 from secoverhead.measurement.parts import part_slug
 from secoverhead.sizing.scaling import REFERENCES
 
@@ -28,6 +28,11 @@ class Measured:
     arms: set[str] = field(default_factory=set)
     levels: dict[str, set[str]] = field(default_factory=dict)
     calibration: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        """The report it belongs to (<report>/results/<experiment>)."""
+        return self.path.parent.parent
 
 
 @dataclass
@@ -42,22 +47,39 @@ class Source:
     def experiment(self, part: str) -> Measured | None:
         return self.experiments.get(part_slug(part))
 
+    def run_of(self, part: str) -> Path:
+        """The report a part's costs are read from: the source run, or the newest before it that ran the part."""
+        exp = self.experiment(part)
+        return exp.run_dir if exp is not None else self.run_dir
+
+    def runs_used(self) -> list[Path]:
+        """The reports its parts come from, the source run first."""
+        return list(dict.fromkeys([self.run_dir, *(e.run_dir for e in self.experiments.values())]))
+
     @property
     def calibration(self) -> dict[str, Any]:
-        """The measuring machine's speed reference (the run's own calibration.json, else an experiment's)."""
-        cal = read_json(self.run_dir / "calibration.json")
+        """The source run's speed reference."""
+        return self.calibration_of(self.run_dir)
+
+    def calibration_of(self, run_dir: Path) -> dict[str, Any]:
+        """A report's measuring machine's speed reference (its own calibration.json, else an experiment's)."""
+        cal = read_json(run_dir / "calibration.json")
         if isinstance(cal, dict) and cal:
             return cal
-        return next((e.calibration for e in self.experiments.values() if e.calibration), {})
+        mine = (e for e in self.experiments.values() if e.run_dir == run_dir and e.calibration)
+        return next((e.calibration for e in mine), {})
 
 
-def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Measured]:
-    """Experiments by part: the study's runner names them <experiment_id>-<part> (a one-part study: the id)."""
+def _experiments(run_dir: Path, meta: dict[str, Any], known: Collection[str] = ()) -> dict[str, Measured]:
+    """Experiments by part, the parts in `known` not read: the study's runner names them <experiment_id>-<part>
+    (a one-part study: the id)."""
     eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
     out: dict[str, Measured] = {}
     for exp in sorted((run_dir / "results").glob("*/metadata.json")):
         name = exp.parent.name
         part = meta["study"] if name == eid else name.removeprefix(f"{eid}-")
+        if part.lower() in known:
+            continue
         e = Measured(exp.parent)
         md = read_json(exp)
         if isinstance(md, dict) and isinstance(md.get("calibration"), dict):
@@ -74,10 +96,10 @@ def _experiments(run_dir: Path, meta: dict[str, Any]) -> dict[str, Measured]:
     return out
 
 
-def experiments_of(run_dir: Path) -> dict[str, Measured]:
-    """A report's experiments by part slug (another report of a source's series)."""
+def experiments_of(run_dir: Path, known: Collection[str] = ()) -> dict[str, Measured]:
+    """A report's experiments by part slug (another report of a source's series), those in `known` left out."""
     meta = read_json(run_dir / "run.json")
-    return _experiments(run_dir, meta) if isinstance(meta, dict) and meta.get("study") else {}
+    return _experiments(run_dir, meta, known) if isinstance(meta, dict) and meta.get("study") else {}
 
 
 def source(root: Path, study: str, named: str | None = None) -> Source:
@@ -92,19 +114,29 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
             raise ConfigError(f"runs: {study}: {run_dir} is not a report directory of study {study!r}")
         if meta.get("status") != "ok":
             raise ConfigError(f"runs: {study}: {run_dir} did not finish ok (status {meta.get('status')!r})")
+        exps = _experiments(run_dir, meta)
     else:
-        found = counting(root / study)
-        if found is None:
+        counted = counting_runs(root / study)
+        if not counted:
             raise ConfigError(
                 f"{root} holds no finished run of study {study!r}, whose costs this calculation needs: run "
                 f"`secoverhead run {study} --scale quick` first, name a run (-p runs '{{{study}: DIR}}'), "
                 "or leave its feature out"
             )
-        run_dir, meta = found, read_json(found / "run.json")  # counting read it ok
-    exps = _experiments(run_dir, meta)
+        run_dir, meta = counted[0], read_json(counted[0] / "run.json")  # counting read it ok
+        exps = _newest_of_each_part(counted)
     if not exps:
         raise ConfigError(f"{run_dir} holds no completed runs of study {study!r}")
     return Source(study, run_dir, meta, exps)
+
+
+def _newest_of_each_part(runs: list[Path]) -> dict[str, Measured]:
+    """Each part's experiment from the newest of the runs (newest first) that ran it: a run with a part switched
+    off leaves that part's costs to the run before it, not to an error."""
+    out: dict[str, Measured] = {}
+    for run in runs:
+        out |= experiments_of(run, known=out.keys())  # a part already found is not read again
+    return out
 
 
 def sources(

@@ -11,7 +11,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from secoverhead.core.files import atomic_write_json
+from secoverhead.core.files import atomic_write_json, read_json
 from secoverhead.core.runs import scale_of
 from secoverhead.core.units import figure as four_digits
 from secoverhead.sizing.calculator import Calculation, number
@@ -178,14 +178,18 @@ def thumbs(calc: Calculation) -> pd.DataFrame:
 
 
 def sources(calc: Calculation) -> pd.DataFrame:
+    """The reports the costs were read from: each study's run that counts, and the newest before it that ran a
+    part it did not."""
     rows = []
-    for study, src in calc.book.sources.items():
-        meta = src.meta
-        cal = src.calibration
+    used = [(study, src, run) for study, src in calc.book.sources.items() for run in src.runs_used()]
+    for study, src, run in used:
+        meta = src.meta if run == src.run_dir else (read_json(run / "run.json") or {})
+        cal = src.calibration_of(run)
         rows.append(
             {
                 "study": study,
-                "run": src.run_dir.name,
+                "run": run.name,
+                "parts": ", ".join(sorted(p for p, e in src.experiments.items() if e.run_dir == run)),
                 "scale": scale_of(meta.get("params_name")),
                 "finished": meta.get("finished", ""),
                 "parameters": meta.get("params_name", ""),
@@ -207,6 +211,7 @@ def comparisons(calc: Calculation) -> pd.DataFrame:
                 {
                     "line": r.line.label,
                     "study / part": f"{m.study} / {m.part}",
+                    "report": _report_of(p.reports),
                     "arm - baseline": f"{m.arm} - {m.baseline}",
                     "cell": ", ".join(f"{k} {v}" for k, v in m.cell) or "-",
                     "metric": m.metric,
@@ -219,6 +224,13 @@ def comparisons(calc: Calculation) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _report_of(reports: tuple[Path, ...]) -> str:
+    """The report a comparison was read from, or the span of those pooled."""
+    if len(reports) == 1:
+        return reports[0].name
+    return f"{reports[0].name} to {reports[-1].name} ({len(reports)} pooled)"
 
 
 def _unit(key: str) -> str:

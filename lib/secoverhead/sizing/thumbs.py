@@ -69,7 +69,7 @@ def nginx_handshakes(book: Book, target: Mapping[str, Any], confidence: float) -
     if exp is None or FULL_RSA not in exp.arms:
         return None
     measured, n = book.level("https", part, FULL_RSA, HTTPS.metric("server cpu per request"), confidence)
-    cal = book.sources["https"].calibration
+    cal = book.sources["https"].calibration_of(exp.run_dir)
     to = dict(cal) | dict(target)
     prims = full_handshake("rsa")
     us = [rescale(x, cal, to, prims) for x in (measured.point, measured.hi, measured.lo)]
