@@ -22,6 +22,7 @@ def _run(
     verdict: str = "inconclusive",
     status: str = "ok",
     revision: int | None = None,
+    se: float = 0.03,
 ) -> str:
     name = f"20261101T{k:02d}0000Z-vm-{scale}" if k < 24 else f"20261102T{k - 24:02d}0000Z-vm-{scale}"
     d = root / "audit" / name
@@ -33,7 +34,7 @@ def _run(
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
     judged = {"intervals": [[0.9, 1.03]], "cells": [], "quantity": "ratio"}
     if ratio is not None:
-        judged["estimates"] = [[math.log(ratio), 0.03]]
+        judged["estimates"] = [[math.log(ratio), se]]
     v = {"id": "MariaDB:server_audit-small", "claim": "server_audit costs little", "verdict": verdict,
          "ratio": 0.96, "ci_low": 0.9, "ci_high": 1.03,
          "registered": {"study": "audit", "id": "server_audit-small", "metric": "tps"}, "judged": [judged]}  # fmt: skip
@@ -68,14 +69,38 @@ def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_
     assert "Verdicts over reports" in pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
 
 
-def test_a_series_closes_at_its_looks_and_the_next_shows_once_it_has_two_runs(tmp_path):
+def test_a_series_closes_at_its_looks_and_its_verdict_stands_until_the_next_has_three_runs_or_decides(tmp_path):
+    """Two reports pool on Hartung-Knapp's t(1): an interval a hundred times wider than ten reports' would replace a
+    decided verdict with 'inconclusive' the day after a series closes."""
     for k in range(LOOKS + 1):
         _run(tmp_path, k, 0.96)
     row = _table(tmp_path).loc["quick"]
-    assert row["reports pooled"] == LOOKS and row["series"] == "closed"  # the new series has one run: not yet
+    assert row["reports pooled"] == LOOKS and row["series"] == "closed (the next: 1 report, not pooled)"
     _run(tmp_path, LOOKS + 1, 0.96)
     row = _table(tmp_path).loc["quick"]
-    assert row["reports pooled"] == 2 and row["series"] == "open"
+    assert row["reports pooled"] == LOOKS and row["pooled verdict"] == "reproduced", row
+    assert row["series"] == "closed (the next: 2 reports, inconclusive)", row
+    _run(tmp_path, LOOKS + 2, 0.96)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 3 and row["series"] == "open"
+
+
+def test_a_new_series_that_decides_from_two_runs_is_shown_at_once(tmp_path):
+    for k in range(LOOKS):
+        _run(tmp_path, k, 0.96)
+    for k in (LOOKS, LOOKS + 1):
+        _run(tmp_path, k, 0.5, se=0.001)  # a change no t(1) hides: the new series says so at two
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 2 and row["series"] == "open" and row["pooled verdict"] == "not reproduced"
+
+
+def test_a_new_series_that_could_not_test_its_claim_in_two_runs_is_shown_at_once(tmp_path):
+    for k in range(LOOKS):
+        _run(tmp_path, k, 0.96)
+    for k in (LOOKS, LOOKS + 1):
+        _run(tmp_path, k, 0.96, verdict="not testable here")  # the machine can no longer test it
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 2 and row["pooled verdict"] == "not testable here", row
 
 
 def test_runs_without_estimates_are_counted_and_left_out_and_scales_pool_apart(tmp_path):
@@ -149,6 +174,15 @@ def test_a_report_after_a_closed_series_opens_the_next_and_an_interactive_run_ha
         f"the first report of a new series; the last ({LOOKS} reports since 2026-11-01) closed reproduced"
     )
     assert over_reports.lines(tmp_path / "interactive", "audit") == {}
+    (tmp_path / "audit" / me / "run.json").write_text(
+        (tmp_path / "audit" / me / "run.json").read_text().replace('"running"', '"ok"')
+        .replace("null", json.dumps({"tools": {"mariadbd": BUILD}}))
+    )  # fmt: skip
+    second = _run(tmp_path, LOOKS + 1, 0.96, status="running")
+    assert _lines(tmp_path, second, monkeypatch)["MariaDB:server_audit-small"].startswith(
+        f"a new series (2 reports, inconclusive so far); the last ({LOOKS} reports since 2026-11-01) closed reproduced"
+    )
+    (tmp_path / "audit" / second).rename(tmp_path / "second")  # as if it had not run
     _run(tmp_path, LOOKS + 1, 0.96, verdict="not testable here", status="running")
     later = _lines(tmp_path, "20261101T110000Z-vm-quick", monkeypatch)
     assert later["MariaDB:server_audit-small"].startswith("not pooled: this report could not test it")

@@ -1,13 +1,13 @@
 """Verdicts over reports: every claim's reports of one series (reporting/series.py: one scale, target, server
 version, machine speed class and measurement revision) pooled by analysis/pooling.py, beside the newest report's
 own verdict, for the index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS
-reports; the report after that opens the next (a closed series' verdict is shown until the next has two); a series
-of an older revision is shown superseded. Reports that recorded no estimates (made before they were) are left out
+reports; the report after that opens the next (a closed series' verdict is shown until the next has three or
+decides); a series of an older revision is shown superseded. Reports that recorded no estimates (made before they were) are left out
 and counted. (series.collect names a report by its directory, `run`.)"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,38 @@ def _judged_by_run(root: Path, study: str, runs: list[str]) -> dict[str, dict[st
     return out
 
 
-def _series_runs(runs: list[str]) -> tuple[list[str], bool]:
-    """The reports of the open series (the newest LOOKS-block with two or more, else the last closed one) and
-    whether it is closed."""
-    blocks = [runs[i : i + LOOKS] for i in range(0, len(runs), LOOKS)]
-    if len(blocks) > 1 and len(blocks[-1]) < 2:
-        return blocks[-2], True
-    return blocks[-1], len(blocks[-1]) == LOOKS
+@dataclass(frozen=True)
+class _Series:
+    """A block of a claim's reports pooled: its reports, whether it is closed, their verdicts and the pooled one;
+    `after`: what the series after it says so far, where that one is not shown yet."""
+
+    reports: list[str]
+    closed: bool
+    judged: list[dict[str, Any]]
+    pv: PooledVerdict | None
+    after: str = ""
+
+
+def _shown_series(runs: list[str], judged_of: dict[str, dict[str, Any]], registered: dict[str, Any], alpha: float):
+    """The series a claim's row shows: the newest block of LOOKS reports, or, while that has fewer than INLINE_FROM
+    reports and has neither decided nor found the claim untestable in each, the closed one before it (its verdict
+    stands until the next says as much)."""
+    blocks = [runs[i : i + LOOKS] for i in range(0, len(runs), LOOKS)] or [[]]
+    shown = [_block(b, judged_of, registered, alpha) for b in blocks[-2:]]
+    newest = shown[-1]
+    if len(shown) == 1 or len(newest.reports) >= INLINE_FROM or _decides(newest.pv) or _never_testable(newest.judged):
+        return newest
+    word = _pooled_word(newest.pv, newest.judged)
+    return replace(shown[0], after=f"{len(newest.reports)} report{'s' * (len(newest.reports) > 1)}, {word}")
+
+
+def _block(reports: list[str], judged_of: dict[str, dict[str, Any]], registered: dict[str, Any], alpha: float):
+    judged = [judged_of[r] for r in reports]
+    return _Series(reports, len(reports) == LOOKS, judged, _pool(registered, judged, alpha))
+
+
+def _decides(pv: PooledVerdict | None) -> bool:
+    return pv is not None and pv.verdict.value in ("reproduced", "not reproduced")
 
 
 def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -53,11 +78,10 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
         where = dict(zip(KEY, key, strict=True))
         runs = list(dict.fromkeys(g.sort_values(["date", "run"])["run"]))
         with_estimates = [r for r in runs if _has_estimates(verdicts[r].get(vid))]
-        chosen, closed = _series_runs(with_estimates) if with_estimates else ([], False)
         newest = verdicts[runs[-1]].get(vid) or {}
         registered = newest.get("registered") or {}
-        judged = [verdicts[r][vid] for r in chosen]
-        pv = _pool(registered, judged, alpha)
+        shown = _shown_series(with_estimates, {r: verdicts[r][vid] for r in with_estimates}, registered, alpha)
+        chosen, judged, pv = shown.reports, shown.judged, shown.pv
         counted = pv is not None or _never_testable(judged)  # a series every report of which failed a precondition
         rows.append(
             {
@@ -66,13 +90,15 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
                 **where,
                 "reports pooled": len(chosen) if counted else 0,
                 "since": str(g[g["run"] == chosen[0]]["started"].iloc[0])[:10] if counted else "",
-                "series": _state(closed, where["revision"], registered),
+                "series": _state(shown.closed, where["revision"], registered)
+                + (f" (the next: {shown.after})" if shown.after else ""),
                 "pooled verdict": _pooled_word(pv, judged),
                 "pooled": _interval_text(pv, registered) if pv is not None else _unpooled_text(judged, counted),
                 "newest report's verdict": newest.get("verdict", ""),
                 "reports without estimates": len(runs) - len(with_estimates),
                 "reports": chosen,  # of its series, with estimates (pooled when the verdict is)
-                "why not pooled": _why_not(pv, [verdicts[r][vid] for r in chosen]),
+                "next series": shown.after,
+                "why not pooled": _why_not(pv, judged),
             }
         )
     return pd.DataFrame(rows)
@@ -178,8 +204,10 @@ def _line(row: dict[str, Any], me: str) -> Line:
         text = f"over {k} reports of its series since {row['since']}: {row['pooled verdict']}, {row['pooled']}"
         return Line(text, beside=decided or k >= INLINE_FROM)
     if k >= 2:
+        so_far = row["next series"]
+        opened = f"a new series ({so_far} so far)" if so_far.count("report") and not so_far.startswith("1 ") else ""
         return Line(
-            f"the first report of a new series; the last ({k} reports since {row['since']}) closed "
+            f"{opened or 'the first report of a new series'}; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"
         )
     if len(row["reports"]) >= 2:
