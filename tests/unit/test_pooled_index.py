@@ -129,9 +129,9 @@ def test_a_series_no_report_of_which_could_test_the_claim_says_so_as_its_verdict
     _run(tmp_path, 1, 0.97, verdict="not testable here")
     row = _table(tmp_path).loc["quick"]
     assert row["pooled verdict"] == "not testable here" and row["reports pooled"] == 2, row
-    assert row["pooled"] == "every report: cpu failed" and row["since"] == "2026-11-01", row
+    assert row["pooled"] == "in every report, precondition cpu not met" and row["since"] == "2026-11-01", row
     section = pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
-    assert "every report: cpu failed" in section
+    assert "in every report, precondition cpu not met" in section
 
 
 def test_load_gives_the_pooled_verdicts_of_the_studies_it_read(tmp_path):

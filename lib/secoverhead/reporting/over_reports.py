@@ -144,7 +144,8 @@ def _unpooled_text(judged: list[dict[str, Any]], never_testable: bool) -> str:
     if not never_testable:
         return ""
     failed = {p.get("condition") for v in judged for p in v.get("preconditions") or [] if p.get("holds") is False}
-    return f"every report: {', '.join(sorted(str(c) for c in failed if c)) or 'a precondition'} failed"
+    names = ", ".join(sorted(str(c) for c in failed if c))
+    return f"in every report, precondition {names} not met" if names else "in every report, a precondition not met"
 
 
 def _why_not(pv: PooledVerdict | None, judged: list[dict[str, Any]]) -> str:
