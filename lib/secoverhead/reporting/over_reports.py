@@ -2,8 +2,8 @@
 version, machine speed class and measurement revision) pooled by analysis/pooling.py, beside the newest report's
 own verdict, for the index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS
 reports; the report after that opens the next (a closed series' verdict is shown until the next has three or
-decides); a series of an older revision is shown superseded. Reports that recorded no estimates (made before they were) are left out
-and counted. (series.collect names a report by its directory, `run`.)"""
+decides); a series of an older revision is shown superseded. Reports that recorded no estimates (made before they
+were) are left out and counted. (series.collect names a report by its directory, `run`.)"""
 
 from __future__ import annotations
 
