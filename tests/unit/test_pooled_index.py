@@ -69,7 +69,7 @@ def test_six_runs_no_one_of_which_decides_pool_into_a_verdict_beside_the_newest_
     assert "Verdicts over reports" in pooled.section(tmp_path, "audit", series.collect(tmp_path, "audit"))
 
 
-def test_a_series_closes_at_its_looks_and_its_verdict_stands_until_the_next_has_three_runs_or_decides(tmp_path):
+def test_a_series_closes_at_its_looks_and_its_decided_verdict_stands_until_the_next_decides(tmp_path):
     """Two reports pool on Hartung-Knapp's t(1): an interval a hundred times wider than ten reports' would replace a
     decided verdict with 'inconclusive' the day after a series closes."""
     for k in range(LOOKS + 1):
@@ -82,7 +82,21 @@ def test_a_series_closes_at_its_looks_and_its_verdict_stands_until_the_next_has_
     assert row["series"] == "closed (the next: 2 reports, inconclusive)", row
     _run(tmp_path, LOOKS + 2, 0.96)
     row = _table(tmp_path).loc["quick"]
-    assert row["reports pooled"] == 3 and row["series"] == "open"
+    assert row["reports pooled"] == LOOKS and row["series"] == "closed (the next: 3 reports, inconclusive)", row
+    for k in range(LOOKS + 3, LOOKS + 6):
+        _run(tmp_path, k, 0.96)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 6 and row["series"] == "open" and row["pooled verdict"] == "reproduced", row
+
+
+def test_an_undecided_closed_series_gives_way_to_the_next_from_two_runs(tmp_path):
+    for k in range(LOOKS):
+        _run(tmp_path, k, 0.96, se=0.3)  # too noisy for ten reports to decide
+    _run(tmp_path, LOOKS, 0.96)
+    assert _table(tmp_path).loc["quick", "reports pooled"] == LOOKS  # one report is no series yet
+    _run(tmp_path, LOOKS + 1, 0.96)
+    row = _table(tmp_path).loc["quick"]
+    assert row["reports pooled"] == 2 and row["series"] == "open", row
 
 
 def test_a_new_series_that_decides_from_two_runs_is_shown_at_once(tmp_path):

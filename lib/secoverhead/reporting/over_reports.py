@@ -1,8 +1,8 @@
 """Verdicts over reports: every claim's reports of one series (reporting/series.py: one scale, target, server
 version, machine speed class and measurement revision) pooled by analysis/pooling.py, beside the newest report's
 own verdict, for the index, `secoverhead.load` and each report's conclusions. A series pools at most pooling.LOOKS
-reports; the report after that opens the next (a closed series' verdict is shown until the next has three or
-decides); a series of an older revision is shown superseded. Reports that recorded no estimates (made before they
+reports; the report after that opens the next (a closed series' decided verdict is shown until the next decides);
+a series of an older revision is shown superseded. Reports that recorded no estimates (made before they
 were) are left out and counted. (series.collect names a report by its directory, `run`.)"""
 
 from __future__ import annotations
@@ -44,14 +44,16 @@ class _Series:
 
 
 def _shown_series(runs: list[str], judged_of: dict[str, dict[str, Any]], registered: dict[str, Any], alpha: float):
-    """The series a claim's row shows: the newest block of LOOKS reports, or, while that has fewer than INLINE_FROM
-    reports and has neither decided nor found the claim untestable in each, the closed one before it (its verdict
-    stands until the next says as much)."""
+    """The series a claim's row shows: the newest block of LOOKS reports, or the closed one before it where that
+    decided and the newest has not yet (by deciding, or finding the claim untestable in each report): a decided
+    verdict stands until the next series says as much, its progress shown beside it."""
     blocks = [runs[i : i + LOOKS] for i in range(0, len(runs), LOOKS)] or [[]]
     shown = [_block(b, judged_of, registered, alpha) for b in blocks[-2:]]
     newest = shown[-1]
-    if len(shown) == 1 or len(newest.reports) >= INLINE_FROM or _decides(newest.pv) or _never_testable(newest.judged):
+    if len(shown) == 1 or _decides(newest.pv) or _never_testable(newest.judged):
         return newest
+    if len(newest.reports) >= 2 and not _decides(shown[0].pv):
+        return newest  # nothing decided to keep: the newer says as much as the older
     word = _pooled_word(newest.pv, newest.judged)
     return replace(shown[0], after=f"{len(newest.reports)} report{'s' * (len(newest.reports) > 1)}, {word}")
 

@@ -29,7 +29,7 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
             f"random-effects estimate (Paule-Mandel) and a Hartung-Knapp interval, never narrower than the "
             f"reports' plain t interval, at {level * 100:.3g} % for each look: a level calibrated by simulation so "
             f"that looking after every report keeps the chance of any wrong verdict in a series within {alpha:g}; "
-            f"a series closes at {LOOKS} reports, and its verdict is shown until the next has three or decides."
+            f"a series closes at {LOOKS} reports, and its verdict, where it decided, is shown until the next decides."
         )
         + f"</small></p>{table}"
     )
