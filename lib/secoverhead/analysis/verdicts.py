@@ -23,6 +23,11 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "inconclusive"
     NOT_TESTABLE = "not testable here"
 
+    @property
+    def decided(self) -> bool:
+        """Reproduced or not reproduced: the data decided the claim."""
+        return self in (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED)
+
 
 @dataclass
 class ClaimVerdict:
@@ -51,8 +56,7 @@ class ClaimVerdict:
 
     @property
     def decided(self) -> bool:
-        """Reproduced or not reproduced: the data decided the claim."""
-        return self.verdict in (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED)
+        return self.verdict.decided
 
     @property
     def wants_rounds(self) -> bool:

@@ -41,6 +41,7 @@ class _Series:
     judged: list[dict[str, Any]]
     pv: PooledVerdict | None
     after: str = ""
+    after_reports: int = 0
 
 
 def _shown_series(runs: list[str], judged_of: dict[str, dict[str, Any]], registered: dict[str, Any], alpha: float):
@@ -54,8 +55,8 @@ def _shown_series(runs: list[str], judged_of: dict[str, dict[str, Any]], registe
         return newest
     if len(newest.reports) >= 2 and not _decides(shown[0].pv):
         return newest  # nothing decided to keep: the newer says as much as the older
-    word = _pooled_word(newest.pv, newest.judged)
-    return replace(shown[0], after=f"{len(newest.reports)} report{'s' * (len(newest.reports) > 1)}, {word}")
+    n, word = len(newest.reports), _pooled_word(newest.pv, newest.judged)
+    return replace(shown[0], after=f"{n} report{'s' * (n > 1)}, {word}", after_reports=n)
 
 
 def _block(reports: list[str], judged_of: dict[str, dict[str, Any]], registered: dict[str, Any], alpha: float):
@@ -64,7 +65,7 @@ def _block(reports: list[str], judged_of: dict[str, dict[str, Any]], registered:
 
 
 def _decides(pv: PooledVerdict | None) -> bool:
-    return pv is not None and pv.verdict.value in ("reproduced", "not reproduced")
+    return pv is not None and pv.verdict.decided
 
 
 def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -100,6 +101,7 @@ def pooled(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPH
                 "reports without estimates": len(runs) - len(with_estimates),
                 "reports": chosen,  # of its series, with estimates (pooled when the verdict is)
                 "next series": shown.after,
+                "next series reports": shown.after_reports,
                 "why not pooled": _why_not(pv, judged),
             }
         )
@@ -207,8 +209,7 @@ def _line(row: dict[str, Any], me: str) -> Line:
         text = f"over {k} reports of its series since {row['since']}: {row['pooled verdict']}, {row['pooled']}"
         return Line(text, beside=decided or k >= INLINE_FROM)
     if k >= 2:
-        so_far = row["next series"]
-        opened = f"a new series ({so_far} so far)" if so_far.count("report") and not so_far.startswith("1 ") else ""
+        opened = f"a new series ({row['next series']} so far)" if row["next series reports"] > 1 else ""
         return Line(
             f"{opened or 'the first report of a new series'}; the last ({k} reports since {row['since']}) closed "
             f"{row['pooled verdict']}, {row['pooled']}"

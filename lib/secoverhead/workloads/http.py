@@ -21,6 +21,7 @@ import pandas as pd
 
 from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, SecoverheadError
+from secoverhead.host.environment import loopback
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import dies_with_owner
 from secoverhead.host.rundirs import make_run_dir
@@ -53,7 +54,7 @@ def _need(tool: str) -> str:
 
 def _check_loopback(url_or_host: str) -> None:
     host = urlsplit(url_or_host).hostname if "://" in url_or_host else url_or_host
-    if host not in ("127.0.0.1", "localhost", "::1") and not str(host).startswith("127."):
+    if not loopback(str(host or "")):
         raise ConfigError(f"HTTP load is only sent to loopback addresses here, not {host!r}")
 
 
