@@ -163,6 +163,14 @@ def test_encryption_on_against_a_server_that_cannot_encrypt_is_refused_before_an
     assert not list((tmp_path / "reports").rglob("run.json"))
 
 
+def test_an_unknown_database_on_mysql_8_is_named_as_itself_not_as_a_missing_hash(users_mysql, tmp_path):
+    _flush(users_mysql)  # the plain login needs the hash cached first: the TLS login that caches it names the database
+    args = [a if a != "benchdb" else "nosuchdb" for a in _mysql_args(users_mysql, "audit")]
+    res = _cli(tmp_path, "audit", *args)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr[-2000:]
+    assert "has no database 'nosuchdb'" in res.stderr and "caching_sha2_password" not in res.stderr, res.stderr
+
+
 def test_a_stock_account_on_a_server_without_tls_is_named_with_its_remedies():
     _need(MYSQL_8_0)
     from secoverhead.core.errors import ConfigError

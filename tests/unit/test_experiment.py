@@ -302,12 +302,25 @@ def test_without_a_speed_check_the_plan_records_none(tmp_path):
     assert "speed_checks" not in store.metadata()
 
 
-def test_the_speed_check_takes_nothing_from_the_runs_budget(tmp_path):
+def test_the_speed_check_takes_nothing_from_the_runs_budget(tmp_path, monkeypatch):
+    """On a clock of its own (a busy machine stretches real sleeps): checks of 0.3 s and runs of 0.05 s."""
+    import types
+
+    from secoverhead.measurement import experiment
+
+    now = [0.0]
+    monkeypatch.setattr(experiment, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+
+    def check(seconds):
+        now[0] += seconds
+        return {"loop_ms": 1.0}
+
+    monkeypatch.setattr(experiment, "speed_check", check)
     store = ResultStore(tmp_path, "budget")
     plan = ExperimentPlan("budget", arms=["a"], repetitions=3, warmup=0, max_seconds=0.5, speed_check_s=0.3)
 
     def measure(arm, factors):
-        time.sleep(0.05)
+        now[0] += 0.05
         return Measurement({"x": 1})
 
     Experiment(plan, store, progress=False).run(measure)

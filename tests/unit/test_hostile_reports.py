@@ -172,3 +172,16 @@ def test_markup_in_a_copied_in_run_shows_as_text_in_the_index(tmp_path):
     page = build_index(root).read_text()
     assert iframe not in page and img not in page
     assert "&lt;iframe" in page or "&lt;img" in page
+
+
+@pytest.mark.parametrize(
+    ("content", "words"), [(b"[unclosed", "not valid YAML"), (b"\xff\xfe", "not UTF-8"), (b"a: 1", "other than a list")]
+)
+def test_an_unreadable_expectations_file_is_said_by_index(tmp_path, content, words):
+    root = tmp_path / "reports"
+    _run(root, "20261104T000000Z-vm-smoke", {})
+    (root / "expected.yaml").write_bytes(content)
+    code, _out, err, _peak = _cli("index", "--reports", str(root), cwd=tmp_path)
+    assert code == 0 and "Traceback" not in err, err[-1500:]
+    (line,) = [ln for ln in err.splitlines() if "expectations file" in ln]
+    assert "note: the expectations file" in line and words in line and "not expected" in line

@@ -117,3 +117,37 @@ def test_a_copied_in_run_with_special_files_is_skipped_or_refused_in_one_line(tm
         signal.alarm(0)
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "run.json" in err, err
+
+
+# -- read strictly: what would otherwise be taken silently --------------------------------------------------
+def _refusal(capsys, *argv: str) -> str:
+    code = cli.main(["run", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    return err
+
+
+def test_a_key_given_twice_in_a_parameters_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "twice.yaml"
+    f.write_text("repetitions: 3\nseed: 1\nrepetitions: 5\n")
+    assert "'repetitions' is given twice" in _refusal(capsys, "tls", "-f", str(f))
+    f.write_text("external_arms:\n  a: {enable: [x]}\n  a: {enable: [y]}\n")  # a nested mapping too
+    assert "'a' is given twice" in _refusal(capsys, "audit", "-f", str(f))
+
+
+@pytest.mark.parametrize("value", ["3\u0663", "\u0663", "\uff13", "3\u00b2"])
+def test_a_number_is_ascii_digits_only(value, capsys):
+    assert "must be an integer" in _refusal(capsys, "tls", "-p", "seed", value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("mongo_uri", "mongodb://127.0.0.1:27017/\n"),
+        ("mongo_uri", "mongodb://127.0.0.1:27017/\x1b[2J"),
+        ("mysql_host", "db1.example\x7f"),
+        ("mysql_database", "bench\x08"),
+    ],
+)
+def test_a_control_byte_in_a_uri_host_or_name_is_refused(name, value, capsys):
+    assert "control character" in _refusal(capsys, "tls", "-p", name, value)

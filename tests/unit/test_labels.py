@@ -47,6 +47,18 @@ def test_a_label_the_server_contradicts_is_one_line_naming_it(declared, server, 
     assert says in text and "\n" not in text and f"mysql_encryption={declared}" in text
 
 
+def test_tables_reused_whose_flags_cannot_be_read_are_refused_whatever_the_label():
+    hidden = EncryptionState(True, False, {}, "test records (table flags not readable)", ("sbtest1",), False)
+    for declared in ("on", "off"):
+        with pytest.raises(LabelMismatch) as err:
+            check_encryption(hidden, declared, TABLES, "db:3306")
+        assert "reuse its tables sbtest1" in str(err.value) and "Grant the account PROCESS" in str(err.value)
+    fresh = EncryptionState(True, False, {}, "test records", (), False)  # none exist: a new table's default decides
+    check_encryption(fresh, "off", TABLES, "db:3306")
+    cannot = EncryptionState(False, False, {}, "test records", ("sbtest1",), False)  # no key source: none encrypted
+    check_encryption(cannot, "off", TABLES, "db:3306")
+
+
 def test_an_audit_arm_that_changed_no_audit_setting_is_refused():
     from secoverhead.servers.labels import check_audit_toggled
 

@@ -211,8 +211,11 @@ def index(args: argparse.Namespace) -> int:
     from secoverhead.app.rundir import check_reports_root  # light: the check comes before the stack loads
 
     root = check_reports_root(args.reports, create=False)
-    from secoverhead.suite.index import build_index, glance, unexpected_changes  # deferred
+    from secoverhead.suite import expected  # deferred
+    from secoverhead.suite.index import build_index, glance, unexpected_changes
 
+    if unreadable := expected.problem(root):
+        say(f"note: {unreadable}")
     page = build_index(root)
     changes = unexpected_changes(root)
     if args.format == "json":

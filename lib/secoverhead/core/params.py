@@ -9,6 +9,7 @@ standard library and PyYAML, so the CLI answers bad input in well under a second
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
@@ -33,6 +34,7 @@ from secoverhead.core.secrets import holds_secret, secret_reference
 from secoverhead.core.units import significant
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"  # names that become directory names: no '/', no leading '.'
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 controls and DEL
 MAX_STR = 1000  # no parameter needs a longer string; bounds what a typo or a fuzzer can do
 MAX_ITEMS_DEFAULT = 64
 MAX_PLANNED_RUNS = 100_000  # beyond this no study here could finish; refused before anything starts
@@ -186,6 +188,9 @@ def _scalar(spec: Spec, kind: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be a string, got {_given(spec, value)}")
         if len(value) > MAX_STR or "\0" in value:
             raise ConfigError(f"{where} is longer than {MAX_STR} characters or holds a NUL byte")
+        if control := _CONTROL.search(value):
+            # a host, URI, path or name never holds one: a newline or an escape in a mongo_uri is a paste gone wrong
+            raise ConfigError(f"{where} holds a control character ({control.group()!r}); type it without one")
         if spec.pattern and value and not re.fullmatch(spec.pattern, value):
             raise ConfigError(f"{where} must match {spec.pattern}, got {_given(spec, value)}")
     if spec.choices is not None and value not in spec.choices:
@@ -234,6 +239,8 @@ def coerce(spec: Spec, text: str) -> Any:
         return BOOL_WORDS[word]
     if spec.kind in ("int", "float"):
         try:
+            if not text.isascii():  # int() and float() take any script's digits: `3٣` read as 33
+                raise ValueError(text)
             return int(text) if spec.kind == "int" else float(text)
         except ValueError:
             what = "an integer" if spec.kind == "int" else "a number"
@@ -273,6 +280,19 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._depth = self._nodes = 0
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A key given twice is refused: the safe loader keeps the last, so a file's earlier line did nothing."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {bounded_repr(key)} is given twice", key_node.start_mark
+                )
+            with contextlib.suppress(TypeError):  # an unhashable key is refused by the loader itself
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):

@@ -33,6 +33,7 @@ from typing import Any
 
 from secoverhead.analysis import outliers
 from secoverhead.analysis.design import Looks
+from secoverhead.core.units import significant
 from secoverhead.host import environment
 from secoverhead.host.calibration import speed_check
 from secoverhead.host.noise import NoiseMonitor
@@ -204,7 +205,7 @@ class Experiment:
                     break
         except _Budget:
             status = "stopped at time budget"
-            s.stop_reason = f"time budget of {self.plan.max_seconds:.0f} s reached"
+            s.stop_reason = f"time budget of {significant(self.plan.max_seconds, 3)} s reached"
         except (KeyboardInterrupt, SystemExit):
             status = "interrupted"
             raise

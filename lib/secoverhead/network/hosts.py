@@ -3,22 +3,24 @@ of its own and a default route back, so a process started in it (a Dask worker: 
 this host's addresses as another machine would, and its traffic stays on this machine. No delay: a veth pair is
 the path a fleet's test needs, not a round trip (network/link.py has those).
 
-Named like links (`so-PID-N`), so stopping removes it and the next start sweeps those whose owner is gone.
+Named like links (`so-OWNER-N`, core.owners' token), so stopping removes it and the next start sweeps those whose
+owner is gone; a name another process of the project wrote (its own token) is read, never parsed as ours.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
-import os
 import subprocess
 from dataclasses import dataclass
 from typing import Self
 
+from secoverhead.core import owners
 from secoverhead.core.environ import server_env
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.lifecycle import Started
 from secoverhead.host.process import run_command
-from secoverhead.network.link import _NAME, _namespaces, available, sweep_stale
+from secoverhead.network.link import _namespaces, available, next_name, sweep_stale
 
 _SUBNET = ipaddress.ip_network("10.212.0.0/16")
 
@@ -48,11 +50,10 @@ class Host(Started):
         if reason:
             raise ConfigError(reason.replace("round trips", "hosts in namespaces"))
         sweep_stale()
-        taken = {int(m.group(2)) for ns in _namespaces() if (m := _NAME.match(ns)) and int(m.group(1)) == os.getpid()}
-        self.namespace = f"so-{os.getpid()}-{max(taken, default=0) + 1}"
+        self.namespace = next_name(_namespaces(), owners.me())
         net = _free_subnet()
         self.gateway, self.addr = str(net[1]), str(net[2])
-        tag = self.namespace.removeprefix("so-").replace("-", "x")[-12:]
+        tag = hashlib.sha1(self.namespace.encode()).hexdigest()[:12]  # an interface name holds 15 characters
         outside, inside = f"v{tag}", f"w{tag}"
         what = "setting up a host in a namespace"
         run_command(["ip", "netns", "add", self.namespace], what=what)

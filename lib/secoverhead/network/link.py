@@ -57,6 +57,13 @@ def _namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
+def next_name(existing: list[str], me: str) -> str:
+    """This owner's next namespace name: `so-TOKEN-N`, N one past the highest of its own. Names of other owners
+    (another run's token, a bare PID of an older release) and names that are not the project's are passed over."""
+    taken = {int(m.group(2)) for ns in existing if (m := _NAME.match(ns)) and m.group(1) == me}
+    return f"so-{me}-{max(taken, default=0) + 1}"
+
+
 def sweep_stale() -> list[str]:
     """Remove the namespaces of links whose owner process is gone."""
     gone = []
@@ -131,8 +138,7 @@ class Link(Started):
         if reason:
             raise ConfigError(reason)
         sweep_stale()
-        taken = {int(m.group(2)) for ns in _namespaces() if (m := _NAME.match(ns)) and m.group(1) == owners.me()}
-        self.namespace = f"so-{owners.me()}-{max(taken, default=0) + 1}"
+        self.namespace = next_name(_namespaces(), owners.me())
         net = _free_subnet()
         self.host_addr, self.peer_addr = str(net[1]), str(net[2])
         tag = hashlib.sha1(self.namespace.encode()).hexdigest()[:12]  # an interface name holds 15 characters

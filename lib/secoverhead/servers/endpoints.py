@@ -102,15 +102,22 @@ class MySQLEndpoint:
             if not server_offers_tls(self.host, self.port):
                 raise ConnectionError("the server offers no TLS")
             mysql.connector.connect(**args).close()
-        except (mysql.connector.Error, OSError) as exc:
-            why = str(getattr(exc, "msg", "") or exc).splitlines()[0][:160]
-            raise ConfigError(
-                f"{self.user!r}@{self.host}:{self.port} uses caching_sha2_password and the server has not cached its "
-                "hash, so a plain-TCP login needs the RSA key exchange, which the Python MySQL client cannot do; a "
-                f"TLS login to cache it failed ({why}). Remedies: let the server offer TLS, or log in once over TLS "
-                f"before the run, or give the account mysql_native_password (ALTER USER '{self.user}'@'%' IDENTIFIED "
-                "WITH mysql_native_password BY '...')"
-            ) from None
+        except mysql.connector.Error as exc:
+            if exc.errno in LOGGED_IN_BUT:  # the TLS login worked: what refused is the database, said as itself
+                raise
+            self._no_cached_hash(exc)
+        except OSError as exc:
+            self._no_cached_hash(exc)
+
+    def _no_cached_hash(self, exc: Exception) -> None:
+        why = str(getattr(exc, "msg", "") or exc).splitlines()[0][:160]
+        raise ConfigError(
+            f"{self.user!r}@{self.host}:{self.port} uses caching_sha2_password and the server has not cached its "
+            "hash, so a plain-TCP login needs the RSA key exchange, which the Python MySQL client cannot do; a "
+            f"TLS login to cache it failed ({why}). Remedies: let the server offer TLS, or log in once over TLS "
+            f"before the run, or give the account mysql_native_password (ALTER USER '{self.user}'@'%' IDENTIFIED "
+            "WITH mysql_native_password BY '...')"
+        ) from None
 
     def as_dict(self) -> dict[str, Any]:
         return _public(self)
@@ -258,6 +265,8 @@ MYSQL_FACTS = (  # server variables every report records, embedded or external (
 )
 
 CLIENT_SSL = 0x0800
+ER_BAD_DB_ERROR = 1049  # Unknown database
+LOGGED_IN_BUT = (ER_BAD_DB_ERROR, 1044)  # the account logged in; the database is unknown or not its to use
 CR_AUTH_PLUGIN_ERR = 2061  # a client-side auth plugin's refusal: caching_sha2_password's "requires secure connection"
 
 

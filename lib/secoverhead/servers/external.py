@@ -22,7 +22,7 @@ from secoverhead.servers import labels, ownership
 from secoverhead.servers.base import Server
 from secoverhead.servers.builds import identified
 from secoverhead.servers.counters import MYSQL_NOTE, WHOLE_HOST_HERE, mongo_server_cpu
-from secoverhead.servers.endpoints import MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
+from secoverhead.servers.endpoints import ER_BAD_DB_ERROR, MYSQL_FACTS, MongoEndpoint, MySQLEndpoint, session_tls
 from secoverhead.servers.remote_cpu import CpuSpec, check_source, remote_cpu
 
 
@@ -187,6 +187,11 @@ class ExternalMySQL(Server):
                         if self.tls
                         else "secure transport): set -p mysql_tls true"
                     )
+                ) from None
+            if exc.errno == ER_BAD_DB_ERROR:
+                raise ConfigError(
+                    f"{self.host}:{self.port} has no database {self.endpoint.database!r} (user {self.user!r} logged "
+                    "in): create it, or name another with -p mysql_database"
                 ) from None
             if denied:
                 raise AuthenticationError(f"{self.host}:{self.port} rejected user {self.user!r}: {msg}") from None

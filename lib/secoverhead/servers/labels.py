@@ -24,10 +24,13 @@ class EncryptionState:
     new_tables_encrypted: bool
     tables: dict[str, bool]  # table -> encrypted, for the tables that exist and whose flag could be read
     how: str  # which of the server's own records said so
+    existing: tuple[str, ...] = ()  # the named tables that exist (a run reuses them)
+    flags_read: bool = True  # whether the account could read the tables' encryption flags
 
     def as_dict(self) -> dict[str, Any]:
         return {"can_encrypt": self.can_encrypt, "new_tables_encrypted": self.new_tables_encrypted,
-                "tables": self.tables, "how": self.how}  # fmt: skip
+                "tables": self.tables, "existing": list(self.existing), "flags_read": self.flags_read,
+                "how": self.how}  # fmt: skip
 
 
 def _rows(cur: Any, sql: str, args: Sequence[Any] = ()) -> list[tuple] | None:
@@ -74,8 +77,15 @@ def encryption_state(conn: Any, database: str, tables: Sequence[str]) -> Encrypt
     names = [f"{database}/{t}" for t in tables]
     flags = _rows(cur, family["flags"].format(marks=", ".join(["%s"] * len(names)) or "''"), names)
     how = family["how"] + (" (table flags not readable by this account: it lacks PROCESS)" if flags is None else "")
+    marks = ", ".join(["%s"] * len(tables)) or "''"
+    existing = _rows(cur, EXISTING.format(marks=marks), [database, *tables]) or []
     cur.close()
-    return EncryptionState(can, new, {str(n).split("/", 1)[1]: bool(e) for n, e in flags or []}, how)
+    encrypted = {str(n).split("/", 1)[1]: bool(e) for n, e in flags or []}
+    return EncryptionState(can, new, encrypted, how, tuple(str(t) for (t,) in existing), flags is not None)
+
+
+# The named tables that exist: information_schema.TABLES shows an account the tables it has rights on (no PROCESS)
+EXISTING = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks})"
 
 
 def check_encryption(state: EncryptionState, declared: str, tables: Sequence[str], where: str) -> None:
@@ -86,6 +96,13 @@ def check_encryption(state: EncryptionState, declared: str, tables: Sequence[str
         raise LabelMismatch(
             f"{where} is declared mysql_encryption=on but cannot encrypt: no keyring or encryption plugin is active "
             f"({state.how}); nothing was measured. Declare it off, or load a keyring first"
+        )
+    if state.can_encrypt and not state.flags_read and state.existing:
+        shown = ", ".join(state.existing[:4]) + (" ..." if len(state.existing) > 4 else "")
+        raise LabelMismatch(
+            f"{where} is declared mysql_encryption={declared}, and the run would reuse its tables {shown}, whose "
+            f"encryption this account cannot read ({state.how}); nothing was measured. Grant the account PROCESS, or "
+            "name a database in which the run makes its tables anew"
         )
     wrong = sorted(t for t, encrypted in state.tables.items() if encrypted != want)
     if not wrong and any(t not in state.tables for t in tables) and state.new_tables_encrypted != want:

@@ -31,6 +31,23 @@ def load(root: Path, *, strict: bool = False) -> list[dict[str, Any]]:
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
 
+def problem(root: Path) -> str:
+    """Why the marks cannot be read, in one line ("" when they can, or there are none): `index` says it, since
+    every change then shows as an alarm."""
+    path = Path(root) / FILE
+    if not path.exists() and not path.is_symlink():
+        return ""
+    try:
+        data = read_yaml(path, "the expectations file")
+    except ConfigError as exc:
+        why = str(exc)
+    else:
+        if data is None or (isinstance(data, list) and all(isinstance(d, dict) for d in data)):
+            return ""
+        why = f"the expectations file {path} holds something other than a list of marks"
+    return f"{why}; every change is shown as not expected until it is mended"
+
+
 def why(marks: list[dict[str, Any]], study: str, claim_id: str, target: str, run: str) -> str:
     """The reason a change at `run` was marked expected ("" when it was not). A mark without a claim or target
     covers every claim or target of the study at that run; a mark of a claim covers each of its cells' series

@@ -10,6 +10,7 @@ from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import override, param
 from secoverhead.servers.builds import MARIADB, MYSQL_80, ServerBuild
+from secoverhead.servers.journal import check_arm_changes, persists
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -150,6 +151,11 @@ class Params(StudyParams, ExternalMySQLParams):
                 )
             ):
                 raise ConfigError(f"external arm {name!r} must be {{enable: [SQL, ...], disable: [SQL, ...]}}")
+            if sql := persists(spec.get("enable", [])):
+                raise ConfigError(
+                    f"external arm {name!r}: {sql[:80]!r} writes the server's persisted settings (mysqld-auto.cnf), "
+                    "which the run could not put back as it read them: use SET GLOBAL"
+                )
         if self.external_arms and not self.mysql_host:
             raise ConfigError("external_arms need mysql_host (embedded arms are chosen with arms)")
         if self.external_arms and not (
@@ -170,6 +176,10 @@ class Params(StudyParams, ExternalMySQLParams):
 
         with self.user_mysql() as ext:
             Sysbench(ext.endpoint, tls=self.mysql_tls).check_login()
+        if self.external_arms:  # each arm applied once, read back and restored: one that audits nothing is refused
+            with self.admin() as admin:
+                for name, spec in self.external_arms.items():
+                    check_arm_changes(admin, spec, name)
 
     def user_mysql(self):
         from secoverhead.workloads.sysbench import (

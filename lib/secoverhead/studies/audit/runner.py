@@ -20,7 +20,7 @@ from secoverhead.host.threadwaits import WaitMeter
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import labels
 from secoverhead.servers.builds import described, nearest, stand_in_note
-from secoverhead.servers.journal import Journal
+from secoverhead.servers.journal import Journal, audit_state
 from secoverhead.servers.logwaits import LogWaitMeter
 from secoverhead.studies.audit.claims import baseline_conditions, environment_conditions, part_claims
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
@@ -124,26 +124,19 @@ def _external_targets(
     """The user's server: the baseline as it is, each arm toggled with the user's SQL around its runs."""
     ext = stack.enter_context(p.user_mysql())
     admin = stack.enter_context(p.admin()) if p.external_arms else None
-    journal = stack.enter_context(Journal.for_target(admin)) if admin is not None else None
+    journal = stack.enter_context(Journal.for_target(admin, notes)) if admin is not None else None
     sb = Sysbench(ext.endpoint, tls=p.mysql_tls)
     sb.prepare(opts)
     targets = {BASELINE: Rig(sb, None, [], None)}
-    baseline = _audit_state(admin) if admin is not None else {}
+    baseline = audit_state(admin) if admin is not None else {}
     for name, spec in p.external_arms.items():
         targets[name] = Rig(sb, None, [], (admin, journal, spec, name, baseline))
     notes.append(
-        "external server: arms are toggled with the given SQL around each run, journaled before they run and "
-        "undone on every exit; audit bytes and server CPU are not measured (not our files or process)"
+        "external server: arms are toggled with the given SQL around each run; every variable an arm sets is read "
+        "before it runs, journaled, and set back to the value read on every exit (after the arm's disable "
+        "statements); audit bytes and server CPU are not measured (not our files or process)"
     )
     return targets, {"mysql": ext.describe()}
-
-
-def _audit_state(admin: Any) -> dict[str, str]:
-    conn = admin.endpoint.connect(tls=admin.tls, autocommit=True)
-    try:
-        return labels.audit_state(conn)
-    finally:
-        conn.close()
 
 
 def _embedded_targets(
@@ -193,7 +186,7 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
     admin, journal, spec, name, baseline = toggle if toggle is not None else (None,) * 5
     with journal.applied(admin, spec, name) if toggle is not None else contextlib.nullcontext():
         if toggle is not None:  # the arm's label read back from the server before it is measured
-            labels.check_audit_toggled(name, _audit_state(admin), baseline)
+            labels.check_audit_toggled(name, audit_state(admin), baseline)
         before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
         meter = WaitMeter(db.pids if db is not None else [], within=_inside_load(opts))
         with meter as waits, LogWaitMeter(_log_reader(db)) as log_waits:
