@@ -267,6 +267,7 @@ def compare(args: argparse.Namespace) -> int:
 def pdf(args: argparse.Namespace) -> int:
     from secoverhead.core.errors import ConfigError
     from secoverhead.core.paths import user_path
+    from secoverhead.core.runs import check_inside
 
     try:
         run = user_path(args.run)
@@ -275,6 +276,7 @@ def pdf(args: argparse.Namespace) -> int:
     html = run / "report.html"
     if not html.is_file():
         raise ConfigError(f"{run} holds no report.html (is it a report directory?)")
+    check_inside(run)  # the PDF is the report's own page, never a file a link in its folder points at
     out = user_path(args.output) if args.output else run / "report.pdf"
     if out.suffix.lower() != ".pdf":
         raise ConfigError(f"--output {out} must end in .pdf")

@@ -46,7 +46,7 @@ from secoverhead.core.params import (
 )
 from secoverhead.core.paths import LEARNED_ENV, user_path
 from secoverhead.core.runlock import RunLock
-from secoverhead.core.runs import EMBEDDED, running, scale_of
+from secoverhead.core.runs import EMBEDDED, check_inside, running, scale_of
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, leaks
@@ -540,6 +540,10 @@ def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     meta = read_json(run_dir / "run.json")
     if not isinstance(meta, dict) or "study" not in meta:
         raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")
+    try:
+        check_inside(run_dir)  # a resumed run writes into its folder: never through a link out of it
+    except ConfigError as exc:
+        raise ConfigError(f"--resume {exc}") from None
     if running(run_dir) and (meta.get("owner") or str(meta.get("owner_pid"))) not in (owners.me(), str(os.getpid())):
         where = f"pid {meta.get('owner_pid')} on {meta.get('host')}"
         raise ConfigError(f"--resume {run_dir}: that run is still running ({where})")

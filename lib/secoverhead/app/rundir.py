@@ -12,7 +12,7 @@ from pathlib import Path
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
-from secoverhead.core.runs import counting
+from secoverhead.core.runs import check_inside, counting
 
 
 def check_reports_root(root: str | os.PathLike, *, create: bool = True) -> Path:
@@ -48,6 +48,7 @@ def check_run_dir(run: str | os.PathLike) -> Path:
     meta = read_json(d / "run.json")
     if not isinstance(meta, dict) or not isinstance(meta.get("study"), str):
         raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
+    check_inside(d)
     return d
 
 

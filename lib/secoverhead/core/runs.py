@@ -8,12 +8,14 @@ the future is flagged and never counts."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import socket
 import time
 from pathlib import Path
 from typing import Any
 
-from secoverhead.core.files import read_json
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import read_json, within
 from secoverhead.core.owners import alive
 
 SCALES = ("smoke", "quick", "full")
@@ -30,6 +32,31 @@ FUTURE_SKEW_S = 600
 
 
 EMBEDDED = "this machine's servers"  # the target of a run on the servers the suite starts
+
+
+def leaving(run_dir: Path) -> list[str]:
+    """What under a run folder leads out of it, links followed (names relative to it): a report folder copied in
+    from elsewhere, or made by someone else, whose report.html is a link to /etc/shadow must not have a reader
+    print that file. Every reader of a report reads only inside it."""
+    root, out = Path(run_dir), []
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            if path.is_symlink() and not within(path, root):
+                out.append(str(path.relative_to(root)))
+    return sorted(out)
+
+
+def check_inside(run_dir: Path) -> None:
+    """ConfigError, in one line, when something under the run folder (or the folder itself, through a link other
+    than a study's `latest`) leads out of it."""
+    out = leaving(run_dir)
+    if out:
+        more = f" (and {len(out) - 1} more)" if len(out) > 1 else ""
+        raise ConfigError(
+            f"{run_dir}: {out[0]}{more} is a link that leads out of the run folder; a report is read only inside "
+            "itself: remove the link or copy the file in"
+        )
 
 
 def scale_of(params_name: Any) -> str:

@@ -17,7 +17,7 @@ from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
-from secoverhead.core.runs import EMBEDDED, scale_of, status_of
+from secoverhead.core.runs import EMBEDDED, leaving, scale_of, status_of
 from secoverhead.host import environment
 from secoverhead.host.calibration import slowdown
 from secoverhead.reporting.summary import reading_quantity
@@ -120,8 +120,8 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
     (its environment, recorded at its end, read from this machine now)."""
     rows = []
     for run in sorted(p for p in (root / study).glob("*") if p.is_dir() and not p.is_symlink()):
-        if not all(within(run / f, root) for f in ("run.json", "verdicts.json", "results/verdicts.json")):
-            continue  # the index names it
+        if leaving(run):
+            continue  # a report is read only inside itself: the index names it
         meta = read_json(run / "run.json")
         verdicts = read_verdicts(run)
         if not verdicts or not isinstance(meta, dict) or not _counts(run, meta, this):

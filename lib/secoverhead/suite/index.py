@@ -11,8 +11,17 @@ from typing import Any
 import pandas as pd
 
 from secoverhead.analysis.verdicts import read_verdicts
-from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json, within
-from secoverhead.core.runs import EMBEDDED, counting, describe, from_the_future, runs_of, scale_of, status_of
+from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json
+from secoverhead.core.runs import (
+    EMBEDDED,
+    counting,
+    describe,
+    from_the_future,
+    leaving,
+    runs_of,
+    scale_of,
+    status_of,
+)
 from secoverhead.reporting import series, summary
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history, pooled
@@ -30,9 +39,8 @@ def build_index(reports_root: str | Path = "reports") -> Path:
         rows, glance = [], None
         counts = counting(root / study.id)
         for run in runs_of(root / study.id):
-            outside = [f for f in ("run.json", "verdicts.json", "results/verdicts.json") if not within(run / f, root)]
-            if outside:  # a link out of the reports tree is never read
-                skipped += [f"{study.id}/{run.name}/{f} (a link out of the reports folder)" for f in outside]
+            if outside := leaving(run):  # a report is read only inside itself
+                skipped += [f"{study.id}/{run.name}/{f} (a link out of its run folder)" for f in outside[:3]]
                 continue
             row, listed = _row(root, study.id, run, skipped)
             row["counts"] = run == counts

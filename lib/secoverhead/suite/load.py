@@ -23,9 +23,9 @@ import pandas as pd
 from secoverhead.analysis.pooling import ALPHA
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import MAX_JSON_BYTES, read_json, within
+from secoverhead.core.files import MAX_JSON_BYTES, read_json
 from secoverhead.core.paths import REPORTS_ENV, reports_root
-from secoverhead.core.runs import scale_of, status_of
+from secoverhead.core.runs import check_inside, leaving, scale_of, status_of
 from secoverhead.core.units import shown_interval
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
@@ -82,7 +82,9 @@ def run_dirs(what: str | Path, reports: str | Path | None = None) -> list[Path]:
     paths.reports_root finds it). A study with no report there is said, never an empty frame."""
     p = Path(what)
     if (p / "run.json").is_file():
-        return [p.resolve() if p.is_symlink() else p]
+        run = p.resolve() if p.is_symlink() else p
+        check_inside(run)
+        return [run]
     if str(what) in NOTEBOOKS:
         base = reports_root(reports) / str(what)
         found = sorted(d for d in base.glob("*") if d.is_dir() and not d.is_symlink() and (d / "run.json").is_file())
@@ -145,6 +147,9 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
     given), read-only. Without `reports`: $SECOVERHEAD_REPORTS, ./reports, or the checkout's reports."""
     runs, verdicts, cells, stores, skipped, read = [], [], [], [], [], []
     for d in run_dirs(what, reports):
+        if outside := leaving(d):  # a report is read only inside itself
+            skipped.append(f"{d.name}/{outside[0]} (a link out of its run folder)")
+            continue
         meta = read_json(d / "run.json")
         if not isinstance(meta, dict):
             skipped.append(f"{d.name}/run.json ({_why_unread(d / 'run.json')})")
@@ -155,9 +160,6 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
             continue
         read.append(d)
         for exp in sorted(p for p in (d / "results").glob("*") if (p / "metadata.json").is_file()):
-            if not all(within(x, d) for x in (exp, exp / "runs", exp / "metadata.json")):
-                skipped.append(f"{d.name}/results/{exp.name} (a link out of the run)")
-                continue
             store = ResultStore(d / "results", exp.name, readonly=True)
             stores.append(({**ids, "experiment": exp.name}, store))
             frame = store.runs()

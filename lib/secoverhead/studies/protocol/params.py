@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from secoverhead.analysis.design import SPENDING_POWER, check, fixed, schedule, size_up
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import MAX_JSON_BYTES, Unreadable, read_bounded
 from secoverhead.core.params import ID_PATTERN, build, param
 from secoverhead.servers import Server
 
@@ -39,6 +40,52 @@ def absolute_path(path: str) -> str:
         return str(Path(path).expanduser().absolute())
     except (RuntimeError, ValueError, OSError):
         return path
+
+
+RESULTS_MARK = ".secoverhead-results"  # in every results folder the project makes
+
+
+def recorded_parameters(source: str, study: str) -> dict[str, Any]:
+    """The checked parameters a run.json recorded (params_from), or one ConfigError naming what is wrong with it:
+    a scheduler's papermill or a JupyterLab cell may name any file."""
+    where = f"params_from {str(source)[:120]}"
+    try:
+        meta = json.loads(read_bounded(Path(source).expanduser(), MAX_JSON_BYTES))
+    except (OSError, Unreadable) as exc:
+        raise ConfigError(f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    except (ValueError, RecursionError):
+        raise ConfigError(f"{where} is not a run.json of this project (not JSON)") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("parameters", {}), dict):
+        raise ConfigError(f"{where} is not a run.json of this project (no parameters recorded)")
+    if study and meta.get("study", study) != study:
+        raise ConfigError(f"{where} is a run.json of study {str(meta.get('study'))[:40]!r}, not of {study!r}")
+    return dict(meta.get("parameters") or {})
+
+
+def check_output_dir(output_dir: str) -> None:
+    """Results go to a new folder, an empty one, or one the project made: never into a folder of other files
+    (papermill's `-p output_dir /etc` wrote six experiment folders and verdicts.json there)."""
+    path = Path(output_dir).expanduser()
+    where = f"output_dir {str(output_dir)[:120]}"
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise ConfigError(f"{where} is not a folder: name a new or empty folder (or leave it empty)")
+    try:
+        entries = sorted(path.iterdir()) if path.exists() else []
+    except OSError as exc:
+        raise ConfigError(f"{where} cannot be read ({exc.strerror})") from None
+    if entries and not (path / RESULTS_MARK).is_file() and not all(_result_entry(e) for e in entries):
+        shown = ", ".join(e.name for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise ConfigError(
+            f"{where} holds files that are not this project's results ({shown}): name a new or empty folder, or "
+            "leave it empty (results/interactive/)"
+        )
+
+
+def _result_entry(path: Path) -> bool:
+    """A results folder's entry, as the project writes them (a results folder made before it was marked)."""
+    if path.name in ("verdicts.json", "cost.json"):
+        return path.is_file() and not path.is_symlink()
+    return path.is_dir() and not path.is_symlink() and (path / "metadata.json").is_file()
 
 
 @dataclass
@@ -74,11 +121,13 @@ class NotebookParams:
         output_dir = values.pop("output_dir", "")
         source = values.pop("params_from", "")
         if source:
-            values = dict(json.loads(Path(source).read_text()).get("parameters") or {}) | values
+            values = recorded_parameters(source, study or cls.STUDY) | values
         p = build(cls, values, study=study or cls.STUDY)
         p.output_dir, p.params_from = output_dir, source
         if p.remeasure and p.recorded_run():  # measure again, never into the finished report
             p.output_dir, p.params_from = "", ""
+        if p.output_dir and not p.replays():  # a replay writes nothing, and reads only inside its report (runner)
+            check_output_dir(p.output_dir)
         return p
 
     def recorded_run(self) -> bool:
@@ -130,13 +179,17 @@ class NotebookParams:
         return False
 
     def results_dir(self) -> Path:
-        """Where this run's results go: the pipeline's, else a new folder under results/interactive/."""
-        if self.output_dir:
-            return Path(self.output_dir)
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        name = getattr(self, "experiment_id", "") or self.STUDY or "run"
-        self.output_dir = str(paths.interactive_results() / f"{name}-{stamp}")
-        return Path(self.output_dir)
+        """Where this run's results go: the pipeline's, else a new folder under results/interactive/; marked as
+        the project's (a later run may add to it; check_output_dir)."""
+        if not self.output_dir:
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            name = getattr(self, "experiment_id", "") or self.STUDY or "run"
+            self.output_dir = str(paths.interactive_results() / f"{name}-{stamp}")
+        path = Path(self.output_dir)
+        if not (path / RESULTS_MARK).exists() and not self.replays():
+            path.mkdir(parents=True, exist_ok=True)
+            (path / RESULTS_MARK).touch()
+        return path
 
 
 @dataclass

@@ -6,9 +6,12 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.files import within
+from secoverhead.core.runs import check_inside
 from secoverhead.host import calibration
 from secoverhead.host.profiling import PERIOD_NS, profiler_for
 from secoverhead.measurement.experiment import Experiment, ExperimentPlan, Profiling
@@ -166,7 +169,11 @@ def _profiling(p: StudyParams, pp: PartPlan, exp_id: str) -> Profiling | None:
 def replay(p: StudyParams, study: str, names: Sequence[str]) -> StudyResult:
     """The parts a finished run recorded, read back without starting anything (read-only): each experiment's
     runs, arms, servers' settings, notes and the extras its metadata kept. A part the run never reached is
-    left out."""
+    left out. A report is read only inside itself: its results folder and every file in it."""
+    run = Path(p.params_from).resolve().parent
+    if not within(p.results_dir(), run):
+        raise ConfigError(f"output_dir {p.output_dir[:120]} is not inside the report it replays ({run})")
+    check_inside(run)
     parts: dict[str, Part] = {}
     for name in names:
         exp_id = experiment_of(p, study, name)
