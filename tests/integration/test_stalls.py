@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -118,3 +119,71 @@ def test_a_ninety_second_stall_ends_the_run_as_failed_with_the_stall_named(tmp_p
         assert _general_log(db) == "0"  # undone once the path answered again
         kept = [json.loads(f.read_text()) for f in Path(run_json.parent).glob("results/*/runs/*.json")]
         assert all(r.get("status") != "ok" or r.get("metrics", {}).get("duration_s", 0) < 20 for r in kept)
+
+
+STOP_S = 14  # past the 10 s one operation may take (workloads.measurement.OPERATION_S), short for the suite
+
+
+def _tls_against(endpoint_args: list[str], tmp_path, env_extra: dict) -> subprocess.Popen:
+    args = ["run", "tls", *endpoint_args, "-p", "repetitions", "4", "--reports", str(tmp_path / "reports")]
+    env = os.environ | env_extra | {"SECOVERHEAD_STATE": str(tmp_path / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    cli = [sys.executable, "-m", "secoverhead.app.cli", *args]
+    return subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop_mid_run(proc: subprocess.Popen, pid: int, tmp_path) -> str:
+    """SIGSTOP the server for STOP_S once its first measured run is recorded; the CLI's stderr."""
+    deadline = time.monotonic() + 300
+    while not list((tmp_path / "reports").glob("tls/*/results/*/runs/*.json")) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(STOP_S)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=600)
+    return err
+
+
+@pytest.mark.parametrize("engine", ["mysql", "mongod"])
+def test_a_stopped_server_during_a_counted_workload_fails_the_run_naming_the_server(engine, tmp_path):
+    """The user's MySQL 8.0.31 or mongod 4.2.6 stops answering for 14 s while the tls study connects to it: the
+    run fails as stalled, naming the server, not `ok` with one run of 14 s beside runs of milliseconds (MySQL),
+    nor `failed (_OperationCancelled: operation cancelled)` (mongod)."""
+    from secoverhead.servers.engines import MONGOD_4_2, MYSQL_8_0
+
+    build = MYSQL_8_0 if engine == "mysql" else MONGOD_4_2
+    if not build.available:
+        pytest.skip(f"{build.server} is not fetched here: `make setup` fetches it")
+    if engine == "mysql":
+        from secoverhead.servers.mysql import MySQLServer
+
+        server = MySQLServer(tls=True)
+    else:
+        from secoverhead.servers.mongod import MongodServer
+
+        server = MongodServer(auth=False, tls=True, build=MONGOD_4_2.name)
+    with server as s:
+        if engine == "mysql":
+            conn = s.admin()
+            conn.cursor().execute(f"CREATE USER 'app'@'%' IDENTIFIED BY '{DBA_PW}'")
+            conn.cursor().execute("GRANT ALL PRIVILEGES ON *.* TO 'app'@'%'")
+            conn.close()
+            where = f"127.0.0.1:{s.endpoint.port}"
+            args = ["-p", "mongo_enabled", "false", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port"]
+            args += [str(s.endpoint.port), "-p", "mysql_user", "app", "-p", "mysql_password_env", "STALL_APP_PW"]
+            args += ["-p", "mysql_connect_iterations", "5", "-p", "mysql_reused_iterations", "50"]
+        else:
+            where = f"127.0.0.1:{s.endpoint.port}"
+            args = ["-p", "mysql_enabled", "false", "-p", "rtt_enabled", "false", "-p", "mongo_uri"]
+            args += [f"mongodb://{where}/", "-p", "mongo_ca_file", str(s.endpoint.ca_file)]
+            args += ["-p", "mongo_connect_iterations", "5", "-p", "mongo_reused_iterations", "50"]
+        proc = _tls_against(args, tmp_path, {"STALL_APP_PW": DBA_PW})
+        err = _stop_mid_run(proc, s.pids[0], tmp_path)
+    assert proc.returncode == 1, err[-3000:]
+    line = next(ln for ln in err.splitlines() if ln.startswith("tls: failed"))
+    assert "stalled" in line and where in line, err[-3000:]
+    kept = [json.loads(f.read_text()) for f in (tmp_path / "reports").glob("tls/*/results/*/runs/*.json")]
+    assert kept and all(r.get("status") != "ok" or r.get("duration_s", 0) < STOP_S for r in kept)

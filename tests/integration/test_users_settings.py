@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -141,3 +142,26 @@ def test_tables_whose_encryption_the_account_cannot_read_are_not_reused_as_encry
         assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr[-3000:]
         assert "would reuse its tables" in res.stderr and "Grant the account PROCESS" in res.stderr
         assert not _loads(tmp_path)
+
+
+def test_a_second_run_on_the_same_users_server_is_refused_before_it_touches_it(users_mysql, tmp_path):
+    """Two audit runs against one MySQL, half a second apart: the second is refused in one line naming the first,
+    before its pre-flight check toggles anything; the first measures alone and ends ok."""
+    arm = {"enable": ["SET GLOBAL general_log = ON"], "disable": []}
+    env = os.environ | {"APP_PW": BENCH_PW, "DBA_PW": DBA_PW, "SECOVERHEAD_STATE": str(tmp_path / "state")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+
+    def argv(reports):
+        args = ["run", "audit", "-p", "mysql_host", "127.0.0.1", "-p", "mysql_port", str(users_mysql.endpoint.port)]
+        args += ["-p", "mysql_user", "app", "-p", "mysql_password_env", "APP_PW", "-p", "mysql_database", "benchdb"]
+        return [sys.executable, "-m", "secoverhead.app.cli", *args, *_arms(general_log=arm), "--reports", reports]
+
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    first = subprocess.Popen(argv(str(tmp_path / "a")), env=env, **pipes)
+    time.sleep(0.5)
+    second = subprocess.run(argv(str(tmp_path / "b")), env=env, capture_output=True, text=True, timeout=600)
+    _, err = first.communicate(timeout=900)
+    assert first.returncode == 0, err[-3000:]
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-3000:]
+    assert f"127.0.0.1:{users_mysql.endpoint.port} is being loaded by another run (pid {first.pid}" in second.stderr
+    assert not list((tmp_path / "b").rglob("run.json"))

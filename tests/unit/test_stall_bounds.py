@@ -23,3 +23,39 @@ def test_a_run_is_stopped_a_minute_or_its_length_past_its_plan_and_says_so():
     assert stop_after(8) == 68 and stop_after(100) == 200
     assert "did not finish 60 s after its planned 2 s" in str(stalled_at(2, "sysbench run"))
     assert stop_after(8) > 18  # a stall is stopped after it could have been seen as one
+
+
+# -- a counted workload: one operation against OPERATION_S ------------------------------------------------
+def test_operations_within_the_bound_pass_and_one_past_it_is_a_stall_naming_the_server():
+    from secoverhead.workloads.measurement import OPERATION_S, check_operations
+
+    check_operations([0.2, 3.3, 1200.0], "connection", "the MySQL server at 127.0.0.1:3306")
+    check_operations([], "connection", "x")
+    with pytest.raises(Stalled, match=r"the MySQL server at 127\.0\.0\.1:3306 stalled: one connection took 45\.2 s"):
+        check_operations([0.17, 45_200.0, 3.3], "connection", "the MySQL server at 127.0.0.1:3306")
+    assert OPERATION_S == 10.0  # the same floor as a timed run's overrun
+
+
+def test_an_operations_failure_says_stall_lost_connection_or_stays_its_own():
+    import time
+
+    import pymongo.errors
+
+    from secoverhead.core.errors import SecoverheadError
+    from secoverhead.workloads.measurement import OPERATION_S, operation_failed
+
+    now = time.perf_counter_ns()
+    long_ago = now - int((OPERATION_S + 5) * 1e9)
+    where = "the MongoDB server at 127.0.0.1:27017"
+    cancelled = pymongo.errors._OperationCancelled("operation cancelled")
+    stalled = operation_failed(cancelled, long_ago, "connection", where)
+    assert isinstance(stalled, Stalled) and where in str(stalled) and "stalled" in str(stalled)
+    lost = operation_failed(cancelled, now, "connection", where)
+    assert type(lost) is SecoverheadError and str(lost).startswith(f"{where} went away: one connection lost its")
+    refused_tls = pymongo.errors.ServerSelectionTimeoutError("SSL handshake failed: 127.0.0.1:27017: EOF")
+    assert type(operation_failed(refused_tls, now, "connection", where)) is SecoverheadError  # not a stall
+    timed_out = operation_failed(pymongo.errors.ServerSelectionTimeoutError("No servers found yet"), now, "x", where)
+    assert isinstance(timed_out, Stalled)  # the client's own timeout: the server did not answer within it
+    refused = pymongo.errors.OperationFailure("Authentication failed.")
+    assert operation_failed(refused, now, "connection", where) is refused  # a refusal is said as the server said it
+    assert isinstance(operation_failed(refused, long_ago, "connection", where), Stalled)

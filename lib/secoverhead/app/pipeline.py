@@ -20,7 +20,8 @@ import os
 import secrets as _stdlib_secrets
 import sys
 import traceback
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from secoverhead.core.params import (
     specs,
 )
 from secoverhead.core.paths import LEARNED_ENV, user_path
-from secoverhead.core.runlock import RunLock
+from secoverhead.core.runlock import HELD_ENV, RunLock, hold_servers, server_addresses
 from secoverhead.core.runs import EMBEDDED, check_inside, running, scale_of
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
@@ -70,6 +71,8 @@ class Prepared:
     name: str
     files: list[str] = field(default_factory=list)
     plan_notes: list[str] = field(default_factory=list)  # what the plan check said (and did) before the run
+    servers: list[str] = field(default_factory=list)  # the user's servers it holds (one run at a time on each)
+    release: Callable[[], None] = field(default=lambda: None, repr=False)  # lets them go
 
 
 @dataclass(frozen=True)
@@ -143,12 +146,20 @@ def prepare(
         setattr(p, name, value)
         merged[name] = value
     check_data_files()
-    if check_servers:
-        preflight(p)
-    if study.check is not None:
-        study.check(p, reports_root or check_reports_root("reports"), upcoming)
+    servers = server_addresses(p) if check_servers else []
+    release = hold_servers(servers, f"{study.id} run") if servers else lambda: None  # before the pre-flight check
+    try:
+        if check_servers:
+            preflight(p)
+        if study.check is not None:
+            study.check(p, reports_root or check_reports_root("reports"), upcoming)
+    except BaseException:
+        release()
+        raise
     name = params_name(chain, overrides or []) if values is None else "resumed"
-    return Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes])
+    prepared = Prepared(study, p, merged, name, chain, [f"{study.id}: {n}" for n in notes], servers, release)
+    weakref.finalize(prepared, release)  # a Prepared never run lets its servers go with it
+    return prepared
 
 
 def check_data_files() -> None:
@@ -307,6 +318,7 @@ def run_study(
                 finalise(run, prepared.study, record, ending)
                 run.lock.release()
                 _undo_what_the_kernel_left()
+        prepared.release()
     # a failure's line on stderr carries its error; an ok run is said once, by its caller, with its directory
     level = logging.INFO if ending.error else logging.DEBUG
     log.log(level, "%s: %s (%s)", prepared.study.id, ending.status, ending.error or "no error", extra=PLAIN)
@@ -443,10 +455,11 @@ def _learned(run: ClaimedRun, study_id: str, record: ReportRecord) -> Path:
 def _kernel_environment(run: ClaimedRun, p: Any, learned_terms: Path | None = None) -> Iterator[None]:
     """What the kernel inherits for this run (embedded servers' password, the shared calibration, the learned
     between-run terms, headless), restored after."""
-    names = (EMBEDDED_PASSWORD_ENV, calibration.ENV, LEARNED_ENV, "SECOVERHEAD_HEADLESS")
+    names = (EMBEDDED_PASSWORD_ENV, calibration.ENV, LEARNED_ENV, "SECOVERHEAD_HEADLESS", HELD_ENV)
     before = {k: os.environ.get(k) for k in names}
     try:
         os.environ[EMBEDDED_PASSWORD_ENV] = run.embedded_password
+        os.environ[HELD_ENV] = "|".join(server_addresses(p))  # held by this process: the kernel does not take them
         if p.MEASURES:
             os.environ[calibration.ENV] = str(_shared_calibration(run.dir))
         if learned_terms is not None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from secoverhead.core import owners
 from secoverhead.core.errors import ConfigError
@@ -115,3 +117,80 @@ def _holder(fd: int, wait_s: float = 1.0) -> str:
         if time.monotonic() > deadline:
             return text.splitlines()[0] if text else "another process"
         time.sleep(0.05)
+
+
+# -- one run at a time on a user's server --------------------------------------------------------------------
+TARGET_LOCKS = Path("/dev/shm/secoverhead-targets")  # machine-wide, emptied at boot (a flock never outlives it)
+HELD_ENV = "SECOVERHEAD_TARGETS_HELD"  # the servers a run's own process holds: its kernel does not take them again
+_held: dict[str, list[int]] = {}  # address -> [fd, holders in this process]
+
+
+def server_addresses(values: Any) -> list[str]:
+    """The user's servers a run's parameters name (none for the servers a study starts itself): MySQL by host and
+    port, MongoDB by its URI's hosts, HTTPS by its URL's host and port."""
+    get = (lambda k: values.get(k)) if isinstance(values, dict) else (lambda k: getattr(values, k, None))
+    out = []
+    if get("mysql_host"):
+        out.append(f"mysql {str(get('mysql_host')).lower()}:{get('mysql_port') or 3306}")
+    if get("mongo_uri"):
+        hosts = str(get("mongo_uri")).split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+        out.append(f"mongodb {hosts.lower()}")
+    if get("https_url"):
+        out.append(f"https {str(get('https_url')).split('://', 1)[-1].split('/', 1)[0].lower()}")
+    return out
+
+
+def hold_servers(addresses: list[str], what: str) -> Any:
+    """Hold every address's lock for this process (re-entrant: `run --all` prepares each study against one server),
+    or raise ConfigError naming who holds one: two runs that load one server at the same moments each measure the
+    other. A fleet's jobs take them too (its own lock orders them). Returns the release function."""
+    taken: list[str] = []
+    try:
+        for address in addresses:
+            _hold(address, what)
+            taken.append(address)
+    except BaseException:
+        _release(taken)
+        raise
+
+    def release() -> None:  # once, however often it is called (explicitly, then by a finaliser)
+        _release(taken)
+        taken.clear()
+
+    return release
+
+
+def _hold(address: str, what: str) -> None:
+    if address in _held:
+        _held[address][1] += 1
+        return
+    TARGET_LOCKS.mkdir(mode=0o1777, parents=True, exist_ok=True)
+    name = hashlib.sha256(address.encode()).hexdigest()[:20]
+    fd = os.open(TARGET_LOCKS / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or "another secoverhead process"
+        os.close(fd)
+        host = address.split(" ", 1)[-1]
+        raise ConfigError(
+            f"{host} is being loaded by another run ({holder[:160]}): two runs at once would each measure the "
+            "other's load; wait for it to end, or run them as a fleet, which orders them"
+        ) from None
+    line = f"pid {os.getpid()}, {what}, since {time.strftime('%H:%M:%S')}"
+    os.pwrite(fd, line.encode(), 0)
+    os.ftruncate(fd, len(line))
+    _held[address] = [fd, 1]
+
+
+def _release(addresses: list[str]) -> None:
+    for address in addresses:
+        entry = _held.get(address)
+        if entry is None:
+            continue
+        entry[1] -= 1
+        if entry[1] <= 0:
+            with contextlib.suppress(OSError):
+                os.ftruncate(entry[0], 0)
+            os.close(entry[0])  # closing drops the flock
+            del _held[address]

@@ -20,13 +20,13 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from secoverhead.core.environ import server_env
-from secoverhead.core.errors import ConfigError, SecoverheadError
+from secoverhead.core.errors import ConfigError, SecoverheadError, Stalled
 from secoverhead.host.environment import loopback
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import dies_with_owner
 from secoverhead.host.rundirs import make_run_dir
 from secoverhead.servers.nginx import read_access_log
-from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.measurement import Measurement, check_operations, stalled_at, stop_after
 
 AB_PROTOCOLS = ("TLS1.2", "TLS1.3", "ALL")
 S_TIME_VERSIONS = {"TLSv1.2": "-tls1_2", "TLSv1.3": "-tls1_3"}
@@ -142,7 +142,8 @@ def run_ab(
         argv = [_need("ab"), "-q", "-t", str(int(time_limit_s)), *options, "-e", str(csv), url]
         text = _run(pinned(argv, cpus), timeout=time_limit_s + 30)
         pct = parse_ab_percentiles(csv.read_text()) if csv.exists() else pd.DataFrame()
-    return parse_ab(text), pct, shlex.join(["ab", "-t", str(int(time_limit_s)), *options, url])
+    summary = parse_ab(text) | ({"latency_max_ms": float(pct["latency_ms"].max())} if len(pct) else {})
+    return summary, pct, shlex.join(["ab", "-t", str(int(time_limit_s)), *options, url])
 
 
 # -- wrk -----------------------------------------------------------------------------------------------
@@ -160,6 +161,7 @@ def parse_wrk(text: str) -> dict[str, Any]:
         "errors": errors,
         "latency_mean_ms": d["latency_mean_us"] / 1e3,
         "latency_max_ms": d["latency_max_us"] / 1e3,
+        "timeouts": d["errors_timeout"],
     }
     out |= {f"latency_p{k.replace('.', '_')}_ms": v / 1e3 for k, v in d["percentiles_us"].items()}
     return out
@@ -247,7 +249,9 @@ def run_s_time(
         for _ in range(processes)
     ]
     try:
-        outs = [p.communicate(timeout=seconds + 30)[0] for p in procs]
+        outs = [p.communicate(timeout=stop_after(seconds))[0] for p in procs]
+    except subprocess.TimeoutExpired:
+        raise stalled_at(seconds, f"openssl s_time to {host}:{port}") from None
     finally:
         for p in procs:
             if p.poll() is None:
@@ -292,6 +296,14 @@ def measure(
     offset = access_log.stat().st_size if access_log is not None and access_log.exists() else 0
     with CpuMeter(server_cpu) as meter:
         summary, command = load()
+    found = re.search(r"https?://\S+|-connect (\S+)", command)
+    where = f"the HTTP server at {(found.group(1) or found.group(0)) if found else command[:80]}"
+    if summary.get("timeouts"):  # wrk's --timeout: a request unanswered for that long
+        raise Stalled(
+            f"{where} stalled: {summary['timeouts']} request(s) went unanswered for 10 s; the run is stopped as "
+            "failed, its results so far kept"
+        )
+    check_operations([summary.get("latency_max_ms") or 0.0], "request", where)
     metrics = {k: v for k, v in summary.items() if isinstance(v, int | float)}
     metrics |= meter.metrics(int(summary.get("requests") or 0))
     if access_log is not None and https_port is not None:

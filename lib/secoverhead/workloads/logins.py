@@ -14,6 +14,8 @@ from secoverhead.host.metrics import CpuMeter, CpuSource, cpu_source
 from secoverhead.host.syscalls import random_source_use
 from secoverhead.servers.endpoints import MongoEndpoint
 from secoverhead.workloads import mongo_wire
+from secoverhead.workloads.measurement import guarded
+from secoverhead.workloads.probes import mongo_where
 
 WARM = 3  # connections before any count: the first ones load code and fill caches
 SPLIT_CAP_S = 5.0  # the untraced batch's longest run when it waits for ticks: a split short of them says so
@@ -24,7 +26,8 @@ PING = {"ping": 1, "$db": "admin"}
 def _connect_once(endpoint: MongoEndpoint, mechanism: str | None) -> None:
     """One connection, one login, one ping, by the wire client as the study's short connections (a pymongo client's
     monitor connections would add CPU no login causes); only servers the study started are asked this."""
-    mongo_wire.one_request(endpoint.client_args(mechanism=mechanism), PING)
+    args = endpoint.client_args(mechanism=mechanism)
+    guarded(lambda: mongo_wire.one_request(args, PING), "login", mongo_where(endpoint))
 
 
 def per_connection(

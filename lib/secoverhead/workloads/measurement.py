@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import pandas as pd
 
-from secoverhead.core.errors import Stalled
+from secoverhead.core.errors import SecoverheadError, Stalled
 
 
 @dataclass
@@ -53,3 +55,77 @@ def stalled_at(planned_s: float, what: str) -> Exception:
         f"{what} did not finish {stop_after(planned_s) - planned_s:.0f} s after its planned {planned_s:g} s: the "
         "server, or the path to it, stalled; it was stopped and the run failed, its results so far kept"
     )
+
+
+# One operation of a counted workload (a connection set up, a query, a request) that waits this long is a stall: the
+# same floor as a timed run's overrun. A connection or SELECT 1 takes milliseconds on any server a DBA runs; a busy
+# 2-core machine delays one by well under a second.
+OPERATION_S = OVERRUN[0]
+
+
+def check_operations(latencies_ms: Iterable[float], what: str, where: str) -> None:
+    """Raise Stalled when one operation of a run waited longer than OPERATION_S: a run whose one connection took
+    45 s beside others of milliseconds is the server stopping, not a measurement."""
+    longest = max((float(x) for x in latencies_ms), default=0.0)
+    if longest > OPERATION_S * 1e3:
+        raise Stalled(
+            f"{where} stalled: one {what} took {longest / 1e3:.1f} s (allowed {OPERATION_S:g} s for one); the run "
+            "is stopped as failed, its results so far kept"
+        )
+
+
+def operation_failed(exc: BaseException, started_ns: int, what: str, where: str) -> BaseException:
+    """What an operation's failure says: one that failed after more than OPERATION_S, or on a client's own timeout
+    (the server did not answer within it), stalled (Stalled); one that lost its connection names the server; any
+    other is its own (a refused password, a wrong label)."""
+    took = (time.perf_counter_ns() - started_ns) / 1e9
+    kind = _failure_kind(exc)
+    if took <= OPERATION_S and kind is None:
+        return exc
+    text = str(exc).split(" (configured timeouts")[0].split(", Topology Description")[0]
+    why = f"{type(exc).__name__}: {text.splitlines()[0][:120] if text else ''}"
+    if took > OPERATION_S or kind == "timeout":  # said first: the CLI's line and run.json keep 300 characters
+        return Stalled(
+            f"{where} stalled: one {what} failed after {took:.1f} s ({why}); the run is stopped as failed, its "
+            "results so far kept"
+        )
+    return SecoverheadError(f"{where} went away: one {what} lost its connection after {took:.1f} s ({why})")
+
+
+def _failure_kind(exc: BaseException) -> str | None:
+    """'timeout' for a driver's error that the server did not answer in time (pymongo's server selection or network
+    timeout, a socket's, mysql-connector's lost connection during a query), 'lost' for a connection that went away,
+    None for any other."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & {"NetworkTimeout", "ExecutionTimeout", "TimeoutError", "timeout"}:
+        return "timeout"
+    if "ServerSelectionTimeoutError" in names:  # pymongo wraps every reason in it: a refused TLS handshake too
+        return "timeout" if "timed out" in str(exc) or "No servers found yet" in str(exc) else "lost"
+    if getattr(exc, "errno", None) == 2013:  # CR_SERVER_LOST: lost connection during a query (its read timeout)
+        return "timeout"
+    if names & {"ConnectionFailure", "ConnectionError"} or getattr(exc, "errno", None) in (2006, 2055):
+        return "lost"
+    return None
+
+
+def raise_failure(exc: BaseException, started_ns: int, what: str, where: str) -> NoReturn:
+    """Raise what operation_failed makes of an operation's exception (the exception itself when it is its own)."""
+    failure = operation_failed(exc, started_ns, what, where)
+    if failure is exc:
+        raise exc
+    raise failure from None
+
+
+T = TypeVar("T")
+
+
+def guarded(op: Callable[[], T], what: str, where: str) -> T:
+    """One untimed step of a workload (a login that caches a hash, a connection that reads what TLS negotiated),
+    held to the same bound as a timed operation: a stall there is a stall of the run."""
+    t0 = time.perf_counter_ns()
+    try:
+        out = op()
+    except Exception as exc:
+        raise_failure(exc, t0, what, where)
+    check_operations([(time.perf_counter_ns() - t0) / 1e6], what, where)
+    return out

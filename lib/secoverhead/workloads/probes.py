@@ -17,7 +17,7 @@ from pymongo import monitoring
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.servers.endpoints import MongoEndpoint, MySQLEndpoint, session_tls
 from secoverhead.servers.labels import LabelMismatch
-from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.measurement import Measurement, check_operations, guarded, raise_failure
 
 _MS = 1e-6  # perf_counter_ns -> ms
 
@@ -86,47 +86,60 @@ def mongo_connection_probe(
     """Per iteration: build a MongoClient (construct_ms), its first find_one (first_query_ms), their sum
     (total_ms), the first pool checkout (checkout_ms, from CMAP events) and connection-ready time; close."""
 
-    rows = []
+    rows, where = [], mongo_where(endpoint)
     with CpuMeter(server_cpu) as meter:
-        for i in range(iterations):
-            timer = _PoolTimer()
-            t0 = time.perf_counter_ns()
-            client = pymongo.MongoClient(
-                **endpoint.client_args(tls=tls, mechanism=mechanism, event_listeners=[_pool_listener(timer)])
-            )
-            t1 = time.perf_counter_ns()
-            client[database][collection].find_one()
-            t2 = time.perf_counter_ns()
-            client.close()
-            t3 = time.perf_counter_ns()
-            rows.append(
-                {
-                    "iteration": i,
-                    "construct_ms": (t1 - t0) * _MS,
-                    "first_query_ms": (t2 - t1) * _MS,
-                    "total_ms": (t2 - t0) * _MS,
-                    "checkout_ms": timer.checkout_ms,
-                    "ready_ms": timer.ready_ms,
-                    "close_ms": (t3 - t2) * _MS,
-                }
-            )
+        t0 = time.perf_counter_ns()
+        try:
+            for i in range(iterations):
+                timer = _PoolTimer()
+                t0 = time.perf_counter_ns()
+                client = pymongo.MongoClient(
+                    **endpoint.client_args(tls=tls, mechanism=mechanism, event_listeners=[_pool_listener(timer)])
+                )
+                t1 = time.perf_counter_ns()
+                client[database][collection].find_one()
+                t2 = time.perf_counter_ns()
+                client.close()
+                t3 = time.perf_counter_ns()
+                rows.append(
+                    {
+                        "iteration": i,
+                        "construct_ms": (t1 - t0) * _MS,
+                        "first_query_ms": (t2 - t1) * _MS,
+                        "total_ms": (t2 - t0) * _MS,
+                        "checkout_ms": timer.checkout_ms,
+                        "ready_ms": timer.ready_ms,
+                        "close_ms": (t3 - t2) * _MS,
+                    }
+                )
+        except Exception as exc:
+            raise_failure(exc, t0, "connection", where)
     samples = pd.DataFrame(rows)
+    check_operations(samples["total_ms"] + samples["close_ms"], "connection", where)
     metrics = summarize(samples, ["construct_ms", "first_query_ms", "total_ms", "checkout_ms", "ready_ms"])
     metrics |= meter.metrics(iterations) | {"connections": iterations}
     return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
 
 
-def _time_reused(op: Any, iterations: int, warmup: int, server_cpu: CpuSource | Sequence[int] | None) -> Measurement:
+def _time_reused(
+    op: Any, iterations: int, warmup: int, server_cpu: CpuSource | Sequence[int] | None, where: str
+) -> Measurement:
     """Time `iterations` calls of op on a kept connection after `warmup` untimed ones; CPU over the batch.
     One loop for every engine, so the probes' own overhead is the same everywhere."""
-    for _ in range(warmup):
-        op()
+    t0 = time.perf_counter_ns()
     lat = np.empty(iterations)
-    with CpuMeter(server_cpu) as meter:
-        for i in range(iterations):
+    try:
+        for _ in range(warmup):
             t0 = time.perf_counter_ns()
             op()
-            lat[i] = (time.perf_counter_ns() - t0) * _MS
+        with CpuMeter(server_cpu) as meter:
+            for i in range(iterations):
+                t0 = time.perf_counter_ns()
+                op()
+                lat[i] = (time.perf_counter_ns() - t0) * _MS
+    except Exception as exc:
+        raise_failure(exc, t0, "query", where)
+    check_operations(lat, "query", where)
     samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
     return Measurement(summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples)
 
@@ -145,11 +158,20 @@ def mongo_reused_probe(
     """find_one() latency on one client kept open (after `warmup` untimed calls)."""
     client = endpoint.client(tls=tls, mechanism=mechanism)
     try:
-        m = _time_reused(client[database][collection].find_one, iterations, warmup, server_cpu)
+        m = _time_reused(client[database][collection].find_one, iterations, warmup, server_cpu, mongo_where(endpoint))
     finally:
         client.close()
     m.info = _mongo_info(tls, mechanism)
     return m
+
+
+def mongo_where(endpoint: MongoEndpoint) -> str:
+    """The server a MongoDB probe loads, as its stall or lost connection names it."""
+    return f"the MongoDB server at {endpoint.uri or f'{endpoint.host}:{endpoint.port or endpoint.tls_port}'}"
+
+
+def mysql_where(endpoint: MySQLEndpoint) -> str:
+    return f"the MySQL server at {endpoint.host}:{endpoint.port}"
 
 
 def _mongo_info(tls: bool, mechanism: str | None) -> dict[str, Any]:
@@ -173,32 +195,39 @@ def mysql_connection_probe(
     """Per iteration: connect (TCP + TLS + auth: connect_ms), run `query` (first_query_ms), their sum; close."""
 
     args = endpoint.connect_args(tls=tls, use_pure=use_pure)
-    endpoint.connect(tls=tls).close()  # untimed: a MySQL 8 account's hash cached before the timed plain logins
+    where = mysql_where(endpoint)
+    # untimed: a MySQL 8 account's hash cached before the timed plain logins
+    guarded(lambda: endpoint.connect(tls=tls).close(), "connection", where)
     impl = None
     rows = []
     with CpuMeter(server_cpu) as meter:
-        for i in range(iterations):
-            t0 = time.perf_counter_ns()
-            conn = mysql.connector.connect(**args)
-            t1 = time.perf_counter_ns()
-            cur = conn.cursor()
-            cur.execute(query)
-            cur.fetchall()
-            t2 = time.perf_counter_ns()
-            impl = impl or type(conn).__name__
-            cur.close()
-            conn.close()
-            t3 = time.perf_counter_ns()
-            rows.append(
-                {
-                    "iteration": i,
-                    "connect_ms": (t1 - t0) * _MS,
-                    "first_query_ms": (t2 - t1) * _MS,
-                    "total_ms": (t2 - t0) * _MS,
-                    "close_ms": (t3 - t2) * _MS,
-                }
-            )
+        t0 = time.perf_counter_ns()
+        try:
+            for i in range(iterations):
+                t0 = time.perf_counter_ns()
+                conn = mysql.connector.connect(**args)
+                t1 = time.perf_counter_ns()
+                cur = conn.cursor()
+                cur.execute(query)
+                cur.fetchall()
+                t2 = time.perf_counter_ns()
+                impl = impl or type(conn).__name__
+                cur.close()
+                conn.close()
+                t3 = time.perf_counter_ns()
+                rows.append(
+                    {
+                        "iteration": i,
+                        "connect_ms": (t1 - t0) * _MS,
+                        "first_query_ms": (t2 - t1) * _MS,
+                        "total_ms": (t2 - t0) * _MS,
+                        "close_ms": (t3 - t2) * _MS,
+                    }
+                )
+        except Exception as exc:
+            raise_failure(exc, t0, "connection", where)
     samples = pd.DataFrame(rows)
+    check_operations(samples["total_ms"] + samples["close_ms"], "connection", where)
     metrics = summarize(samples, ["connect_ms", "first_query_ms", "total_ms"]) | meter.metrics(iterations)
     metrics["connections"] = iterations
     return Measurement(metrics, samples=samples, info=_mysql_info(endpoint, tls, impl, query))
@@ -215,7 +244,7 @@ def mysql_reused_probe(
     use_pure: bool = False,
 ) -> Measurement:
     """`query` latency on one connection kept open."""
-    conn = endpoint.connect(tls=tls, use_pure=use_pure)
+    conn = guarded(lambda: endpoint.connect(tls=tls, use_pure=use_pure), "connection", mysql_where(endpoint))
     impl = type(conn).__name__
     try:
         cur = conn.cursor()
@@ -224,7 +253,7 @@ def mysql_reused_probe(
             cur.execute(query)
             cur.fetchall()
 
-        m = _time_reused(op, iterations, warmup, server_cpu)
+        m = _time_reused(op, iterations, warmup, server_cpu, mysql_where(endpoint))
     finally:
         conn.close()
     m.info = _mysql_info(endpoint, tls, impl, query)
@@ -243,11 +272,15 @@ def _mysql_info(endpoint: MySQLEndpoint, tls: bool, impl: str | None, query: str
             "pure-Python mysql-connector: a TLS connect is ~10x slower than with the C "
             "extension; this is a client artefact, not a server cost"
         )
-    conn = endpoint.connect(tls=tls)  # one extra connection, untimed, to record what TLS negotiated
-    try:
-        info.update(session_tls(conn))
-    finally:
-        conn.close()
+
+    def negotiated() -> dict[str, str]:  # one extra connection, untimed, to record what TLS negotiated
+        conn = endpoint.connect(tls=tls)
+        try:
+            return session_tls(conn)
+        finally:
+            conn.close()
+
+    info.update(guarded(negotiated, "connection", mysql_where(endpoint)))
     check_session(tls, info["tls_version"], f"{endpoint.host}:{endpoint.port}")
     return info
 

@@ -23,7 +23,7 @@ from secoverhead.core.secrets import secret_from
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.host.process import _set_pdeathsig
 from secoverhead.workloads import mongo_wire
-from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.measurement import Measurement, check_operations
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,14 @@ def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: A
         out.put((lat, errors, first_error, cpu))
 
 
+def _where(spec: ConnectSpec) -> str:
+    """The server a short-connection load goes to, as a stall names it."""
+    args = spec.client_args
+    engine = "MongoDB" if spec.engine == "mongo" else "MySQL"
+    at = args.get("host") if "://" in str(args.get("host", "")) else f"{args.get('host')}:{args.get('port')}"
+    return f"the {engine} server at {at}"
+
+
 def _load_metrics(lat: np.ndarray, errors: int, wall: float) -> dict[str, Any]:
     n = len(lat)
     return {
@@ -193,8 +201,10 @@ def run_short_connections(
     meter.count_client(*map(sum, zip(*(r[3] for r in results), strict=True)))  # its own workers', never a partner's
     lat = np.concatenate([np.asarray(r[0], dtype=float) for r in results]) if results else np.array([])
     first_error = next((r[2] for r in results if r[2]), None)
+    where = _where(spec)
     if len(lat) == 0:
-        raise SecoverheadError(f"every short-connection operation failed: {first_error}")
+        raise SecoverheadError(f"every short-connection operation to {where} failed: {first_error}")
+    check_operations(lat, "short-connection operation", where)
     metrics = _load_metrics(lat, sum(r[1] for r in results), wall) | meter.metrics(len(lat))
     samples = pd.DataFrame({"latency_ms": lat})
     info = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import within
+from secoverhead.core.runlock import HELD_ENV, hold_servers, server_addresses
 from secoverhead.core.runs import check_inside
 from secoverhead.host import calibration
 from secoverhead.host.profiling import PERIOD_NS, profiler_for
@@ -112,6 +114,17 @@ def run_parts(
 
     if p.replays():  # a finished report's notebook run again: what its run recorded, nothing measured
         return replay(p, study, names)
+    held = os.environ.get(HELD_ENV, "").split("|")  # the pipeline's process holds these for its kernel
+    release = hold_servers([a for a in server_addresses(p) if a not in held], f"{study} notebook")
+    try:
+        return _measured(p, study, names, plan)
+    finally:
+        release()
+
+
+def _measured(
+    p: StudyParams, study: str, names: Sequence[str], plan: Callable[[str, contextlib.ExitStack], PartPlan]
+) -> StudyResult:
     cal = calibration.shared()
     budget = p.budget()
     weights = [p.PART_WEIGHTS.get(name, 1.0) for name in names]
