@@ -55,8 +55,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("study, sig, delay", CASES, ids=[f"{s}-{signal.Signals(g).name}-{d}s" for s, g, d in CASES])
-def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, tmp_path):
+# To the CLI alone (`kill`), and to its whole process group as Ctrl-C and a closed terminal send it
+TARGETS = [(s, g, d, False) for s, g, d in CASES] + [
+    ("audit", signal.SIGINT, 10, True),
+    ("tde", signal.SIGHUP, 8, True),
+]
+
+
+@pytest.mark.parametrize(
+    "study, sig, delay, group",
+    TARGETS,
+    ids=[f"{s}-{signal.Signals(g).name}-{d}s{'-group' if grp else ''}" for s, g, d, grp in TARGETS],
+)
+def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, group, tmp_path):
     base = tmp_path / "base"
     env = os.environ | {"SECOVERHEAD_RUN_BASE": str(base), "SECOVERHEAD_STATE": str(tmp_path / "state")}
     env.pop("PYTEST_CURRENT_TEST", None)
@@ -74,11 +85,15 @@ def test_a_signal_at_any_moment_finalises_the_run(study, sig, delay, tmp_path):
     if proc.poll() is not None:
         pytest.fail(f"the run ended before {delay} s: {proc.stderr.read()[-1500:]}")
     started = _descendants(proc.pid)
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err[-2000:]
     assert "Traceback" not in err and "Traceback" not in out, err[-3000:]
-    assert err.strip().splitlines()[-1].endswith(f"(by {signal.Signals(sig).name})"), err[-500:]
+    assert err.strip().splitlines()[-1].endswith(f"(by {signal.Signals(sig).name})"), err[-500:]  # the last word
+    assert sum("(by SIG" in line for line in err.splitlines()) == 1, err[-2000:]
     for run_dir in [p for p in (reports / study).glob("*") if p.is_dir() and not p.is_symlink()]:
         assert f"secoverhead run --resume {run_dir}" in err.strip().splitlines()[-1], err[-500:]  # how to go on
         meta = json.loads((run_dir / "run.json").read_text())

@@ -126,3 +126,34 @@ def test_a_signal_whose_exception_c_code_replaced_still_ends_the_cli_as_that_sig
     old = signals.install()  # a new CLI run: an earlier run's signal is not this one's
     signals.restore(old)
     assert signals.behind(ImportError("a real one")) is None
+
+
+QUIET_END = textwrap.dedent(
+    """
+    import asyncio, logging, signal, sys, threading
+    from secoverhead.app import cli
+    from secoverhead.core import signals
+
+    logging.basicConfig()
+    logging.getLogger("asyncio").addFilter(cli._SignalEcho())
+    signals.install()
+    signals._raised.append(signal.SIGHUP)  # as the handler records it
+    # a notebook client's task the signal cut short, collected while the run unwinds: dropped, not 222 lines
+    cut = (RuntimeError, RuntimeError("x"), None)
+    logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=cut)
+    logging.getLogger("asyncio").error("some other asyncio error")  # anything else is still said
+    code = cli._interrupted(signals.Terminated(signal.SIGHUP))
+    # and after the outcome line, whatever the shutdown prints goes nowhere
+    logging.getLogger("x").error("late log line")
+    print("late print", file=sys.stderr)
+    threading.Thread(target=lambda: 1 / 0).start()
+    sys.exit(code)
+    """
+)
+
+
+def test_the_outcome_line_is_the_last_word_whatever_follows_it():
+    res = subprocess.run([sys.executable, "-c", QUIET_END], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 128 + signal.SIGHUP
+    lines = res.stderr.strip().splitlines()
+    assert lines == ["ERROR:asyncio:some other asyncio error", "interrupted (by SIGHUP)"], res.stderr

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     """Every ending signal (SIGINT, SIGTERM, SIGHUP) is handled from the first line: whatever moment it comes,
     the run is finalised and one line says so."""
     old: dict[Any, Any] = {}
+    logging.getLogger("asyncio").addFilter(_SignalEcho())
     try:
         old = signals.install()
         environ.settle_platform()
@@ -61,7 +63,29 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupted(sig: signals.Terminated) -> int:
     print(f"{sig.outcome or 'interrupted'} (by {sig.name})", file=sys.stderr)
+    _nothing_after()
     return sig.exit_code
+
+
+class _SignalEcho(logging.Filter):
+    """Once a signal has ended the run, asyncio's "Task exception was never retrieved" for the notebook client's
+    tasks the signal cut short (their error: the cell's ANSI traceback, 222 lines) is not news: dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (signals.raised() and "was never retrieved" in str(record.msg))
+
+
+def _nothing_after() -> None:
+    """The outcome line is the last word: what the interpreter's shutdown would still print (a task's traceback
+    collected at exit, a thread's, a warning) goes nowhere."""
+    logging.disable(logging.CRITICAL)
+    sys.stderr.flush()
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stderr.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _main(argv: list[str] | None) -> int:

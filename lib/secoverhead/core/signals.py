@@ -126,6 +126,11 @@ def deferred() -> Iterator[None]:
         raise Terminated(signum)
 
 
+def raised() -> bool:
+    """Whether an ending signal has been raised since install()."""
+    return bool(_raised)
+
+
 def behind(exc: BaseException) -> Terminated | None:
     """The ending signal an exception was raised while unwinding from (a lock half-taken when the signal landed,
     released again on the way out), if any: that exception is the signal's, not a fault of its own. Some C code
