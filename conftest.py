@@ -45,6 +45,7 @@ LONGEST_FIRST = (
     "test_stalls.py",
     "test_real_engines_as_users.py",
     "test_users_server.py",
+    "test_users_settings.py",
     "test_readme_python.py",
     "02_auth_short_connections.ipynb",
     "test_run_that_counts.py",

@@ -121,7 +121,7 @@ def test_a_ninety_second_stall_ends_the_run_as_failed_with_the_stall_named(tmp_p
         assert all(r.get("status") != "ok" or r.get("metrics", {}).get("duration_s", 0) < 20 for r in kept)
 
 
-STOP_S = 14  # past the 10 s one operation may take (workloads.measurement.OPERATION_S), short for the suite
+STOP_S = 12  # past the 10 s one operation may take (workloads.measurement.OPERATION_S), short for the suite
 
 
 def _tls_against(endpoint_args: list[str], tmp_path, env_extra: dict) -> subprocess.Popen:

@@ -188,10 +188,13 @@ class ExternalMySQL(Server):
                         else "secure transport): set -p mysql_tls true"
                     )
                 ) from None
-            if exc.errno == ER_BAD_DB_ERROR:
+            if exc.errno in (ER_BAD_DB_ERROR, errorcode.ER_DBACCESS_DENIED_ERROR):
+                # MySQL 8 answers an account without rights on a database that does not exist with 1044, as for one
+                # that exists: the cause is the database either way, and the login itself worked
                 raise ConfigError(
-                    f"{self.host}:{self.port} has no database {self.endpoint.database!r} (user {self.user!r} logged "
-                    "in): create it, or name another with -p mysql_database"
+                    f"{self.host}:{self.port}: user {self.user!r} logged in but has no database "
+                    f"{self.endpoint.database!r} to use ({msg}): create it and grant it, or name another with "
+                    "-p mysql_database"
                 ) from None
             if denied:
                 raise AuthenticationError(f"{self.host}:{self.port} rejected user {self.user!r}: {msg}") from None
