@@ -59,3 +59,13 @@ def test_an_operations_failure_says_stall_lost_connection_or_stays_its_own():
     refused = pymongo.errors.OperationFailure("Authentication failed.")
     assert operation_failed(refused, now, "connection", where) is refused  # a refusal is said as the server said it
     assert isinstance(operation_failed(refused, long_ago, "connection", where), Stalled)
+
+
+def test_a_counted_run_that_waited_outside_its_operations_is_a_stall():
+    from secoverhead.workloads.measurement import Measurement, check_untimed, timed_in
+
+    where = "the MongoDB server at mongodb://127.0.0.1:27017/"
+    check_untimed(Measurement({}, info=timed_in(1.2, where)), took_s=9.0)  # 7.8 s besides: a busy machine's
+    check_untimed(Measurement({}), took_s=300.0)  # a run that times no operations (sysbench) is judged by its plan
+    with pytest.raises(Stalled, match=r"stalled: the run took 14\.0 s, 12\.8 s of it outside its timed operations"):
+        check_untimed(Measurement({}, info=timed_in(1.2, where)), took_s=14.0)

@@ -33,6 +33,7 @@ from typing import Any
 
 from secoverhead.analysis import outliers
 from secoverhead.analysis.design import Looks
+from secoverhead.core.errors import Stalled
 from secoverhead.core.units import significant
 from secoverhead.host import environment
 from secoverhead.host.calibration import speed_check
@@ -40,7 +41,7 @@ from secoverhead.host.noise import NoiseMonitor
 from secoverhead.measurement.plan import PlannedRun, Unit, combinations, plan_rounds
 from secoverhead.measurement.progress import Progress
 from secoverhead.measurement.results import ResultStore, RunRecord
-from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.measurement import Measurement, check_untimed
 
 __all__ = ["Experiment", "ExperimentPlan", "Measurement", "Profiling"]
 
@@ -403,6 +404,13 @@ class Experiment:
                 self.store.append(record(status="error", error="".join(traceback.format_exception_only(exc)).strip()))
             raise
         ended, duration = environment.utc_now(), time.monotonic() - t0  # before waiting for a duet's partner
+        try:
+            check_untimed(m, duration)
+        except Stalled as exc:
+            nm.abandon()
+            with self._lock:
+                self.store.append(record(status="error", error=f"Stalled: {exc}"))
+            raise
         m.metrics |= nm.stop().metrics()  # a duet's runs share the window: the last to end closes it
         if retake_of is not None:
             m.info = m.info | {"retake_of": retake_of}

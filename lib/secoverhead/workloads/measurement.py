@@ -129,3 +129,24 @@ def guarded(op: Callable[[], T], what: str, where: str) -> T:
         raise_failure(exc, t0, what, where)
     check_operations([(time.perf_counter_ns() - t0) / 1e6], what, where)
     return out
+
+
+def timed_in(seconds: float, where: str) -> dict[str, Any]:
+    """What a counted run records of itself for check_untimed: the seconds its timed operations took, and the server."""
+    return {"timed_s": seconds, "where": where}
+
+
+def check_untimed(m: Measurement, took_s: float) -> None:
+    """Raise Stalled when a counted run spent more than OPERATION_S outside its timed operations: the harness's own
+    questions to the server between them (its CPU counters, what TLS negotiated) waited on a server that had
+    stopped answering, and the run's figures span the stall. A run that records no timed_s is not judged here."""
+    timed = m.info.get("timed_s")
+    if timed is None:
+        return
+    outside = took_s - float(timed)
+    if outside > OPERATION_S:
+        where = m.info.get("where") or "the server"
+        raise Stalled(
+            f"{where} stalled: the run took {took_s:.1f} s, {outside:.1f} s of it outside its timed operations "
+            f"(allowed {OPERATION_S:g} s); the run is stopped as failed, its results so far kept"
+        )

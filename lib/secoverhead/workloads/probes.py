@@ -17,7 +17,7 @@ from pymongo import monitoring
 from secoverhead.host.metrics import CpuMeter, CpuSource
 from secoverhead.servers.endpoints import MongoEndpoint, MySQLEndpoint, session_tls
 from secoverhead.servers.labels import LabelMismatch
-from secoverhead.workloads.measurement import Measurement, check_operations, guarded, raise_failure
+from secoverhead.workloads.measurement import Measurement, check_operations, guarded, raise_failure, timed_in
 
 _MS = 1e-6  # perf_counter_ns -> ms
 
@@ -118,7 +118,8 @@ def mongo_connection_probe(
     check_operations(samples["total_ms"] + samples["close_ms"], "connection", where)
     metrics = summarize(samples, ["construct_ms", "first_query_ms", "total_ms", "checkout_ms", "ready_ms"])
     metrics |= meter.metrics(iterations) | {"connections": iterations}
-    return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism))
+    timed = float((samples["total_ms"] + samples["close_ms"]).sum()) / 1e3
+    return Measurement(metrics, samples=samples, info=_mongo_info(tls, mechanism) | timed_in(timed, where))
 
 
 def _time_reused(
@@ -141,7 +142,8 @@ def _time_reused(
         raise_failure(exc, t0, "query", where)
     check_operations(lat, "query", where)
     samples = pd.DataFrame({"iteration": np.arange(iterations), "query_ms": lat})
-    return Measurement(summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples)
+    info = timed_in(float(lat.sum()) / 1e3, where)
+    return Measurement(summarize(samples, ["query_ms"]) | meter.metrics(iterations), samples=samples, info=info)
 
 
 def mongo_reused_probe(
@@ -161,7 +163,7 @@ def mongo_reused_probe(
         m = _time_reused(client[database][collection].find_one, iterations, warmup, server_cpu, mongo_where(endpoint))
     finally:
         client.close()
-    m.info = _mongo_info(tls, mechanism)
+    m.info = _mongo_info(tls, mechanism) | m.info | {"where": mongo_where(endpoint)}
     return m
 
 
@@ -230,7 +232,8 @@ def mysql_connection_probe(
     check_operations(samples["total_ms"] + samples["close_ms"], "connection", where)
     metrics = summarize(samples, ["connect_ms", "first_query_ms", "total_ms"]) | meter.metrics(iterations)
     metrics["connections"] = iterations
-    return Measurement(metrics, samples=samples, info=_mysql_info(endpoint, tls, impl, query))
+    timed = float((samples["total_ms"] + samples["close_ms"]).sum()) / 1e3
+    return Measurement(metrics, samples=samples, info=_mysql_info(endpoint, tls, impl, query) | timed_in(timed, where))
 
 
 def mysql_reused_probe(
@@ -256,7 +259,7 @@ def mysql_reused_probe(
         m = _time_reused(op, iterations, warmup, server_cpu, mysql_where(endpoint))
     finally:
         conn.close()
-    m.info = _mysql_info(endpoint, tls, impl, query)
+    m.info = _mysql_info(endpoint, tls, impl, query) | m.info
     return m
 
 
@@ -304,4 +307,5 @@ def combine(connection: Measurement, reused: Measurement) -> Measurement:
     }
     metrics |= {f"reused_{k}" if k.startswith(("server_", "client_")) else k: v for k, v in reused.metrics.items()}
     metrics["operations"] = len(connection.samples) + len(reused.samples)
-    return Measurement(metrics, samples=samples, info=connection.info | {"reused": reused.info})
+    timed = timed_in(connection.info.get("timed_s", 0.0) + reused.info.get("timed_s", 0.0), connection.info["where"])
+    return Measurement(metrics, samples=samples, info=connection.info | {"reused": reused.info} | timed)
