@@ -6,6 +6,7 @@ run refuses to reuse tables whose encryption its account cannot read."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -158,6 +159,7 @@ def test_a_second_run_on_the_same_users_server_is_refused_before_it_touches_it(u
 
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     first = subprocess.Popen(argv(str(tmp_path / "a")), env=env, **pipes)
+    _holding(first)  # a busy machine takes seconds to import the CLI: the second starts once the first holds it
     time.sleep(0.5)
     second = subprocess.run(argv(str(tmp_path / "b")), env=env, capture_output=True, text=True, timeout=600)
     _, err = first.communicate(timeout=900)
@@ -165,3 +167,18 @@ def test_a_second_run_on_the_same_users_server_is_refused_before_it_touches_it(u
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-3000:]
     assert f"127.0.0.1:{users_mysql.endpoint.port} is being loaded by another run (pid {first.pid}" in second.stderr
     assert not list((tmp_path / "b").rglob("run.json"))
+
+
+def _holding(proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until `proc` holds a user's server's lock (core.runlock.hold_servers writes its pid in it)."""
+    from secoverhead.core.runlock import TARGET_LOCKS
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        for lock in TARGET_LOCKS.glob("*.lock") if TARGET_LOCKS.is_dir() else []:
+            with contextlib.suppress(OSError):
+                if lock.read_text().startswith(f"pid {proc.pid},"):
+                    return
+        time.sleep(0.05)
+    pytest.fail(f"pid {proc.pid} never held the server's lock")

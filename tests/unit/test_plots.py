@@ -62,3 +62,15 @@ def test_log_ticks_are_round_numbers_over_a_narrow_span_and_one_two_five_over_a_
     assert mantissas <= {1.0, 2.0, 5.0} and len([t for t in wide if 0.03 <= t <= 120]) >= 9
     assert len(plots.LogTicks().tick_values(0.2, 0.8)) >= 3  # a 4x span near zero: no tick at 0 on a log axis
     assert all(t > 0 for t in plots.LogTicks().tick_values(0.2, 0.8))
+
+
+def test_a_heatmap_of_nearly_equal_values_labels_its_colour_bar_in_plain_numbers():
+    """Every cell at 99.99 % (a smoke run on a busy machine): the colour bar once read '+9.999e1' as its offset."""
+    import pandas as pd
+
+    df = pd.DataFrame({"w": ["a", "a", "b", "b"], "t": [1, 16, 1, 16], "v": [99.99, 99.991, 99.992, 99.99]})
+    fig = plots.heatmap(df, index="w", columns="t", values="v", title="x", label="loss at most %")
+    fig.canvas.draw()
+    bar = fig.axes[1]
+    labels = [t.get_text() for t in bar.get_yticklabels()]
+    assert labels and not any("e" in t for t in labels) and bar.yaxis.get_offset_text().get_text() == ""

@@ -233,7 +233,12 @@ def heatmap(
 
     grid = table.pivot_table(index=index, columns=columns, values=values, aggfunc="median")
     fig, ax = plt.subplots(figsize=(1.2 * max(4, grid.shape[1]) + 2, 0.6 * max(3, grid.shape[0]) + 1.5))
-    sns.heatmap(grid, annot=True, fmt=fmt, cmap="RdBu_r", center=center, ax=ax, cbar_kws={"label": label})
+    # a colour bar over values that are nearly all one (every cell at 99.99 %) would print its ticks as offsets
+    # from "+9.999e1": plain numbers only
+    plain = matplotlib.ticker.ScalarFormatter(useOffset=False)
+    plain.set_scientific(False)
+    colour_bar = {"label": label, "format": plain}
+    sns.heatmap(grid, annot=True, fmt=fmt, cmap="RdBu_r", center=center, ax=ax, cbar_kws=colour_bar)
     ax.set(title=title)
     fig.tight_layout()
     return fig
