@@ -158,3 +158,13 @@ def test_a_claim_not_testable_here_is_drawn_without_the_regions_that_would_judge
     shown_, title = regions(Verdict.NOT_TESTABLE)
     assert shown_ == {summary.REGION_COLOURS["gap"]}, shown_
     assert "not testable here: measured instead, a fact, not a verdict" in title.replace("\n", " ")
+
+
+def test_an_identifier_or_path_wraps_after_its_separators_and_stays_escaped():
+    """A run's name or a parameter's path may wrap on a printed page after / _ = + , : ; and nowhere inside a word;
+    markup in it shows as text."""
+    from secoverhead.reporting.summary import breakable
+
+    assert breakable("calibration_file=/tmp/a b") == "calibration_<wbr>file=<wbr>/<wbr>tmp/<wbr>a b"
+    assert breakable("<b>&x;</b>") == "&lt;b&gt;&amp;x;<wbr>&lt;/<wbr>b&gt;"  # no break inside an entity
+    assert breakable("20261203T083654Z-vm-smoke+run_seconds").count("<wbr>") == 2

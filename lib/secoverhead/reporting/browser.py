@@ -49,7 +49,7 @@ class FirstScreen:
     flamegraphs: int
     flamegraphs_root_visible: int  # graphs whose root frame (the top row of an icicle) is drawn
     external_requests: list[str] = field(default_factory=list)
-    print_cut_tables: int = 0  # tables wider than an A4 page's printable width under the print stylesheet
+    print_cut_tables: list[str] = field(default_factory=list)  # tables wider than A4's printable width, printed
     print_split_words: list[str] = field(default_factory=list)  # a word or number in a table cut across lines
     headlines: int = 0  # the cost calculator's sentences (it has no verdicts)
     headlines_visible: int = 0
@@ -192,9 +192,15 @@ _PROBE = """() => {
 
 A4_PRINTABLE_PX = 703  # 210 mm less the print stylesheet's 2 x 12 mm margins, at 96 px per inch
 
+# Each table that runs off the printed page, named by its header and its widest cell, so a failure says which.
 _CUT = """() => [...document.querySelectorAll('table')].filter(t => {
   const r = t.getBoundingClientRect(); return r.width > 0 && (r.right > innerWidth + 1 || t.scrollWidth > r.width + 1);
-}).length"""
+}).map(t => {
+  const cells = [...t.querySelectorAll('td, th')], wide = cells.reduce((a, c) => c.scrollWidth > a.scrollWidth ? c : a);
+  const head = [...t.querySelectorAll('th')].slice(0, 4).map(h => h.innerText.trim()).join(' | ');
+  const text = wide.innerText.trim().slice(0, 80);
+  return `${Math.round(t.scrollWidth)} px (${head}): widest cell ${Math.round(wide.scrollWidth)} px "${text}"`;
+})"""
 
 
 # A word (letters) or a number (digits with their point, sign, unit prefix or %) drawn on two lines of a table

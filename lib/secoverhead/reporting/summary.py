@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core.units import QUANTITIES, shown, shown_interval
@@ -51,6 +53,20 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+# An identifier or a path may wrap after these (printed on A4, a run's name or a file's path is wider than its
+# column), never inside a word or a number: a <wbr> is no character, so the text copies as it reads.
+_WRAP_AFTER = re.compile(r"([/_=+,:;])")
+
+
+def breakable(text: Any) -> Markup:
+    """Text escaped, with a line-break opportunity after each separator of an identifier or path."""
+    pieces = _WRAP_AFTER.split(str(text))
+    return Markup("".join(escape(p) + ("<wbr>" if _WRAP_AFTER.fullmatch(p) else "") for p in pieces))
+
+
+_ENV.filters["breakable"] = breakable
 
 
 def template(name: str) -> jinja2.Template:
@@ -204,7 +220,18 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "on": _on(d),
         "over_reports": str(d.get("over_reports") or ""),
         "pooled": bool(d.get("over_reports_beside")),
+        "before": before_text(d),
+        "before_detail": [b for b in d.get("before") or [] if isinstance(b, Mapping)],
     }
+
+
+def before_text(verdict: Mapping[str, Any]) -> str:
+    """The verdict under each earlier definition of the claim, beside the one of record ('' when none changed)."""
+    return "; ".join(
+        f"{b.get('verdict')} under its definition before {b.get('until')} ({b.get('change')})"
+        for b in verdict.get("before") or []
+        if isinstance(b, Mapping)
+    )
 
 
 def on_the_first_screen(verdict: Mapping[str, Any]) -> bool:

@@ -10,6 +10,7 @@ index."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
 from dataclasses import asdict, dataclass
@@ -26,6 +27,7 @@ from secoverhead.analysis.changepoints import detect
 from secoverhead.analysis.pooling import paule_mandel
 from secoverhead.core.runs import EMBEDDED
 from secoverhead.core.units import significant, unit
+from secoverhead.reporting import summary
 from secoverhead.reporting.plots import readable_log
 from secoverhead.reporting.series import SERIES, collect
 from secoverhead.suite import expected as expected_marks
@@ -214,7 +216,10 @@ def table_html(df: pd.DataFrame) -> str:
         pairs = zip(show["speed class"], slow, strict=True)
         show["speed class"] = [f"{c}; vCPU {s}x its fastest" if s else c for c, s in pairs]
         show = show.rename(columns={"speed class": "machine speed"})
-    return show.to_html(index=False, escape=True, border=0)
+    if "run" in show:  # a run's name wraps after its separators (summary.breakable), every other cell escaped
+        show["run"] = show["run"].map(summary.breakable)
+    text = {c: (lambda v: str(html.escape(str(v)))) for c in show.columns if c != "run"}
+    return show.to_html(index=False, escape=False, border=0, formatters=text)
 
 
 def _shown(v: Any) -> str:
