@@ -54,6 +54,45 @@ def test_every_rule_family_has_a_line_scenario_and_a_one_arm_stall_scenario():
         registry.get(claim_error_rates.PLANS[s.plan].study, s.claim_id)
 
 
+def test_a_scenario_moves_with_its_claims_line_in_the_registry(monkeypatch):
+    """The truths are read from registry.yaml: moving a line (or a band's edge) moves the scenario at it."""
+    import dataclasses
+
+    from secoverhead.analysis import claim_registry as registry
+    from secoverhead.analysis.readings import Reading
+
+    before = {s.name: s for s in claim_error_rates.SCENARIOS}
+    real = registry.get
+    moved = {
+        "auth-server-cpu": Reading.above("moved", 1.5, quantity="ratio"),
+        "general_log-loss": Reading.band("moved", 20.0, 45.0, quantity="loss"),
+        "cpu-pp": Reading.band("moved", -2.0, 12.0, quantity="difference", unit="pp"),
+    }
+
+    def get(study, claim_id):
+        claim = real(study, claim_id)
+        return dataclasses.replace(claim, reading=moved[claim_id]) if claim_id in moved else claim
+
+    monkeypatch.setattr(registry, "get", get)
+    after = claim_error_rates._scenarios()
+    auth = next(s for s in after if s.claim_id == "auth-server-cpu" and not s.stall_arm)
+    assert auth.truth == {(2,): pytest.approx(1.499)} and auth.name not in before
+    loss = next(s for s in after if s.claim_id == "general_log-loss" and s.wrong == "reproduced")
+    assert loss.truth == {(): pytest.approx(1 - 0.199)}
+    cpu = [s for s in after if s.claim_id == "cpu-pp" and not s.stall_arm]
+    assert {round(v, 6) for s in cpu for v in s.truth.values()} >= {12.1, -2.1}
+    unmoved = [s for s in after if s.claim_id == "setup"]
+    assert all(s.name in before and before[s.name].truth == s.truth for s in unmoved)
+
+
+def test_an_edge_is_outside_the_reproduced_region_and_a_band_names_its_side():
+    assert claim_error_rates.edge("tls-setup", "setup", 0.01) == pytest.approx(1.29)  # above 1.3: under it
+    assert claim_error_rates.edge("auth-pooling", "pooling", 0.005) == pytest.approx(0.505)  # below 0.5: above it
+    assert claim_error_rates.edge("tls-reused", "reused", -0.01, "high") == pytest.approx(1.09)  # into the band
+    with pytest.raises(ValueError, match="side"):
+        claim_error_rates.edge("tls-reused", "reused", 0.01)
+
+
 def test_every_kind_of_comparison_and_combine_the_studies_use_is_a_family():
     """A new kind of rule (a reads kind with a combine) gets error-rate scenarios before it decides a claim."""
     import importlib

@@ -383,3 +383,59 @@ def test_a_claim_not_testable_here_is_described_at_95_percent_without_promising_
     testable = [dict(r, noise_cpu_pressure=0.2) for r in rows]
     (judged,) = [v for v in judge(pd.DataFrame(testable), 0.0006) if v.id.endswith("general_log-loss")]
     assert judged.verdict != Verdict.NOT_TESTABLE and "CI at 99.94 %" in judged.evidence  # the look's own level
+
+
+def _with_superseded(claim: registry.Claim, *old: registry.Superseded) -> registry.Claim:
+    import dataclasses
+
+    return dataclasses.replace(claim, superseded=old)
+
+
+def test_a_report_after_a_reading_changed_shows_the_verdict_under_the_old_reading(monkeypatch):
+    """The same intervals read under the reading before the change: reproduced above 1.02, inconclusive against
+    a line of 2.0 that its interval straddles, refuted under a line of 3.0."""
+    from secoverhead.analysis.readings import Reading
+
+    claim = registry.get("auth", "auth-server-cpu")
+    olds = [registry.Superseded(f"2026-12-0{k}", f"line {line}", Reading.above("e", line)) for k, line in
+            ((3, 2.0), (2, 3.0))]  # fmt: skip
+    monkeypatch.setattr(registry, "get", lambda study, cid: _with_superseded(claim, *olds))
+    grounds = Grounds(intervals=(([[1.8, 2.6]], None),), rounds=4)
+    v = verdict_of("auth", claim.id, claim.decide(([[1.8, 2.6]], None)), "e", part="MongoDB", grounds=grounds)
+    assert v.verdict == Verdict.REPRODUCED
+    assert [b["verdict"] for b in v.before] == ["inconclusive", "not reproduced"]
+    line = summary.before_text(v.as_dict())
+    assert "inconclusive under its definition before 2026-12-03 (line 2.0)" in line
+    assert "not reproduced under its definition before 2026-12-02" in line
+    html = summary.claims_html([v.as_dict()])
+    assert "before 2026-12-03" in html and "this run under it: inconclusive" in html
+
+
+def test_a_precondition_added_since_does_not_screen_the_old_definition(monkeypatch):
+    """A precondition added by the change makes the verdict not testable, and leaves the old one standing; one the
+    claim always had screens both."""
+    claim = registry.get("tde", "cpu-pp")
+    added, always = claim.preconditions[-1].condition, claim.preconditions[0].condition
+    old = registry.Superseded("2026-12-03", "the split precondition added", without=(added,))
+    monkeypatch.setattr(registry, "get", lambda study, cid: _with_superseded(claim, old))
+    new_fails = _all_passing(claim) | {added: _failing(claim.preconditions[-1])}
+    v = screen([_verdict(claim)], new_fails)[0]
+    assert v.verdict == Verdict.NOT_TESTABLE and v.before[0]["verdict"] == "reproduced"
+    both_fail = _all_passing(claim) | {always: _failing(claim.preconditions[0])}
+    v = screen([_verdict(claim)], both_fail)[0]
+    assert v.verdict == Verdict.NOT_TESTABLE and v.before[0]["verdict"] == "not testable here"
+
+
+def test_a_superseded_definition_names_its_date_its_change_and_what_it_was(registry_from):
+    entry = ("- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
+             " reading: {effect: e, quantity: ratio, shape: above, line: 1},"
+             " preconditions: [{condition: baseline_server_cpu_us_per_op, at_least: 1, why: w, where: h}],"
+             " superseded: [%s]}\n")  # fmt: skip
+    with pytest.raises(ValueError, match="superseded"):
+        registry_from(entry % "{until: '2026-12-03', change: c}")  # neither the old reading nor what was added
+    with pytest.raises(ValueError, match="superseded"):
+        registry_from(entry % "{change: c, without: [baseline_server_cpu_us_per_op]}")
+    got = registry_from(entry % "{until: '2026-12-03', change: c, without: [baseline_server_cpu_us_per_op]}")
+    assert got[("s", "x")].superseded == (
+        registry.Superseded("2026-12-03", "c", None, ("baseline_server_cpu_us_per_op",)),
+    )

@@ -26,6 +26,20 @@ SOURCES = ("published", "extension", "suite")
 
 
 @dataclass(frozen=True)
+class Superseded:
+    """A definition the claim had until `until` (data/claims/CHANGES.md says why it changed): its reading then, or
+    the preconditions added since (`without`). Every report after the change shows the verdict under it too."""
+
+    until: str
+    change: str  # what changed, in a few words
+    reading: Reading | None = None  # the first reading before the change (None: the reading did not change)
+    without: tuple[str, ...] = ()  # preconditions (their conditions) the claim did not have before the change
+
+    def describe(self) -> str:
+        return f"before {self.until} ({self.change})"
+
+
+@dataclass(frozen=True)
 class Claim:
     """One registered claim. `claim` may name {part} (an engine or instance profile) and {level}."""
 
@@ -46,6 +60,7 @@ class Claim:
     original_parts: tuple[str, ...] = ()  # a published claim: the parts the original measured (others: extension)
     bounds_cost: bool = False  # says a feature costs little: its verdict judges the typical run, not rare stalls
     revision: int = 1  # how its metric is measured: reports of another revision are another series
+    superseded: tuple[Superseded, ...] = ()  # its earlier definitions, newest first
 
     @property
     def published(self) -> bool:
@@ -66,6 +81,10 @@ class Claim:
         refuted when any refutes."""
         holds = [r.holds(i, f) for r, (i, f) in zip(self.readings(), interval_sets, strict=True)]
         return verdict_from(all(h[0] for h in holds), any(h[1] for h in holds), what=f"{self.study}:{self.id}")
+
+    def as_before(self, old: Superseded) -> Claim:
+        """The claim as it was defined before a change (its reading then; its preconditions are screened apart)."""
+        return replace(self, reading=old.reading) if old.reading is not None else self
 
     def rounds_to_decide(
         self, *interval_sets: tuple[list, list | None], n: int, floors: tuple[float, ...] = ()
@@ -140,6 +159,21 @@ def _claim(d: dict[str, Any]) -> Claim:
         original_parts=tuple(d.get("original_parts", ())),
         bounds_cost=bool(d.get("bounds_cost", False)),
         revision=_revision(d),
+        superseded=tuple(_superseded(d["id"], e) for e in d.get("superseded", ())),
+    )
+
+
+def _superseded(claim_id: str, e: dict[str, Any]) -> Superseded:
+    if not e.get("until") or not e.get("change") or not (e.get("reading") or e.get("without")):
+        raise ValueError(
+            f"{claim_id}: a superseded definition names its date, the change, and the old reading or "
+            "the preconditions added since"
+        )
+    return Superseded(
+        until=str(e["until"]),
+        change=" ".join(str(e["change"]).split()),
+        reading=Reading.from_dict(e["reading"]) if e.get("reading") else None,
+        without=tuple(e.get("without", ())),
     )
 
 

@@ -73,7 +73,21 @@ def verdict_of(
         registered=c.record(),
         rounds_needed=rounds_needed,
         judged=judged(c, g.intervals, g.cells, g.quantities, g.estimates),
+        before=_before(c, verdict, g),
     )
+
+
+def _before(c: registry.Claim, verdict: Verdict, g: Grounds) -> list[dict[str, Any]]:
+    """The verdict each earlier definition of the claim gives on the same intervals (its preconditions are
+    screened apart, in `screen`), so a report after a change shows the old verdict beside the new."""
+    out = []
+    for old in c.superseded:
+        then = c.as_before(old)
+        decided = then.decide(*g.intervals) if g.intervals else Verdict.INCONCLUSIVE
+        was = verdict if old.reading is None else decided
+        out.append({"until": old.until, "change": old.change, "reading": then.describe(), "verdict": str(was),
+                    "without": list(old.without)})  # fmt: skip
+    return out
 
 
 def _what_would_decide(c: registry.Claim, g: Grounds, rounds: int | None) -> str:
@@ -105,6 +119,7 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
         checks = [p.check(conditions) for p in claim.preconditions]
         v.preconditions = checks
         failing = [c for c in checks if c["holds"] is False]
+        _screen_before(v, failing)
         if not failing:
             continue
         v.verdict = Verdict.NOT_TESTABLE
@@ -117,6 +132,13 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
         v.rounds_needed = None
         v.needs = []
     return list(verdicts)
+
+
+def _screen_before(v: ClaimVerdict, failing: list[dict[str, Any]]) -> None:
+    """Each earlier definition's verdict under the preconditions it had: those added since do not screen it."""
+    for old in v.before:
+        if any(c["condition"] not in old["without"] for c in failing):
+            old["verdict"] = str(Verdict.NOT_TESTABLE)
 
 
 def judged(

@@ -53,6 +53,7 @@ class ClaimVerdict:
     episodes: str = ""  # a "costs little" claim: what it says of rare stalls in one arm (judging.episodes)
     part: str = ""  # the part it was judged on
     server: dict[str, Any] = field(default_factory=dict)  # the server build it ran on: build, version, TLS library
+    before: list[dict[str, Any]] = field(default_factory=list)  # the verdict under each earlier definition
 
     @property
     def decided(self) -> bool:
