@@ -263,3 +263,17 @@ def test_every_study_declares_a_prior_for_each_metric_compare_reads():
     declared = claim_registry.level_spread()
     missing = [(s, m) for s, st in STUDIES.items() for m in st.primary_metrics if (s, m) not in declared]
     assert not missing and all(0 < t.sd < 0.5 for t in declared.values()), missing
+
+
+def test_a_noisy_note_is_said_only_of_a_regression_compare_counts():
+    """A row whose change is 'worse' but whose p is above alpha prints `~` and fails nothing: it gets no note that
+    the machine was noisy, since there is no regression to qualify; a counted one on flagged runs gets one."""
+    import pandas as pd
+
+    base = {"experiment": "https", "metric": "rps", "ratio": 0.8, "ci_low": 0.7, "ci_high": 0.9, "change": "worse",
+            "n_a": 4, "n_b": 4, "noisy_a": 0, "noisy_b": 3}  # fmt: skip
+    rows = pd.DataFrame([base | {"arm": "counted", "p": 0.001}, base | {"arm": "unsure", "p": 0.3},
+                         base | {"arm": "quiet", "p": 0.001, "noisy_b": 0}])  # fmt: skip
+    assert benchtable.regressions(rows) == 2
+    notes = benchtable.noisy_regressions(rows)
+    assert len(notes) == 1 and notes[0].startswith("https / counted rps (A 0 of 4, B 3 of 4")

@@ -73,15 +73,15 @@ def regressions(df: pd.DataFrame) -> int:
 
 def noisy_regressions(df: pd.DataFrame) -> list[str]:
     """The regressions that rest on runs the noise monitor flagged, each as 'experiment / arm (A 3 of 5, B 4 of 5
-    runs flagged)': a difference there may be the machine's, and the reader is told so."""
-    worse = df[df["change"] == "worse"]
-    if not {"noisy_a", "noisy_b"} <= set(worse.columns):
+    runs flagged)': a difference there may be the machine's, and the reader is told so. The same rows as
+    `regressions` counts: one printed `~` is no regression, and gets no note."""
+    if not {"noisy_a", "noisy_b"} <= set(df.columns):
         return []
     return [
         f"{r['experiment']} / {r['arm']} {r['metric']} (A {int(r['noisy_a'])} of {int(r['n_a'])}, "
         f"B {int(r['noisy_b'])} of {int(r['n_b'])} runs flagged)"
-        for r in worse.to_dict("records")
-        if r["noisy_a"] or r["noisy_b"]
+        for r in df.to_dict("records")
+        if r["change"] == "worse" and vs(r) != "~" and (r["noisy_a"] or r["noisy_b"])
     ]
 
 
