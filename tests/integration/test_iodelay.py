@@ -130,3 +130,39 @@ def test_the_blkio_cap_bounds_direct_reads_at_the_declared_iops():
         assert 0.7 * CAP <= rate <= 1.1 * CAP, rate
     finally:
         disk.close()
+
+
+FLUSHER = r"""
+import json, os, statistics, sys, time
+path = sys.argv[1]
+fd = os.open(path, os.O_WRONLY)
+lat = []
+for i in range(40):
+    os.pwrite(fd, b"x", i)
+    t = time.perf_counter_ns()
+    os.fsync(fd) if i % 2 else os.fdatasync(fd)
+    lat.append((time.perf_counter_ns() - t) / 1e6)
+print(json.dumps({"median_ms": statistics.median(lat), "min_ms": min(lat)}))
+"""
+
+
+def test_each_flush_of_a_file_on_the_device_waits_the_flush_latency(data_file, tmp_path):
+    """A commit waits for its flush: fsync and fdatasync of a file on the data device take at least the flush latency
+    set (the original's SSD flush, where the RAM-backed disk's takes microseconds); reads keep theirs."""
+    if iodelay.missing():
+        pytest.skip(iodelay.missing())
+    flush_us = 500.0
+    latency = ReadLatency.create(data_file.parent, tmp_path, LATENCY_US, flush_us)
+
+    def flush() -> dict:
+        argv = [sys.executable, "-c", FLUSHER, str(data_file)]
+        res = subprocess.run(argv, capture_output=True, text=True, env=server_env(latency.env()), timeout=120)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)
+
+    got = flush()
+    assert got["min_ms"] >= flush_us / 1000 and got["median_ms"] < flush_us / 1000 * 4
+    totals = latency.totals()
+    assert totals["flushes"] == 40 and totals["flush_mean_ms"] >= flush_us / 1000
+    latency.set(LATENCY_US, 0)
+    assert flush()["median_ms"] < flush_us / 1000  # 0: the device's own flush

@@ -11,7 +11,16 @@ from secoverhead.measurement.parts import Part
 from secoverhead.reporting.summary import server_name
 from secoverhead.reporting.tables import across_builds, verdict_table
 from secoverhead.servers import builds
-from secoverhead.servers.builds import FERRETDB, MARIADB, MONGOD_42, MONGOD_60, MYSQL_80, ServerBuild, nearest
+from secoverhead.servers.builds import (
+    FERRETDB,
+    MARIADB,
+    MONGOD_42,
+    MONGOD_60,
+    MYSQL_80,
+    MYSQL_8033,
+    ServerBuild,
+    nearest,
+)
 
 
 @pytest.fixture
@@ -33,7 +42,9 @@ def test_a_missing_build_is_replaced_by_the_nearest_and_says_why(missing):
     missing.add("mongod 6.0")
     assert nearest(MONGOD_42) == (FERRETDB, "mongod 4.2 gone; mongod 6.0 gone")
     missing.add("MySQL 8.0")
-    assert nearest(MYSQL_80) == (MARIADB, "MySQL 8.0 gone")
+    assert nearest(MYSQL_80) == (MYSQL_8033, "MySQL 8.0 gone")
+    missing.add("MySQL 8.0.33")
+    assert nearest(MYSQL_80) == (MARIADB, "MySQL 8.0 gone; MySQL 8.0.33 gone")
 
 
 def test_the_nearest_wraps_around_within_its_engine_only(missing):
@@ -43,8 +54,10 @@ def test_the_nearest_wraps_around_within_its_engine_only(missing):
 
 
 def test_an_engine_with_no_build_here_is_refused_with_every_reason(missing):
-    missing.update({"MySQL 8.0", "MariaDB"})
-    with pytest.raises(ConfigError, match=r"no MySQL server can start here: MySQL 8\.0 gone; MariaDB gone"):
+    missing.update({"MySQL 8.0", "MySQL 8.0.33", "MariaDB"})
+    with pytest.raises(
+        ConfigError, match=r"no MySQL server can start here: MySQL 8\.0 gone; MySQL 8\.0\.33 gone; MariaDB gone"
+    ):
         nearest(MYSQL_80)
 
 

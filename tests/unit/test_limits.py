@@ -51,7 +51,7 @@ def test_iops_limit_names_the_whole_disk(tmp_path):
 
 
 def test_lru_scan_depth_scales_with_the_pool_within_innodbs_range():
-    from secoverhead.servers.mariadb import lru_scan_depth
+    from secoverhead.servers.mysql_family import lru_scan_depth
 
     assert lru_scan_depth(6 << 20) == 100  # 384 pages: InnoDB's minimum
     assert lru_scan_depth(64 << 20) == 163  # 4,096 pages: about 4 %

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.paths import ferretdb_binary
-from secoverhead.servers.engines import MONGOD_4_2, MONGOD_6_0, MYSQL_8_0, Build
+from secoverhead.servers.engines import MONGOD_4_2, MONGOD_6_0, MYSQL_8_0, MYSQL_8_0_33, Build
 
 if TYPE_CHECKING:
     from secoverhead.servers.base import Server
@@ -61,7 +61,7 @@ class ServerBuild:
             cls = MongodReplicaSet if replica_set else MongodServer
             return cls(build=self.fetched.name, tls=tls, **settings)
         if self.kind == "mysql":
-            return MySQLServer(tls=tls, **settings)
+            return MySQLServer(tls=tls, build=self.fetched.name, **settings)
         if self.kind == "ferretdb":
             return FerretDBServer(tls=tls, **settings)
         return MariaDBServer(tls="on" if tls else "off", **settings)
@@ -127,6 +127,13 @@ FERRETDB = ServerBuild(
     "own; absolute times are FerretDB's, only the shape is comparable",
 )
 MYSQL_80 = ServerBuild("MySQL 8.0", "MySQL", "mysql", MYSQL_8_0, about="MySQL 8.0.31 Community (OpenSSL 1.1.1q)")
+MYSQL_8033 = ServerBuild(
+    "MySQL 8.0.33",
+    "MySQL",
+    "mysql",
+    MYSQL_8_0_33,
+    about="MySQL 8.0.33 Community, the whole Oracle build: TDE with component_keyring_file (OpenSSL 1.1.1t)",
+)
 MARIADB = ServerBuild(
     "MariaDB",
     "MySQL",
@@ -138,7 +145,7 @@ MARIADB = ServerBuild(
 # Per engine, nearest to the originals first: the build a part falls back to when the one it names is missing.
 BY_ENGINE: dict[str, tuple[ServerBuild, ...]] = {
     "MongoDB": (MONGOD_42, MONGOD_60, FERRETDB),
-    "MySQL": (MYSQL_80, MARIADB),
+    "MySQL": (MYSQL_80, MYSQL_8033, MARIADB),
 }
 BUILDS: dict[str, ServerBuild] = {b.label: b for builds in BY_ENGINE.values() for b in builds}
 

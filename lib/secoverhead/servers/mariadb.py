@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import Secret, generate_password
-from secoverhead.host import iodelay
 from secoverhead.host.iodelay import ReadLatency
 from secoverhead.host.process import ServerProcess, pick_port, run_command
 from secoverhead.servers.base import Server
@@ -27,12 +26,12 @@ from secoverhead.servers.endpoints import (
     MySQLEndpoint,
     bench_endpoint,
 )
-from secoverhead.servers.limits import check_cpu_limit, cpu_limit, iops_limit
+from secoverhead.servers.limits import check_cpu_limit
 from secoverhead.servers.mysql_family import (
+    InnoDBControls,
     audit_files,
     general_log_options,
     init_connect_statements,
-    limits_lifted,
     negotiated_tls,
     socket_path,
 )
@@ -50,14 +49,8 @@ def _binary(name: str) -> str:
     return found
 
 
-def lru_scan_depth(pool_bytes: int) -> int:
-    """InnoDB's free-page target for a pool: about 4 % of its pages (so about 2 % kept free), within InnoDB's
-    range of 100 to the default 1,536 (a 12 GB pool's default keeps 0.1 % free)."""
-    return max(100, min(1536, pool_bytes // (16 << 10) // 25))
-
-
 @dataclass(eq=False, repr=False, kw_only=True)
-class MariaDBServer(Server):
+class MariaDBServer(InnoDBControls, Server):
     """A throwaway MariaDB instance.
 
     tls: off | on (TLS offered) | required (require_secure_transport: plain TCP refused)
@@ -281,22 +274,6 @@ class MariaDBServer(Server):
         self.endpoint = self._endpoint(port, password)
         self.audit_logs = audit_files(self.audit, d)
 
-    def limits_lifted(self, *, cpu: bool = True, io: bool = True):
-        """The server without its CPU quota and IOPS limit for a while (mysql_family.limits_lifted)."""
-        return limits_lifted(self.limiter, self.io_limiter, cpu=cpu, io=io, latency=self.read_latency)
-
-    def _limit(self, d: Path) -> None:
-        """The CPU limit and the data disk's IOPS limit, removed when the server stops."""
-        self.limiter = cpu_limit(self.cpu_limit, prefer=self.cpu_limit_method, label=self.kind)
-        if self.limiter is not None:
-            self._cleanups.append(self.limiter.remove)
-        if self.iops:
-            self.io_limiter = iops_limit(*self.iops, d / "data", label=self.kind)
-            if self.io_limiter is not None:
-                self._cleanups.append(self.io_limiter.remove)
-        if self.read_latency_us is not None and iodelay.missing() is None:
-            self.read_latency = ReadLatency.create(d / "data", d, self.read_latency_us)
-
     def _endpoint(self, port: int, password: Secret) -> MySQLEndpoint:
         return bench_endpoint(port, password, self.socket_path, self.certificates, tls=self.tls != "off",
                               tls_required=self.tls == "required")  # fmt: skip
@@ -334,82 +311,6 @@ class MariaDBServer(Server):
             conn.close()
 
     # -- facts -----------------------------------------------------------------------------------
-    def flush_dirty_pages(self, timeout: float = 60.0) -> int:
-        """Write every dirty buffer-pool page now (after loading data), so the page cleaner does not do it
-        during a later measurement; returns the dirty pages left (0 unless the timeout passed)."""
-        # deferred: studies import this; the CLI checks their parameters before heavy modules load
-        import time
-
-        conn = self.admin()
-        try:
-            cur = conn.cursor()
-            cur.execute(
-                "SELECT @@innodb_max_dirty_pages_pct, @@innodb_max_dirty_pages_pct_lwm, @@innodb_io_capacity, "
-                "@@innodb_io_capacity_max"
-            )
-            pct, lwm, capacity, capacity_max = cur.fetchone()
-            # The page cleaner writes at most io_capacity_max pages a second (2,000 by default): a freshly loaded
-            # 64 MiB pool took 13-19 s to flush. Raised for the flush only, then put back as it was.
-            cur.execute("SET GLOBAL innodb_io_capacity_max = 1000000")
-            cur.execute("SET GLOBAL innodb_io_capacity = 1000000")
-            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0.001")
-            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-            deadline = time.monotonic() + timeout
-            while True:
-                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
-                dirty = int(cur.fetchone()[1])
-                if dirty == 0 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(pct)}")
-            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct_lwm = {float(lwm)}")
-            cur.execute(f"SET GLOBAL innodb_io_capacity = {int(capacity)}")
-            cur.execute(f"SET GLOBAL innodb_io_capacity_max = {int(capacity_max)}")
-            return dirty
-        finally:
-            conn.close()
-
-    def set_buffer_pool(self, size: int) -> int:
-        """Resize the buffer pool online; returns the size that took (InnoDB rounds to its chunk size).
-
-        The page cleaner's free-page target (innodb_lru_scan_depth) is scaled with it: the default, 1,536
-        pages, is sized for pools of GBs and InnoDB keeps about half of it free, so a pool of a few MiB stayed
-        mostly empty (measured on a 13 MiB pool: 600-800 of 832 pages free, write-only TPS a quarter of
-        what it is with the target at 100, with multi-second stalls)."""
-        # deferred: studies import this; the CLI checks their parameters before heavy modules load
-        import time
-
-        conn = self.admin()
-        try:
-            cur = conn.cursor()
-            cur.execute("SET GLOBAL innodb_buffer_pool_size = %s", (int(size),))
-            for _ in range(300):  # the resize runs in the background
-                cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_resize_status'")
-                row = cur.fetchone()
-                if not row or not row[1] or "complete" in str(row[1]).lower() or "finish" in str(row[1]).lower():
-                    break
-                time.sleep(0.1)
-            cur.execute("SELECT @@innodb_buffer_pool_size")
-            took = int(cur.fetchone()[0])
-            cur.execute("SET GLOBAL innodb_lru_scan_depth = %s", (lru_scan_depth(took),))
-            return took
-        finally:
-            conn.close()
-
-    def variables(self, names: list[str]) -> dict[str, Any]:
-        conn = self.admin()
-        try:
-            cur = conn.cursor()
-            placeholders = ",".join(["%s"] * len(names))
-            cur.execute(
-                f"SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-                f"WHERE VARIABLE_NAME IN ({placeholders})",
-                [n.upper() for n in names],
-            )
-            return {k.lower(): v for k, v in cur.fetchall()}
-        finally:
-            conn.close()
-
     def describe(self) -> dict[str, Any]:
         names = list(MYSQL_FACTS)
         facts: dict[str, Any] = {
@@ -428,20 +329,7 @@ class MariaDBServer(Server):
             "buffer_pool": self.buffer_pool,
             "extra_options": self.extra_options,
         }
-        if self.limiter is not None:
-            facts.update(self.limiter.describe())
-        else:
-            facts["cpu_limit_method"] = "none"
-        if self.iops:
-            facts.update(
-                self.io_limiter.describe() if self.io_limiter else {"iops_limit_method": "unavailable (no blkio)"}
-            )
-        if self.read_latency_us is not None:
-            facts.update(
-                self.read_latency.describe()
-                if self.read_latency
-                else {"read_latency_method": f"unavailable ({iodelay.missing()})"}
-            )
+        facts |= self.limit_facts()
         facts["cpu_accounting"] = self.cpu_method
         if self.tls != "off" and self.endpoint is not None:  # what a client actually negotiates
             facts["negotiated_tls"] = negotiated_tls(self.endpoint)
