@@ -17,8 +17,9 @@ from secoverhead.servers.replica_set import READ_PREFERENCE, MongodReplicaSet
 from secoverhead.studies import STUDIES
 from secoverhead.studies.audit.declarations import PART_BUILDS as AUDIT_BUILDS
 from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
+from secoverhead.studies.tde.declarations import PART_BUILDS as TDE_BUILDS
 from secoverhead.studies.tde.declarations import PURGE_THREADS
-from secoverhead.studies.tde.instances import EMULATED
+from secoverhead.studies.tde.instances import EMULATED, ORIGINAL_SCALE_THREADS
 from secoverhead.studies.tls.declarations import PART_BUILDS
 
 DECLARED = paths.CLAIMS.parent / "environments.yaml"
@@ -59,9 +60,21 @@ def test_every_study_and_scale_is_declared():
 
 def test_the_code_keeps_the_declared_constants():
     tde = declared()["constants"]["tde"]
-    held = {k: {"cores": v.cores, "iops": v.iops, "read_latency_us": v.read_latency_us} for k, v in EMULATED.items()}
+    held = {
+        k: {
+            "cores": v.cores,
+            "iops": v.iops,
+            "read_latency_us": v.read_latency_us,
+            "flush_latency_us": v.flush_latency_us,
+        }
+        for k, v in EMULATED.items()
+    }
     assert held == tde["instances"]
     assert tde["purge_threads"] == PURGE_THREADS
+    assert tuple(tde["original_scale_threads"]) == ORIGINAL_SCALE_THREADS
+    assert {part: TDE_BUILDS[part].label for part in tde["servers"]} == tde["servers"] and set(TDE_BUILDS) == set(
+        tde["servers"]
+    )
     tls = declared()["constants"]["tls"]
     assert {part: PART_BUILDS[part].label for part in tls["servers"]} == tls["servers"]
     assert f'"{tls["driver"]}"' in (paths.ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -73,6 +73,21 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
         "share",
         BASELINE,
     ),
+    "baseline_split_factor_fewest": (
+        "how far CPU's share of one baseline transaction at the fewest threads lies from the model of the original's "
+        "instance at that thread count (its CPU, reads and flushes, the original's SSD), the farthest workload; a "
+        "factor, 1 for the original's split",
+        "x",
+        BASELINE,
+    ),
+    "baseline_split_factor_most": (
+        "how far the share of what bounds the baseline at the most threads lies from the model of the original's "
+        "instance at that thread count (the share of its cores where CPU bounds it, of its IOPS where the device "
+        "does, CPU's share of a transaction where neither does), the farthest workload; a factor, 1 for the "
+        "original's split",
+        "x",
+        BASELINE,
+    ),
 }
 
 OPS = {

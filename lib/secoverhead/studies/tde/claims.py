@@ -12,7 +12,8 @@ from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host, lowest_cell
 from secoverhead.studies.protocol.judging import study_verdicts
-from secoverhead.studies.tde.declarations import OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY
+from secoverhead.studies.tde import mechanism
+from secoverhead.studies.tde.declarations import OFF, ON, READ_ONLY, STUDY, WRITE_HEAVY, instance_of
 from secoverhead.studies.tde.instances import EMULATED, iops_limits
 
 if TYPE_CHECKING:
@@ -105,8 +106,8 @@ IUT_NOTE = (
     "error rate without a multiplicity correction (Berger 1982), so those intervals are each at the claim's "
     "alpha; refuting needs only one cell, so it reads Bonferroni-widened intervals"
 )
-ENGINE = "MariaDB 10.11 file_key_management (AES-CTR) for MySQL 8.0 TDE; instance emulated"
-MEASURE = f"per run, on vs off, paired by round; {BOUND_NOTE}"
+ENGINE = ""  # the part's build says it (judging.py: MySQL 8.0.33's TDE, or MariaDB's file_key_management beside it)
+MEASURE = f"per run, on vs off, paired by round, on an emulated instance; {BOUND_NOTE}"
 
 
 def capacity_beside(at_level: str):
@@ -186,7 +187,7 @@ def part_claims(name: str, runs: pd.DataFrame, alpha: float = 0.05) -> list[Clai
 def environment_conditions(p: Any, instance: str) -> dict[str, Any]:
     """An emulated instance: its CPU quota, what the servers of a duet leave the clients of the host's cores (the
     quota asked is the quota got only while the sum fits), whether writes queue at the disk's limit."""
-    prof = EMULATED.get(instance)
+    prof = EMULATED.get(instance_of(instance))
     if prof is None:  # a user's own server: its cores and disk are not visible from here
         return {"host_cores": None, "kernel_version": None}
     at_once = 2 if p.part_design(instance) == "duet" else 1
@@ -202,15 +203,87 @@ def baseline_conditions(p: Any, instance: str, runs: pd.DataFrame) -> dict[str, 
     limit at both ends: at the fewest threads the highest workload's (every workload waits on its reads, below the
     cap, where the original's one thread paid each read's decryption in full), at the most the lowest workload's
     (every workload at the cap, where the original's I/O merging acts)."""
-    reads = iops_limits(p.emulate_iops, EMULATED.get(instance))[0]
+    emulated = EMULATED.get(instance_of(instance))
+    runs = _with_iops_share(runs, iops_limits(p.emulate_iops, emulated)[0])
     share = highest_cell(runs, "server_cpu_pct_of_limit", ["workload", "threads"])
     at = {end: _at_threads(runs, end) for end in ("min", "max")}
-    fewest, most = highest_cell(at["min"], "iops_read", ["workload"]), lowest_cell(at["max"], "iops_read", ["workload"])
+    fewest = highest_cell(at["min"], "iops_share", ["workload"])
+    most = lowest_cell(at["max"], "iops_share", ["workload"])
+    source = emulated.source if emulated is not None else None
     return {
         "baseline_cpu_share_of_quota": share / 100 if share is not None else None,
-        "baseline_read_iops_share_fewest": fewest / reads if fewest is not None and reads else None,
-        "baseline_read_iops_share_most": most / reads if most is not None and reads else None,
+        "baseline_read_iops_share_fewest": fewest,
+        "baseline_read_iops_share_most": most,
+        "baseline_split_factor_fewest": _split_factor(source, at["min"], "fewest"),
+        "baseline_split_factor_most": _split_factor(source, at["max"], "most"),
     }
+
+
+def _with_iops_share(runs: pd.DataFrame, cap: int | None) -> pd.DataFrame:
+    """Each run's read IOPS as a share of the cap it ran under (its own, recorded since cells run at two scales;
+    the instance's for a run recorded before)."""
+    if not len(runs) or "iops_read" not in runs:
+        return runs.assign(iops_share=float("nan"))
+    own = runs["iops_cap_read"] if "iops_cap_read" in runs else float(cap or "nan")
+    return runs.assign(iops_share=runs["iops_read"] / own)
+
+
+def cell_splits(p: Any, instance: str, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """An instance's baseline cells split here beside the model's split for the original's instance (splits)."""
+    emulated = EMULATED.get(instance_of(instance))
+    runs = _with_iops_share(runs, iops_limits(p.emulate_iops, emulated)[0])
+    return splits(emulated.source if emulated is not None else None, runs)
+
+
+def splits(source: Any, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per workload and thread count, where the baseline's time went here beside the model of the original's
+    instance at that thread count (mechanism.py): CPU's share of one transaction, the shares of the cores and of the
+    IOPS used, what bounds it, and the factor between the two splits on what bounds the original."""
+    rows = []
+    if source is None or not len(runs) or "threads" not in runs:
+        return rows
+    cells = runs.groupby(["workload", "threads"]).median(numeric_only=True)
+    for (workload, threads), c in cells.iterrows():
+        cpu = c.get("server_cpu_fg_us_per_op", c.get("server_cpu_us_per_op", float("nan")))
+        reads = c.get("data_reads_per_txn", c.get("pages_read_per_txn", float("nan")))
+        cost = mechanism.Cost(float(cpu), float(reads), float(c.get("fsyncs_per_txn", 0.0)))
+        split = mechanism.original(source, int(threads), cost)
+        here = {
+            "CPU": c.get("server_cpu_pct_of_limit", float("nan")) / 100,
+            "IOPS": c.get("iops_share", float("nan")),
+            "latency": cpu / (int(threads) / c["tps"] * 1e6) if c.get("tps") else float("nan"),
+        }
+        on_model = {"CPU": split.cpu_utilisation, "IOPS": split.iops_utilisation, "latency": split.cpu_share_of_txn}
+        rows.append(
+            {
+                "workload": workload,
+                "threads": int(threads),
+                "bound on the original": split.bound,
+                "CPU share of a transaction, here": here["latency"],
+                "CPU share of a transaction, original": split.cpu_share_of_txn,
+                "cores used, here": here["CPU"],
+                "cores used, original": split.cpu_utilisation,
+                "IOPS used, here": here["IOPS"],
+                "IOPS used, original": split.iops_utilisation,
+                "factor": mechanism.factor(here[split.bound], on_model[split.bound]),
+            }
+        )
+    return rows
+
+
+def _split_factor(source: Any, runs: pd.DataFrame, end: str) -> float | None:
+    """The farthest workload's factor at one end of the thread counts (None for an instance the original did not
+    have: nothing to hold it against). At the fewest threads the original was bound by one transaction's latency,
+    so the factor there is CPU's share of a transaction's time whatever the model says bounds it."""
+    rows = splits(source, runs)
+    if source is None or not rows:
+        return None
+    if end == "fewest":
+        return max(
+            mechanism.factor(r["CPU share of a transaction, here"], r["CPU share of a transaction, original"])
+            for r in rows
+        )
+    return max(r["factor"] for r in rows)
 
 
 def _at_threads(runs: pd.DataFrame, end: str) -> pd.DataFrame:

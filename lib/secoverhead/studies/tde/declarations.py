@@ -8,6 +8,7 @@ from typing import ClassVar
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import override, param
+from secoverhead.servers.builds import BESIDE_MARK, MARIADB, MYSQL_8033, ServerBuild
 from secoverhead.studies.protocol.external import ExternalMySQLParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
@@ -25,9 +26,31 @@ OFF, ON = "encryption off", "encryption on"
 ARMS = (OFF, ON)
 
 
+# The engines a part runs on: MySQL 8.0.33's TDE (component_keyring_file, ENCRYPTION='Y', the redo and undo logs
+# encrypted) is the original's engine and gives the verdicts of record; MariaDB's file_key_management runs beside it,
+# its parts named "<instance> on MariaDB".
+PART_BUILDS: dict[str, ServerBuild] = {"MySQL": MYSQL_8033, "MariaDB": MARIADB}
+RECORD_ENGINE = "MySQL"
+
+
+def beside_part(instance: str, engine: str) -> str:
+    """A part's name: the instance alone on the engine of record, "<instance> on <engine>" beside it."""
+    return instance if engine == RECORD_ENGINE else f"{instance}{BESIDE_MARK}{engine}"
+
+
+def instance_of(part: str) -> str:
+    """The emulated instance a part measures ("4c16g on MariaDB" measures 4c16g)."""
+    return part.split(BESIDE_MARK, 1)[0]
+
+
+def engine_of(part: str) -> str:
+    """The engine a part runs on (MySQL for the instance's own name)."""
+    return part.split(BESIDE_MARK, 1)[1] if BESIDE_MARK in part else RECORD_ENGINE
+
+
 # The names other code asks for by role (the calculator prices encryption at rest from them).
 VOCABULARY = Vocabulary(
-    parts=dict.fromkeys(EMULATED, ARMS),
+    parts={beside_part(i, e): ARMS for e in PART_BUILDS for i in EMULATED},
     roles={"not encrypted": OFF, "encrypted": ON},
     metrics={"server cpu per transaction": "server_cpu_us_per_op", "transactions per second": "tps"},
     groups={"original instances": tuple(ORIGINAL)},
@@ -83,6 +106,13 @@ class Params(StudyParams, ExternalMySQLParams):
     min_rounds: int = override(StudyParams, "min_rounds", 2)
     warmup: int = override(StudyParams, "warmup", 0)
     instances: list[str] = param(["4c16g"], "emulated instances", choices=tuple(EMULATED), items=(1, 3))
+    engines: list[str] = param(
+        [RECORD_ENGINE],
+        "engines each instance runs on: MySQL (8.0.33 with component_keyring_file: the original's engine, the verdicts "
+        "of record) and MariaDB (10.11's file_key_management, beside them)",
+        choices=tuple(PART_BUILDS),
+        items=(1, 2),
+    )
     interleaved_instances: list[str] = param(
         [],
         "instances whose arms take turns even under design duet: a duet of two servers at their quotas must leave "
@@ -139,7 +169,7 @@ class Params(StudyParams, ExternalMySQLParams):
         return [self.user_mysql()] if self.mysql_host else []
 
     def part_design(self, part: str) -> str:
-        return "interleaved" if part in self.interleaved_instances else self.design
+        return "interleaved" if instance_of(part) in self.interleaved_instances else self.design
 
     def check_clients(self) -> None:
         from secoverhead.workloads.sysbench import Sysbench  # deferred, as in user_mysql
@@ -162,7 +192,10 @@ class Params(StudyParams, ExternalMySQLParams):
         return [OFF, aa_copy(OFF)] if self.aa else list(ARMS)
 
     def part_names(self) -> list[str]:
-        return ["external"] if self.mysql_host else list(self.instances)
+        """Every instance on each engine, the engine of record's first (they share its servers)."""
+        if self.mysql_host:
+            return ["external"]
+        return [beside_part(i, e) for e in PART_BUILDS if e in self.engines for i in self.instances]
 
     def planned_runs(self) -> int:
         arms = 1 if self.mysql_host else 2

@@ -20,6 +20,21 @@ SCALE = 0.15  # this machine's share of an original instance: cores and IOPS ali
 SSD_READ_LATENCY_US = 200.0
 
 
+# A flush (fsync) of the original's local SSD, declared before any data: the model of the original has assumed it
+# since 2026-11-27 (mechanism.py). The RAM-backed disk flushes in microseconds, so a commit here waited on nothing;
+# iodelay makes each fsync of a data-disk file take this long, dilated like the reads in an emulated cell.
+SSD_FLUSH_LATENCY_US = 500.0
+
+
+# The cells run at the original's own scale: one thread. One thread's CPU is not dilated by an emulated quota (it
+# would need a core 1/SCALE times slower), so its device must not be either, or its transaction is almost all
+# waiting: 11-18 % CPU where the model of the original gives 41-46 % (data/claims/CHANGES.md, 2026-12-02). At one
+# thread the server runs without a binding quota (the original's instance has 4 or 8 cores, one thread uses at
+# most one), at the SSD's own latencies and the original's IOPS cap (one thread reads at most 1/latency a second,
+# 5,000 at 200 us: 0.71 of 4c16g's 7,000). Every other cell is emulated at SCALE.
+ORIGINAL_SCALE_THREADS = (1,)
+
+
 class Rig(NamedTuple):
     """One arm's load and server: sysbench, the server (None when external), how to read its counters."""
 
@@ -56,6 +71,25 @@ class Emulated:
     iops: int | None  # emulated: read and write IOPS limit each (None: the disk's own)
     original: str
     read_latency_us: float | None = None  # emulated: each data-file read takes at least this long (None: the disk's)
+    flush_latency_us: float | None = None  # emulated: each fsync of a data-disk file takes at least this long
+    source: Instance | None = None  # the original's instance (None: not one of the original's)
+
+    def at(self, threads: int) -> Limits:
+        """The limits a cell runs under: the original's own at ORIGINAL_SCALE_THREADS, the emulated ones else."""
+        if self.source is not None and threads in ORIGINAL_SCALE_THREADS:
+            return Limits(float(self.source.cores), self.source.iops, SSD_READ_LATENCY_US, SSD_FLUSH_LATENCY_US, 1.0)
+        return Limits(self.cores, self.iops, self.read_latency_us, self.flush_latency_us, SCALE)
+
+
+class Limits(NamedTuple):
+    """One cell's limits: the CPU quota (cores), the read IOPS cap, the device's read and flush latencies (us) and
+    the share of the original it runs at (1: the original's own scale)."""
+
+    cores: float
+    iops: int | None
+    read_latency_us: float | None
+    flush_latency_us: float | None
+    scale: float
 
 
 def emulated(name: str, inst: Instance) -> Emulated:
@@ -68,6 +102,8 @@ def emulated(name: str, inst: Instance) -> Emulated:
         round(inst.iops * SCALE),
         inst.describe(),
         round(SSD_READ_LATENCY_US / SCALE, 1),
+        round(SSD_FLUSH_LATENCY_US / SCALE, 1),
+        inst,
     )
 
 
@@ -78,17 +114,28 @@ EMULATED = {name: emulated(name, inst) for name, inst in ORIGINAL.items()} | {
 }
 
 
-def iops_limits(emulate: str, instance: Emulated | None) -> tuple[int | None, int | None]:
-    """(read, write) IOPS limits of an instance under the emulation chosen (emulate_iops: off, reads, both)."""
+def iops_limits(emulate: str, instance: Emulated | Limits | None) -> tuple[int | None, int | None]:
+    """(read, write) IOPS limits of an instance (or one cell's limits) under the emulation chosen (emulate_iops:
+    off, reads, both)."""
     if instance is None or not instance.iops or emulate == "off":
         return None, None
     return instance.iops, instance.iops if emulate == "both" else None
 
 
 def _data_bytes(db: Any, database: str = "sbtest") -> int:
+    """The tables' size as InnoDB counts it. MySQL 8.0 answers information_schema.TABLES from a cache a day old by
+    default (information_schema_stats_expiry), which after a load still held the empty tables' 64 KiB: it is read
+    afresh, after the statistics are, as MariaDB always reads it."""
     conn = db.admin()
     try:
         cur = conn.cursor()
+        if db.kind == "mysql":
+            cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s", (database,))
+            names = [f"`{database}`.`{row[0]}`" for row in cur.fetchall()]
+            if names:
+                cur.execute(f"ANALYZE TABLE {', '.join(names)}")
+                cur.fetchall()
+            cur.execute("SET SESSION information_schema_stats_expiry = 0")
         cur.execute(
             "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s",
             (database,),

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import math
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,16 +15,29 @@ from typing import Any
 from secoverhead.host.metrics import CpuMeter
 from secoverhead.host.ramdisk import RamDisk
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.servers import MariaDBServer
-from secoverhead.servers.builds import MARIADB, described
-from secoverhead.servers.mariadb import BENCH_DATABASE
+from secoverhead.servers import labels
+from secoverhead.servers.builds import ServerBuild, described, nearest, stand_in_note
+from secoverhead.servers.endpoints import BENCH_DATABASE
+from secoverhead.servers.labels import LabelMismatch
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tde.claims import STALL_LOG, baseline_conditions, environment_conditions, part_claims
-from secoverhead.studies.tde.declarations import ON, PURGE_THREADS, STUDY, Params
+from secoverhead.studies.tde.declarations import (
+    ON,
+    PART_BUILDS,
+    PURGE_THREADS,
+    RECORD_ENGINE,
+    STUDY,
+    Params,
+    engine_of,
+    instance_of,
+)
 from secoverhead.studies.tde.instances import (
     EMULATED,
+    ORIGINAL_SCALE_THREADS,
+    SSD_FLUSH_LATENCY_US,
     SSD_READ_LATENCY_US,
     Emulated,
+    Limits,
     Rig,
     _size_buffer_pools,
     iops_limits,
@@ -76,19 +90,25 @@ def _disk(p: Params, stack: contextlib.ExitStack) -> tuple[Any, dict[str, Any]]:
     return None, {"data_disk": "this machine's disk (data_disk: local)"}
 
 
-def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig], dict[str, Any]]:
-    """One server per arm, loaded with identical data and flushed; the instances take turns on them. The data
-    load runs on both servers at once, with their limits lifted: the limits emulate an instance for the
-    measurement, and loading under a 0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
+def _start(
+    p: Params, opts, stack: contextlib.ExitStack, engine: str = RECORD_ENGINE
+) -> tuple[dict[str, Rig], dict[str, Any]]:
+    """One server per arm of the engine's build, loaded with identical data and flushed, its encryption read back
+    from the server and its data files; the instances take turns on them. The data load runs on both servers at
+    once, with their limits lifted: the limits emulate an instance for the measurement, and loading under a
+    0.6-core quota and a read-IOPS limit doubled the study's set-up time."""
 
     first = EMULATED[p.instances[0]]
     iops = iops_limits(p.emulate_iops, next((EMULATED[n] for n in p.instances if EMULATED[n].iops), first))
     latency = p.emulate_latency and p.data_disk == "ram" and any(EMULATED[n].read_latency_us for n in p.instances)
-    targets, disk = {}, {}
+    build, why = nearest(PART_BUILDS[engine])
+    targets, disk = {}, {"stand_in": stand_in_note(PART_BUILDS[engine], build, why)}
     for arm in p.arm_names():
-        base, disk = _disk(p, stack)
+        base, disk_facts = _disk(p, stack)
+        disk |= disk_facts
         db = stack.enter_context(
-            MariaDBServer(
+            build.server(
+                tls=False,  # sysbench loads it over the private socket
                 run_dir_base=base,
                 encryption=arm == ON,
                 cpu_limit=first.cores,
@@ -96,11 +116,7 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig]
                 read_latency_us=0.0 if latency else None,  # each instance sets its own (_apply)
                 buffer_pool="64M",
                 max_connections=max(600, 2 * max(p.threads) + 50),
-                extra_options={
-                    "innodb_buffer_pool_chunk_size": "1M",
-                    "innodb_flush_log_at_trx_commit": p.commit_flush,
-                    "innodb_purge_threads": PURGE_THREADS,
-                },
+                **_engine_options(build, p),
             )
         )
         sb = Sysbench(db.endpoint, via="socket")
@@ -108,44 +124,87 @@ def _start(p: Params, opts, stack: contextlib.ExitStack) -> tuple[dict[str, Rig]
             stack.callback(acct.remove)
         targets[arm] = Rig(sb, db, db.admin)
 
-    def load(t: Rig) -> None:
+    def load(arm: str, t: Rig) -> dict[str, Any]:
         with t.db.limits_lifted():
             t.sb.prepare(opts[p.workloads[0]][p.threads[0]])
             t.db.flush_dirty_pages()
+            return encrypted_state(t.db, arm == ON, p.tables)
 
-    with ThreadPoolExecutor(max_workers=len(targets)) as pool:
-        list(pool.map(load, targets.values()))  # re-raises the first failure
-    return targets, disk
+    with ThreadPoolExecutor(max_workers=len(targets)) as pool:  # re-raises the first failure
+        checked = dict(zip(targets, pool.map(load, targets, targets.values()), strict=True))
+    return targets, disk | {"build": build, "encryption_checked": checked}
+
+
+def _engine_options(build: ServerBuild, p: Params) -> dict[str, Any]:
+    """What each engine needs besides: the same InnoDB settings on both (durability, purge, the chunk that lets a
+    pool of a few MiB resize), MySQL's binary log off as MariaDB's is, and its reads direct as MariaDB's are by
+    default (O_DIRECT: a read from the page cache would be neither delayed by the device nor counted by its cap)."""
+    innodb = {
+        "innodb_buffer_pool_chunk_size": "1M" if build.kind == "mariadb" else 1 << 20,
+        "innodb_flush_log_at_trx_commit": p.commit_flush,
+        "innodb_purge_threads": PURGE_THREADS,
+    }
+    if build.kind == "mariadb":
+        return {"extra_options": innodb}
+    return {"binlog": False, "extra_options": innodb | {"innodb_flush_method": "O_DIRECT"}}
+
+
+MARKER_TABLE = "tde_marker"
+
+
+def encrypted_state(db: Any, encrypted: bool, tables: int) -> dict[str, Any]:
+    """An arm's encryption read back before it is measured, two ways: the tablespaces' own flags (the server's
+    records) and a marker row written, flushed and looked for in the data files' bytes (absent where the pages
+    are encrypted). A server that is not what its arm says fails here, before any load is timed."""
+    names = [f"sbtest{i}" for i in range(1, tables + 1)]
+    marker = f"tde-marker-{secrets.token_hex(8)}"
+    conn = db.admin()
+    try:
+        state = labels.encryption_state(conn, BENCH_DATABASE, [*names, MARKER_TABLE])
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {BENCH_DATABASE}.{MARKER_TABLE} (id INT PRIMARY KEY, note CHAR(60))")
+        cur.execute(f"REPLACE INTO {BENCH_DATABASE}.{MARKER_TABLE} VALUES (1, %s)", (marker,))
+        cur.execute(f"FLUSH TABLES {BENCH_DATABASE}.{MARKER_TABLE} FOR EXPORT")
+        cur.execute("UNLOCK TABLES")
+        state = labels.encryption_state(conn, BENCH_DATABASE, [*names, MARKER_TABLE])
+    finally:
+        conn.close()
+    files = sorted((db.run_dir / "data" / BENCH_DATABASE).glob(f"{MARKER_TABLE}*.ibd"))
+    found = any(marker.encode() in f.read_bytes() for f in files)
+    where = f"the {'encrypted' if encrypted else 'plain'} arm's {db.kind} server"
+    labels.check_encryption(state, "on" if encrypted else "off", names, where)
+    if not files or found == encrypted:
+        seen = "no data file" if not files else ("in" if found else "absent from") + f" {files[0].name}"
+        raise LabelMismatch(f"{where}: a marker row written and flushed is {seen}: it is not that arm")
+    return state.as_dict() | {"marker": "absent from the data file" if encrypted else "readable in the data file"}
 
 
 def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) -> tuple[dict, list[str], Emulated]:
     """Put the servers under a instance's limits (CPU quota, IOPS, buffer pool); facts and notes as they took."""
-    instance = EMULATED[name]
-    facts, notes = {"data disk": disk}, [f"data on {disk['data_disk']}"]
+    instance, build = EMULATED[instance_of(name)], disk["build"]
+    facts = {"data disk": {k: v for k, v in disk.items() if k not in ("build", "encryption_checked", "stand_in")}}
+    notes = [*disk["stand_in"], f"data on {disk['data_disk']}"]
     for t in targets.values():
-        db = t.db
-        if db.limiter is not None and db.limiter.group is not None:
-            db.limiter.set(instance.cores)
-        if db.io_limiter is not None:
-            db.io_limiter.set(*iops_limits(p.emulate_iops, instance))
-        if db.read_latency is not None:
-            db.read_latency.set(instance.read_latency_us or 0.0)
+        _limit_cell(p, t.db, instance.at(max(p.threads)))  # the emulated scale; each cell sets its own (_measure)
     pools = _size_buffer_pools({arm: t.db for arm, t in targets.items()}, instance)
     for arm, t in targets.items():
         sizing = pools[arm]
-        facts[f"mysql {arm} (MariaDB, {name})"] = described(t.db, MARIADB, MARIADB) | {"buffer_pool_sizing": sizing}
+        checked = {"buffer_pool_sizing": sizing, "encryption_checked": disk["encryption_checked"][arm]}
+        wanted = PART_BUILDS[engine_of(name)]
+        facts[f"mysql {arm} ({build.label}, {instance.name})"] = described(t.db, build, wanted) | checked
         notes.append(
             f"{arm}: {sizing['data_bytes'] / 2**20:.1f} MiB of data, buffer pool "
             f"{sizing['buffer_pool_bytes'] / 2**20:.1f} MiB (ratio {sizing['data_to_buffer_pool']}; free-page "
             f"target innodb_lru_scan_depth {sizing['lru_scan_depth']}, scaled to the pool)"
         )
     notes.append("one buffer pool size for every arm, from their mean data size: the arms differ only in encryption")
+    notes.append(_encryption_note(build, disk["encryption_checked"]))
     limit = next(v for k, v in facts.items() if k.startswith("mysql"))
     reads, writes = iops_limits(p.emulate_iops, instance)
     io = reads and limit.get("iops_limit_method", "").startswith("cgroup")
     notes.append(
-        f"emulates {name} ({instance.original}) with a CPU limit of {limit.get('cpu_limit_cores', instance.cores):g} "
-        f"cores ({limit.get('cpu_limit_method')})"
+        f"emulates {instance.name} ({instance.original}) with a CPU limit of "
+        f"{limit.get('cpu_limit_cores', instance.cores):g} cores ({limit.get('cpu_limit_method')})"
         + (
             f", {reads} read{' and write' if writes else ''} IOPS ({limit.get('iops_limit_method')})"
             if io
@@ -157,12 +216,28 @@ def _apply(p: Params, name: str, targets: dict[str, Rig], disk: dict[str, Any]) 
     return facts, notes, instance
 
 
+def _encryption_note(build: ServerBuild, checked: dict[str, dict[str, Any]]) -> str:
+    """How each arm's encryption was checked, in one line."""
+    how = next(iter(checked.values()), {}).get("how", "")
+    shown = "; ".join(f"{arm}: marker {c.get('marker')}" for arm, c in checked.items())
+    return f"{build.label}: each arm's encryption read back before any load ({how}; {shown})"
+
+
 def _latency_note(p: Params, limit: dict[str, Any], instance: Emulated) -> str:
     """What the data files' reads waited: the instance's device latency, or why they did not."""
     if limit.get("read_latency_us"):
-        return (
-            f"each read of a data file took at least {limit['read_latency_us']:g} us: a local SSD's "
-            f"{SSD_READ_LATENCY_US:g} us dilated like the instance ({limit['read_latency_method']})"
+        note = (
+            f"each read of a data file took at least {limit['read_latency_us']:g} us and each flush "
+            f"{limit.get('flush_latency_us', 0):g} us: a local SSD's {SSD_READ_LATENCY_US:g} and "
+            f"{SSD_FLUSH_LATENCY_US:g} us dilated like the instance ({limit['read_latency_method']})"
+        )
+        if instance.source is None:
+            return note
+        own = instance.at(ORIGINAL_SCALE_THREADS[0])
+        return note + (
+            f"; at {', '.join(map(str, ORIGINAL_SCALE_THREADS))} thread the cells ran at the original's own scale "
+            f"(the SSD's own latencies, {own.iops:,} read IOPS, a quota of {own.cores:g} cores that one thread "
+            "cannot fill): one thread's CPU is not dilated, so its device is not either"
         )
     why = limit.get("read_latency_method") or (
         "emulate_latency is off" if not p.emulate_latency else "the data is not on the RAM-backed disk"
@@ -174,6 +249,21 @@ PURGE_DONE = 50  # undo records left: below this the purge backlog is noise
 
 
 PURGE_WAIT_S = 20.0
+PURGE_IDLE_S = 1.0  # MySQL 8.0's purge coordinator leaves a history shorter than its batch (300) where it is
+
+
+def _purged(cur: Any) -> int:
+    """Wait for purge to clear the run's undo records: until PURGE_DONE are left, or the history has not shrunk for
+    PURGE_IDLE_S (MySQL's purge sleeps with a short history: waiting for 50 cost every run 20 s), or PURGE_WAIT_S."""
+    start = time.monotonic()
+    left = _history_length(cur)
+    best, since = left, start
+    while left > PURGE_DONE and time.monotonic() - start < PURGE_WAIT_S and time.monotonic() - since < PURGE_IDLE_S:
+        time.sleep(0.05)
+        left = _history_length(cur)
+        if left < best:
+            best, since = left, time.monotonic()
+    return left
 
 
 def _history_length(cur: Any) -> int:
@@ -195,9 +285,7 @@ def _write_back(db: Any, tables: int) -> dict[str, float]:
     try:
         cur = conn.cursor()
         with db.limits_lifted(cpu=False), CpuMeter(db.cpu) as meter:
-            deadline = time.monotonic() + PURGE_WAIT_S
-            while (left := _history_length(cur)) > PURGE_DONE and time.monotonic() < deadline:
-                time.sleep(0.05)
+            left = _purged(cur)
             cur.execute(f"FLUSH TABLES {names} FOR EXPORT")
             cur.execute("UNLOCK TABLES")
     finally:
@@ -211,6 +299,7 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
     txn, queries = max(metrics["transactions"], 1), max(metrics["queries"], 1)
     total = metrics["server_cpu_total_s"] + wb["cpu_s"]
     metrics |= {
+        "server_cpu_fg_us_per_op": metrics["server_cpu_total_s"] / txn * 1e6,  # on the transactions' own path
         "writeback_cpu_s": wb["cpu_s"],
         "writeback_s": wb["wall_s"],
         "purge_undo_left_count": wb["undo_left"],
@@ -225,9 +314,35 @@ def _charge(metrics: dict[str, Any], wb: dict[str, float]) -> None:
     }
 
 
+def _limit_cell(p: Params, db: Any, limits: Limits) -> None:
+    """A server under one cell's limits: its CPU quota, read IOPS cap and device latencies (Emulated.at)."""
+    if db.limiter is not None and db.limiter.group is not None:
+        db.limiter.set(limits.cores)
+    if db.io_limiter is not None:
+        db.io_limiter.set(*iops_limits(p.emulate_iops, limits))
+    if db.read_latency is not None:
+        db.read_latency.set(limits.read_latency_us or 0.0, limits.flush_latency_us or 0.0)
+
+
+def _cell_facts(p: Params, db: Any, limits: Limits) -> dict[str, float]:
+    """What a run ran under, recorded with it: the preconditions read a cell against its own cap and quota."""
+    cap = iops_limits(p.emulate_iops, limits)[0] if db is not None and db.io_limiter is not None else None
+    latency = db is not None and db.read_latency is not None
+    return {
+        "cell_scale": limits.scale,
+        "cpu_quota_cores": limits.cores,
+        "iops_cap_read": float(cap) if cap else float("nan"),
+        "read_latency_us": float(limits.read_latency_us or 0.0) if latency else 0.0,
+        "flush_latency_us": float(limits.flush_latency_us or 0.0) if latency else 0.0,
+    }
+
+
 def _measure(p: Params, targets: dict[str, Any], instance: Emulated, opts):
     def measure(arm: str, factors: dict) -> Measurement:
         sb, db, connect = targets[arm]
+        limits = instance.at(int(factors["threads"]))
+        if db is not None:
+            _limit_cell(p, db, limits)
         before = server_status.snapshot(connect)
         io0 = db.io_limiter.serviced() if db is not None and db.io_limiter else None
         m = sb.measure(opts[factors["workload"]][int(factors["threads"])], db.cpu if db is not None else None)
@@ -239,11 +354,27 @@ def _measure(p: Params, targets: dict[str, Any], instance: Emulated, opts):
             _charge(m.metrics, _write_back(db, p.tables))
         after = server_status.snapshot(connect)  # counters include the write-back: every page the run dirtied
         m.metrics |= server_status.per_transaction(before, after, m.metrics["transactions"])
-        if "server_cpu_cores" in m.metrics and math.isfinite(instance.cores):
-            m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / instance.cores * 100
+        if db is not None and db.kind == "mysql":
+            m.metrics |= _tde_pages(m.metrics, arm == ON)
+        if db is not None:
+            m.metrics |= _cell_facts(p, db, limits)
+        if "server_cpu_cores" in m.metrics and math.isfinite(limits.cores):
+            m.metrics["server_cpu_pct_of_limit"] = m.metrics["server_cpu_cores"] / limits.cores * 100
         return m
 
     return measure
+
+
+def _tde_pages(metrics: dict[str, Any], encrypted: bool) -> dict[str, float]:
+    """MySQL counts no pages en- or decrypted: under TDE every page of an encrypted tablespace is decrypted as it is
+    read from the data files and encrypted as it is written (MariaDB counts its own, Innodb_num_pages_*)."""
+    read, written = metrics.get("pages_read_per_txn"), metrics.get("pages_written_per_txn")
+    if read is None or written is None:
+        return {}
+    return {
+        "pages_decrypted_per_txn": read if encrypted else 0.0,
+        "pages_encrypted_per_txn": written if encrypted else 0.0,
+    }
 
 
 @contextlib.contextmanager
@@ -251,21 +382,38 @@ def as_instance(p: Params, name: str, opts) -> Iterator[tuple[dict[str, Rig], Ca
     """The study's servers, loaded and put under one emulated instance, and its measure (write-back charged), for
     a workload no study ran: benchmarks/calculator_check.py paces sysbench through it."""
     with contextlib.ExitStack() as stack:
-        targets, disk = _start(p, opts, stack)
+        targets, disk = _start(p, opts, stack, engine_of(name))
         _, _, instance = _apply(p, name, targets, disk)
         yield targets, _measure(p, targets, instance, opts)
 
 
+class _Engines:
+    """Each engine's servers, started for its first part and shared by its instances; the previous engine's are
+    stopped first (two engines' four servers at once would share the host's memory and cores)."""
+
+    def __init__(self, p: Params, opts: Any) -> None:
+        self.p, self.opts, self.engine = p, opts, ""
+        self.stack = contextlib.ExitStack()
+        self.started: tuple[dict[str, Rig], dict[str, Any]] = ({}, {})
+
+    def serving(self, engine: str) -> tuple[dict[str, Rig], dict[str, Any]]:
+        if engine != self.engine:
+            self.stack.close()
+            self.engine = engine
+            self.started = _start(self.p, self.opts, self.stack, engine)
+        return self.started
+
+
 def run(p: Params) -> StudyResult:
     opts = _options(p)
-    with contextlib.ExitStack() as servers:
-        shared, disk = _start(p, opts, servers) if not p.mysql_host else ({}, {})
+    engines = _Engines(p, opts)
+    with engines.stack:
 
         def plan(name: str, stack: contextlib.ExitStack) -> PartPlan:
             if name == "external":
                 targets, facts, notes, instance = _external(p, opts, stack)
             else:
-                targets = shared
+                targets, disk = engines.serving(engine_of(name))
                 facts, notes, instance = _apply(p, name, targets, disk)
             return PartPlan(
                 arms=list(targets),

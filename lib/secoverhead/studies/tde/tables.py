@@ -13,7 +13,7 @@ from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.protocol.judging import published
-from secoverhead.studies.tde.claims import loss_bounds
+from secoverhead.studies.tde.claims import cell_splits, loss_bounds
 from secoverhead.studies.tde.declarations import OFF, ON, STUDY
 from secoverhead.studies.tde.instances import EMULATION_NOTE as EMULATION_NOTE
 from secoverhead.studies.tde.mechanism import MODEL_ASSUMPTIONS as MODEL_ASSUMPTIONS
@@ -23,6 +23,19 @@ from secoverhead.studies.tde.mechanism import explained as explained
 from secoverhead.studies.tde.mechanism import mechanism_table as mechanism_table
 from secoverhead.studies.tde.mechanism import predict as predict
 from secoverhead.studies.tde.mechanism import regime_table as regime_table
+
+
+def split_table(result: StudyResult) -> pd.DataFrame:
+    """Each emulated cell's plain-server time split beside the model's split for the original's instance at that
+    thread count, and the factor between them the fidelity preconditions read (claims.splits)."""
+    rows = []
+    for part in result:
+        if part.name == "external":
+            continue
+        runs = part.runs()
+        base = runs[runs["arm"] == OFF] if "arm" in runs else runs
+        rows += [{"instance": part.name, **r} for r in cell_splits(result.params, part.name, base)]
+    return pd.DataFrame(rows)
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:
