@@ -194,3 +194,16 @@ def test_the_cpu_split_figure_splits_the_median_at_the_pooled_share_and_draws_it
     assert any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) and "whisker" in caption
     fig, caption = _cpu_split_figure(part, _runs(False), 2)
     assert not any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) and "no interval" in caption
+
+
+def test_the_random_source_finding_names_each_builds_logins_against_one_without_auth():
+    from secoverhead.studies.auth.tables import random_source_finding
+
+    off = {"mechanism": "auth off", "random_calls_per_op": 0.0, "opens_per_op": 0.0, "bytes_per_op": 0.0}
+    rows = [off, {"mechanism": "SCRAM-SHA-1", "random_calls_per_op": 2.0, "opens_per_op": 1.0, "bytes_per_op": 8191.0}]
+    found = random_source_finding([types.SimpleNamespace(extras={"random_source": {"mongod 4.2": rows}})])
+    assert found.startswith("Seed 001's mechanism") and "mongod 4.2: a SCRAM login makes 2 calls" in found
+    assert "1 opens of /dev/urandom, 8,191 bytes" in found and "a login without auth 0" in found
+    assert random_source_finding([types.SimpleNamespace(extras={})]) == ""
+    only_off = {"random_source": {"mongod 6.0": rows[:1]}}
+    assert random_source_finding([types.SimpleNamespace(extras=only_off)]) == ""

@@ -77,6 +77,31 @@ def random_source_table(result: Any) -> pd.DataFrame:
     return frame[keep].rename(columns=RANDOM_SOURCE_COLUMNS).round(2)
 
 
+def random_source_finding(result: Any) -> str:
+    """Seed 001's mechanism as found here, in one sentence per mongod build: what each SCRAM login asks of the
+    kernel's random source beside a login without auth ("" where it was not asked)."""
+    asked = {b: rows for part in result for b, rows in part.extras.get("random_source", {}).items()}
+    out = []
+    for build, rows in asked.items():
+        by = {str(r.get("mechanism")): r for r in rows}
+        scram = next((r for m, r in by.items() if m.startswith("SCRAM")), None)
+        off = next((r for m, r in by.items() if not m.startswith("SCRAM")), None)
+        if scram is None or off is None:
+            continue
+        out.append(
+            f"{build}: a SCRAM login makes {scram.get('random_calls_per_op', 0):.3g} calls into the random source "
+            f"({scram.get('opens_per_op', 0):.3g} opens of /dev/urandom, {scram.get('bytes_per_op', 0):,.0f} bytes), "
+            f"a login without auth {off.get('random_calls_per_op', 0):.3g}"
+        )
+    if not out:
+        return ""
+    return (
+        "Seed 001's mechanism, looked for in mongod itself (strace, per short connection): "
+        + "; ".join(out)
+        + ". The original's contention on that read (a kernel lock, many cores) is system-cpu's question."
+    )
+
+
 def system_share(row: dict[str, Any]) -> str:
     """The server CPU's system share and its Wilson interval, each kernel tick behind the split one draw of user
     or system (host/metrics.py); "" for a record that did not count its ticks."""
