@@ -85,6 +85,17 @@ def test_a_scenario_moves_with_its_claims_line_in_the_registry(monkeypatch):
     assert all(s.name in before and before[s.name].truth == s.truth for s in unmoved)
 
 
+def test_a_claim_that_bounds_a_cost_has_its_truth_on_the_typical_run_and_stalls_on_top():
+    """The registry's estimand: "costs little" judges the typical run, so a TDE many-thread loss of 5.1 % is the
+    stall-free run's, stalls added; a loss claim's truth is the mean, stalls included (its level makes up for them)."""
+    by = {s.name: s for s in claim_error_rates.SCENARIOS}
+    many = next(s for s in by.values() if s.claim_id == "high-concurrency-loss" and s.stall_arm == "candidate")
+    loss = next(s for s in by.values() if s.claim_id == "general_log-loss" and s.stall_arm == "candidate")
+    assert claim_error_rates.stall_share(many, many.candidate) == 0.0
+    assert claim_error_rates.stall_share(loss, loss.candidate) == pytest.approx(loss.stall_rate * loss.stall_loss)
+    assert claim_error_rates.stall_share(loss, "A: no audit") == 0.0  # the arm that does not stall
+
+
 def test_an_edge_is_outside_the_reproduced_region_and_a_band_names_its_side():
     assert claim_error_rates.edge("tls-setup", "setup", 0.01) == pytest.approx(1.29)  # above 1.3: under it
     assert claim_error_rates.edge("auth-pooling", "pooling", 0.005) == pytest.approx(0.505)  # below 0.5: above it
