@@ -23,3 +23,17 @@ def test_other_owners_and_foreign_names_are_passed_over():
         f"so-{ME}-x",
     ]
     assert next_name(others, ME) == f"so-{ME}-1"
+
+
+def test_a_late_median_while_calibrating_a_hold_does_not_leave_the_link_without_one(monkeypatch):
+    """A busy moment makes one median late (2.5 ms for a 1-ms link): the correction starts from the hold in force,
+    so the next try puts it back, and the link ends at its round trip with a hold (it once ended at 0 us)."""
+    from secoverhead.network import link as link_mod
+
+    medians = iter([0.3, 2.5])  # the floor, then the late median; after that the line gives floor + 2 x hold
+    lk = link_mod.Link(1.0)
+    monkeypatch.setattr(link_mod, "connect_rtts", lambda *a, **k: [0.3])
+    monkeypatch.setattr(lk, "_command", lambda line: "ok")
+    monkeypatch.setattr(lk, "measure", lambda n=None: [next(medians, 0.3 + 2 * lk.hold_us / 1000)])
+    lk._calibrate()
+    assert lk.hold_us > 300 and abs(lk.measured_ms - 1.0) <= 0.05, (lk.hold_us, lk.measured_ms)
