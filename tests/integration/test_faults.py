@@ -193,10 +193,15 @@ def _audit_on_users_server(db, tmp_path, run_seconds: int) -> tuple[dict[str, st
     return env, [*args, "-p", "run_seconds", str(run_seconds)]
 
 
-def _in_the_arm(db, proc: subprocess.Popen) -> subprocess.Popen:
-    """Waits until the run's arm has turned general_log on on the user's server."""
+def _in_the_arm(db, proc: subprocess.Popen, reports: Path) -> subprocess.Popen:
+    """Waits until the run's arm has turned general_log on on the user's server, in the run itself: the preflight
+    turns each arm on and off once before the run's folder exists (a signal then leaves no run to look at)."""
     deadline = time.monotonic() + 180
-    while _general_log(db) != "1" and proc.poll() is None and time.monotonic() < deadline:
+
+    def started() -> bool:
+        return any(p.is_dir() and not p.is_symlink() for p in (reports / "audit").glob("*"))
+
+    while not (started() and _general_log(db) == "1") and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _general_log(db) == "1", proc.stderr.read()[-2000:] if proc.poll() is not None else "arm never ran"
     return proc
@@ -207,7 +212,7 @@ def test_an_external_servers_settings_are_restored(users_server, sig, tmp_path):
     db = users_server
     env, args = _audit_on_users_server(db, tmp_path, run_seconds=2)
     reports = tmp_path / "reports"
-    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env))  # kill while it changed the server
+    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env), reports)  # kill while it changed the server
     started = _children(proc.pid)
     proc.send_signal(sig)
     proc.wait(90)
@@ -226,7 +231,7 @@ def test_a_killed_kernel_fails_the_run_at_once_and_restores_the_users_server(use
     db = users_server
     env, args = _audit_on_users_server(db, tmp_path, run_seconds=5)
     reports = tmp_path / "reports"
-    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env))
+    proc = _in_the_arm(db, _cli([*args, "--reports", str(reports)], env), reports)
     kernels = [p for p in _children(proc.pid) if b"secoverhead.app.kernel" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(kernels) == 1
     os.kill(kernels[0], signal.SIGKILL)

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -49,11 +50,16 @@ LOG_FLUSH_WAIT_S = 0.4  # the log buffer is flushed every 200 ms: twice that see
 
 
 def read_access_log(
-    path: Path, *, offset: int = 0, wait: bool = True, expect: int | None = None
+    path: Path,
+    *,
+    offset: int = 0,
+    wait: bool = True,
+    expect: int | None = None,
+    keep: Callable[[dict[str, str]], bool] | None = None,
 ) -> list[dict[str, str]]:
-    """Lines logged since byte offset, parsed. Waits for nginx's 200 ms log flush by default: until `expect`
-    lines are there when it is given (a run's requests: most runs need a fraction of the wait), at most
-    LOG_FLUSH_WAIT_S plus one flush otherwise."""
+    """Lines logged since byte offset, parsed (those `keep` keeps). Waits for nginx's 200 ms log flush by default:
+    until `expect` kept lines are there when it is given (a run's requests: most runs need a fraction of the wait),
+    at most LOG_FLUSH_WAIT_S plus one flush otherwise."""
     deadline = time.monotonic() + (LOG_FLUSH_WAIT_S + 0.2 if expect is not None else LOG_FLUSH_WAIT_S)
     while True:
         text = ""
@@ -61,9 +67,10 @@ def read_access_log(
             with open(path, "rb") as f:
                 f.seek(offset)
                 text = f.read().decode(errors="replace")
-        lines = [line for line in text.splitlines() if line.strip()]
-        if not wait or time.monotonic() >= deadline or (expect is not None and len(lines) >= expect):
-            return [parse_log_line(line) for line in lines]
+        rows = [parse_log_line(line) for line in text.splitlines() if line.strip()]
+        rows = [r for r in rows if keep(r)] if keep is not None else rows
+        if not wait or time.monotonic() >= deadline or (expect is not None and len(rows) >= expect):
+            return rows
         time.sleep(0.05 if expect is not None else max(0.0, deadline - time.monotonic()))
 
 

@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -268,14 +269,15 @@ def run_s_time(
 
 
 # -- measuring -------------------------------------------------------------------------------------------
-def reuse_counts(access_log: Path, offset: int, https_port: int, expect: int | None = None) -> dict[str, float]:
+def reuse_counts(
+    access_log: Path, offset: int, https_port: int, expect: int | None = None, since: float = 0.0
+) -> dict[str, float]:
     """Full handshakes and resumed sessions nginx logged on the HTTPS port since byte offset (once the `expect`
-    requests the client made are logged, or the log's flush interval has passed)."""
-    c = Counter(
-        row.get("session_reused", "")
-        for row in read_access_log(access_log, offset=offset, expect=expect)
-        if row.get("server_port") == str(https_port)
-    )
+    requests the client made are logged, or the log's flush interval has passed), of requests that ended at or
+    after `since` (epoch s): the wait ends at `expect` lines, so a line of the load before, still in nginx's
+    buffer then, is flushed after this one's offset and must not count here (a resumed one once did)."""
+    rows = read_access_log(access_log, offset=offset, expect=expect, keep=lambda row: _ended_since(row, since))
+    c = Counter(row.get("session_reused", "") for row in rows if row.get("server_port") == str(https_port))
     full, resumed = c.get(".", 0), c.get("r", 0)
     total = full + resumed
     return {
@@ -283,6 +285,13 @@ def reuse_counts(access_log: Path, offset: int, https_port: int, expect: int | N
         "server_resumed": resumed,
         "server_resumed_fraction": resumed / total if total else float("nan"),
     }
+
+
+def _ended_since(row: dict[str, str], since: float) -> bool:
+    try:
+        return float(row.get("time", "")) >= since
+    except ValueError:  # a line without its time is counted, as before the times were read
+        return True
 
 
 def measure(
@@ -294,6 +303,7 @@ def measure(
 ) -> Measurement:
     """Run one load with CPU accounting; add the server's own record of session reuse when available."""
     offset = access_log.stat().st_size if access_log is not None and access_log.exists() else 0
+    since = time.time()
     with CpuMeter(server_cpu) as meter:
         summary, command = load()
     found = re.search(r"https?://\S+|-connect (\S+)", command)
@@ -307,6 +317,7 @@ def measure(
     metrics = {k: v for k, v in summary.items() if isinstance(v, int | float)}
     metrics |= meter.metrics(int(summary.get("requests") or 0))
     if access_log is not None and https_port is not None:
-        metrics |= reuse_counts(access_log, offset, https_port, expect=int(summary.get("requests") or 0) or None)
+        expect = int(summary.get("requests") or 0) or None
+        metrics |= reuse_counts(access_log, offset, https_port, expect=expect, since=since)
     info = {"command": command} | {k: v for k, v in summary.items() if isinstance(v, str)}
     return Measurement(metrics, info=info)
