@@ -203,8 +203,7 @@ def baseline_conditions(p: Any, instance: str, runs: pd.DataFrame) -> dict[str, 
     limit at both ends: at the fewest threads the highest workload's (every workload waits on its reads, below the
     cap, where the original's one thread paid each read's decryption in full), at the most the lowest workload's
     (every workload at the cap, where the original's I/O merging acts)."""
-    emulated = EMULATED.get(instance_of(instance))
-    runs = _with_iops_share(runs, iops_limits(p.emulate_iops, emulated)[0])
+    emulated, runs = _as_emulated(p, instance, runs)
     share = highest_cell(runs, "server_cpu_pct_of_limit", ["workload", "threads"])
     at = {end: _at_threads(runs, end) for end in ("min", "max")}
     fewest = highest_cell(at["min"], "iops_share", ["workload"])
@@ -228,10 +227,15 @@ def _with_iops_share(runs: pd.DataFrame, cap: int | None) -> pd.DataFrame:
     return runs.assign(iops_share=runs["iops_read"] / own)
 
 
+def _as_emulated(p: Any, instance: str, runs: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
+    """A part's emulated instance (None for a user's server) and its runs with their read IOPS share."""
+    emulated = EMULATED.get(instance_of(instance))
+    return emulated, _with_iops_share(runs, iops_limits(p.emulate_iops, emulated)[0])
+
+
 def cell_splits(p: Any, instance: str, runs: pd.DataFrame) -> list[dict[str, Any]]:
     """An instance's baseline cells split here beside the model's split for the original's instance (splits)."""
-    emulated = EMULATED.get(instance_of(instance))
-    runs = _with_iops_share(runs, iops_limits(p.emulate_iops, emulated)[0])
+    emulated, runs = _as_emulated(p, instance, runs)
     return splits(emulated.source if emulated is not None else None, runs)
 
 
