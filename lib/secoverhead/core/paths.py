@@ -5,6 +5,7 @@ The one place that knows the repository's layout; every other module asks here.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -74,6 +75,13 @@ def user_path(value: str | os.PathLike) -> Path:
         return Path(value).expanduser().resolve()
     except (OSError, ValueError, RuntimeError) as exc:
         raise ValueError(f"{str(value)[:120]!r} is not a usable path ({exc})") from None
+
+
+def built_tool(source: Path, name: str) -> Path:
+    """Where `make setup` puts the tool built from `source` (scripts/build-<tool>.sh): named by the source's
+    hash, so a changed source is another build."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12] if source.is_file() else "missing"
+    return cache_dir() / f"{source.parent.name}-{digest}" / name
 
 
 def cache_dir() -> Path:

@@ -6,9 +6,11 @@ system OpenSSL the servers link against (`openssl speed -mr`): an RSA-2048 and a
 X25519 key exchange, AES-128-GCM and AES-256-CTR per byte (16 KiB blocks: an InnoDB page); AES-256-CTR per
 page the way InnoDB decrypts one (cipher set up for every page, over 32 MiB of distinct pages, through the same
 libcrypto: `openssl speed` reuses one context over one hot buffer, which a server does not); PBKDF2 at SCRAM's
-iteration counts (SHA-1 x 10,000, SHA-256 x 15,000, via hashlib on OpenSSL); and a fixed pure-Python loop
-(the Python clients' speed). About 7 s. Reports express costs both in us and in these units where that
-means something ("a full handshake costs N RSA signatures").
+iteration counts (SHA-1 x 10,000, SHA-256 x 15,000, via hashlib on OpenSSL); a read of /dev/urandom as mongod
+4.2 makes per SCRAM login; a TLS client's context with the system's CA bundle; Go's RSA-2048 signature
+(tools/gosign, where built: seed 003's service was Go); and a fixed pure-Python loop (the Python clients'
+speed). About 8 s. Reports express costs both in us and in these units where that means something ("a full
+handshake costs N RSA signatures").
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import statistics
 import subprocess
 import time
@@ -32,7 +35,7 @@ from typing import Any
 from secoverhead.core.environ import server_env
 from secoverhead.core.errors import SecoverheadError
 from secoverhead.core.files import SCHEMA, atomic_write_json
-from secoverhead.core.paths import cache_dir
+from secoverhead.core.paths import ROOT, built_tool, cache_dir
 from secoverhead.host import environment
 from secoverhead.host.noise import machine_busy_s
 
@@ -228,6 +231,49 @@ def _aes_page_us(pages: int = 2048, repeat: int = 5) -> float | None:
     return max(best - call, 0.0) / pages * 1e6
 
 
+def _urandom_read_us(nbytes: int, repeat: int = 300) -> float:
+    """One read of /dev/urandom as mongod 4.2 makes per SCRAM login (open, read `nbytes`, close; strace of the auth
+    study): the median of `repeat`, in us, uncontended (one thread, this kernel's generator)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fd = os.open("/dev/urandom", os.O_RDONLY)
+        try:
+            os.read(fd, nbytes)
+        finally:
+            os.close(fd)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def _ca_bundle(repeat: int = 5) -> dict[str, float]:
+    """A TLS client's context with the system's CA bundle loaded (what a client given no CA file, or a bundle,
+    parses at construction): the median of `repeat`, in ms, and how many CA certificates it held."""
+    times, n = [], 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ctx = ssl.create_default_context()
+        times.append(time.perf_counter() - t0)
+        n = ctx.cert_store_stats().get("x509_ca", 0)
+    return {"ca_bundle_load_ms": statistics.median(times) * 1e3, "ca_bundle_certificates": n}
+
+
+GOSIGN = ROOT / "tools" / "gosign" / "main.go"
+
+
+def _gosign() -> dict[str, Any]:
+    """Go's RSA-2048 signing time, from the gosign build `make setup` makes (seed 003's service was written in Go);
+    nothing where it is not built."""
+    binary = built_tool(GOSIGN, "gosign")
+    if not binary.is_file():
+        return {}
+    try:
+        done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=30, env=server_env())
+        return {k: v for k, v in json.loads(done.stdout).items() if k in ("go_rsa2048_sign_us", "go_version")}
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return {}
+
+
 def measure() -> dict[str, Any]:
     """Take a calibration now (about 10 s of one core)."""
     t0 = time.monotonic()
@@ -254,6 +300,10 @@ def measure() -> dict[str, Any]:
     if page is not None:
         out["aes_256_ctr_page_as_server_us"] = page
     out["pbkdf2_sha1_10000_ms"] = _pbkdf2_ms("sha1", 10_000)
+    loop.burst()
+    out["urandom_8191_us"] = _urandom_read_us(8191)
+    out |= _ca_bundle()
+    out |= _gosign()
     loop.burst()
     out["pbkdf2_sha256_15000_ms"] = _pbkdf2_ms("sha256", 15_000)
     loop.burst()
@@ -302,6 +352,9 @@ UNITS = {
     "pbkdf2_sha1_10000_ms": "PBKDF2-SHA-1 x 10,000 derivations",
     "pbkdf2_sha256_15000_ms": "PBKDF2-SHA-256 x 15,000 derivations",
     "aes_128_gcm_ns_per_byte": "AES-128-GCM bytes",
+    "urandom_8191_us": "reads of 8,191 bytes from /dev/urandom",
+    "ca_bundle_load_ms": "TLS client contexts with the system's CA bundle",
+    "go_rsa2048_sign_us": "Go RSA-2048 signatures",
 }
 
 

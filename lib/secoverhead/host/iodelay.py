@@ -11,7 +11,6 @@ while the server runs.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import struct
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from secoverhead.core.paths import ROOT, cache_dir
+from secoverhead.core.paths import ROOT, built_tool
 
 SOURCE = ROOT / "tools" / "iodelay" / "iodelay.c"
 HOW = (
@@ -31,8 +30,7 @@ HOW = (
 
 def library() -> Path:
     """The library `make setup` builds, named by its source's hash (a changed source is another library)."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12] if SOURCE.is_file() else "missing"
-    return cache_dir() / f"iodelay-{digest}" / "libiodelay.so"
+    return built_tool(SOURCE, "libiodelay.so")
 
 
 def missing() -> str | None:

@@ -16,6 +16,8 @@ from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.audit.claims import PRESSURE, baseline_conditions, contention_note, log_file_busy
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, conditions, published
+from secoverhead.studies.protocol.predictions import Prediction, published_value
+from secoverhead.studies.protocol.predictions import table as predictions_table
 
 
 def summary(part: Part) -> pd.DataFrame:
@@ -236,6 +238,82 @@ def not_run_table() -> pd.DataFrame:
 def verification_table(part: Part) -> pd.DataFrame:
     v = part.extras.get("verification", {})
     return pd.DataFrame({"arm": list(v), "audit records found before measuring": list(v.values())})
+
+
+# Seed 004's machine: 200 sysbench threads, a low-end VM whose cores and speed are not stated, at 1,150 TPS and
+# 75 % CPU without audit (data/published/audit.csv)
+ORIGINAL_THREADS = 200
+WHY = {
+    "QPS": "statements per transaction: the original's oltp script against this one ({per_txn:.1f} here)",
+    "TPS": (
+        "not predicted: the VM's cores and speed are not stated ('a low-end VM'); its 1,150 TPS at 75 % CPU at this "
+        "machine's {cpu_us:,.0f} us of CPU a transaction would take {cores:.2f} of this machine's cores"
+    ),
+    "general_log": (
+        "the log's hold per transaction: {hold_us:,.0f} us of file time here (this machine's log device and CPU), "
+        "{bound}; the published loss needs {needed_us:,.0f} us a transaction ({times:.1f}x this machine's) from a "
+        "log device the original does not describe, or lock convoys the model leaves out"
+    ),
+    "not here": {
+        "McAfee audit plugin": "not predicted: the McAfee (Trellix) plugin has no build for MySQL 8.0.31 or 8.0.33",
+        "RDS (no audit)": "not predicted: the RDS instance's class is not stated",
+        "-": "a retention rule, not a measurement: the storage it needs is the storage table's",
+    },
+}
+
+
+def predictions(part: Part) -> list[Prediction]:
+    """Seed 004's figures predicted for its VM from this part's components, per run: QPS from its TPS and the
+    statements per transaction measured here; general_log's TPS change from the three bounds of a closed system
+    (the VM's cores, taken as 1,150 TPS at 75 % CPU, over general_log's CPU per transaction; the log's hold per
+    transaction, 1 / its file time; the baseline's own TPS); the rest not predicted, each with why."""
+    runs = part.runs()
+    if not len(runs) or not {"tps", "arm"} <= set(runs) or BASELINE not in set(runs["arm"]):
+        return []
+    pub = published(STUDY)
+    tps, cpu_share = published_value(pub, "TPS", BASELINE), published_value(pub, "CPU", BASELINE) / 100
+    a = runs[runs["arm"] == BASELINE]
+    per_txn = (a["qps"] / a["tps"]) if "qps" in a else pd.Series(dtype=float)
+    cpu_a = float(a["server_cpu_us_per_op"].median()) if "server_cpu_us_per_op" in a else np.nan
+    facts = {"per_txn": per_txn.median(), "cpu_us": cpu_a, "cores": tps * cpu_a / 1e6 / cpu_share}
+    rows = [
+        Prediction("QPS", BASELINE, "queries/s", published_value(pub, "QPS", BASELINE),
+                   components=f"the original's {tps:,.0f} TPS x statements per transaction here",
+                   measured=a["tps"].median() * facts["per_txn"], why=WHY["QPS"].format(**facts),
+                   part=part.name).over(tps * per_txn),
+        Prediction("TPS", BASELINE, "transactions/s", tps, measured=a["tps"].median(), why=WHY["TPS"].format(**facts),
+                   part=part.name),
+        Prediction("CPU", BASELINE, "%", cpu_share * 100, why=WHY["TPS"].format(**facts), part=part.name),
+    ]  # fmt: skip
+    log = runs[runs["arm"] == "general_log"]
+    if len(log) and "log_io_us_per_txn" in log:
+        cpu_bound = tps / cpu_share * cpu_a / log["server_cpu_us_per_op"]
+        log_bound = 1e6 / log["log_io_us_per_txn"]
+        change = 100 * (np.minimum(np.minimum(cpu_bound, log_bound), tps) / tps - 1)
+        hold = float(log["log_io_us_per_txn"].median())
+        loss = published_value(pub, "TPS change vs A", "general_log")
+        needed = 1e6 / (tps * (1 + loss / 100))  # the hold at which 1 / hold is the published TPS with the log
+        facts |= {"hold_us": hold, "bound": f"which bounds TPS at {1e6 / hold:,.0f}" if hold > 0 else "no bound",
+                  "needed_us": needed, "times": needed / hold if hold > 0 else float("nan")}  # fmt: skip
+        measured = 100 * (log["tps"].median() / a["tps"].median() - 1)
+        rows.append(Prediction("TPS change vs A", "general_log", "%",
+                               published_value(pub, "TPS change vs A", "general_log"),
+                               components="the least of the VM's cores over general_log's CPU per transaction, 1 / "
+                               "the log's file time per transaction, and the original's TPS",
+                               measured=measured, why=WHY["general_log"].format(**facts),
+                               part=part.name).over(change))  # fmt: skip
+    return rows
+
+
+def prediction_table(result: StudyResult) -> pd.DataFrame:
+    """Every part's predictions, then the figures no part can predict, each with why."""
+    pub = published(STUDY)
+    rows = [p for part in result for p in predictions(part)]
+    for measure, arm in (("TPS", "McAfee audit plugin"), ("QPS and TPS vs the test VM", "RDS (no audit)"),
+                         ("log retention required", "-")):  # fmt: skip
+        row = pub[(pub["measure"] == measure) & (pub["arm"] == arm)].iloc[0]
+        rows.append(Prediction(measure, arm, str(row["unit"]), float(row["value"]), why=WHY["not here"][arm]))
+    return predictions_table(rows)
 
 
 def published_table() -> pd.DataFrame:

@@ -248,14 +248,12 @@ def splits(source: Any, runs: pd.DataFrame) -> list[dict[str, Any]]:
         return rows
     cells = runs.groupby(["workload", "threads"]).median(numeric_only=True)
     for (workload, threads), c in cells.iterrows():
-        cpu = c.get("server_cpu_fg_us_per_op", c.get("server_cpu_us_per_op", float("nan")))
-        reads = c.get("data_reads_per_txn", c.get("pages_read_per_txn", float("nan")))
-        cost = mechanism.Cost(float(cpu), float(reads), float(c.get("fsyncs_per_txn", 0.0)))
+        cost = mechanism.Cost.of(c)
         split = mechanism.original(source, int(threads), cost)
         here = {
             "CPU": c.get("server_cpu_pct_of_limit", float("nan")) / 100,
             "IOPS": c.get("iops_share", float("nan")),
-            "latency": cpu / (int(threads) / c["tps"] * 1e6) if c.get("tps") else float("nan"),
+            "latency": cost.cpu_us / (int(threads) / c["tps"] * 1e6) if c.get("tps") else float("nan"),
         }
         on_model = {"CPU": split.cpu_utilisation, "IOPS": split.iops_utilisation, "latency": split.cpu_share_of_txn}
         rows.append(

@@ -12,6 +12,7 @@ where those dominate, it fails, and its residuals say so."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -21,7 +22,9 @@ from secoverhead.analysis import claim_registry
 from secoverhead.analysis.compare import compare_arms
 from secoverhead.analysis.readings import REPRODUCE
 from secoverhead.measurement.parts import Part, StudyResult
-from secoverhead.studies.tde.declarations import OFF, ON, instance_of
+from secoverhead.studies.protocol.judging import published
+from secoverhead.studies.protocol.predictions import NAN, Prediction
+from secoverhead.studies.tde.declarations import OFF, ON, STUDY, instance_of
 from secoverhead.studies.tde.instances import (
     ORIGINAL,
     ORIGINAL_THREADS,
@@ -37,6 +40,14 @@ class Cost(NamedTuple):
     cpu_us: float
     reads: float
     flushes: float
+
+    @classmethod
+    def of(cls, cell: Mapping[str, Any]) -> Cost:
+        """A cell's components from its run summaries: foreground CPU where measured (else all the server's), read
+        requests where counted (else pages read)."""
+        cpu = cell.get("server_cpu_fg_us_per_op", cell.get("server_cpu_us_per_op", math.nan))
+        reads = cell.get("data_reads_per_txn", cell.get("pages_read_per_txn", math.nan))
+        return cls(float(cpu), float(reads), float(cell.get("fsyncs_per_txn", 0.0)))
 
     def wait_us(self) -> float:
         """The time one transaction waits on the original's device."""
@@ -279,76 +290,200 @@ def concurrency_table(part: Part) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-READ_LATENCY_MS = SSD_READ_LATENCY_US / 1000  # a 16 KiB random read from the original's local SSD
-
-
-FSYNC_LATENCY_MS = 0.5  # assumed: a redo-log fsync on the same
-
-
 MODEL_ASSUMPTIONS = (
-    "First-order model: per transaction, the CPU time, pages read and written and fsyncs measured here at the "
-    "same data-to-buffer-pool ratio (uniform access); the original's cores and IOPS; assumed latencies of "
-    f"{READ_LATENCY_MS} ms per page read and {FSYNC_LATENCY_MS} ms per fsync; the same speed per core as this "
-    "machine. Throughput is the least of what the cores, the IOPS and the threads' latency allow; encryption adds "
-    "only its measured CPU per transaction. It ignores lock and mutex contention, I/O merging and group commit "
-    "(which make high concurrency cheaper per transaction), the original's access pattern (unknown) and MySQL's "
-    "keyring against MariaDB's file_key_management: where those dominate it fails."
+    "First-order model: per transaction, the foreground CPU time, read requests and fsyncs measured here at the "
+    "same data-to-buffer-pool ratio (uniform access), in the cell at the fewest threads for one thread and at the "
+    "most for many; the original's cores and IOPS; a local SSD's "
+    f"{SSD_READ_LATENCY_US / 1000:g} ms per read and {SSD_FLUSH_LATENCY_US / 1000:g} ms per fsync; the same speed "
+    "per core as this machine. Throughput is the least of what the cores, the IOPS and the threads' latency allow; "
+    "encryption adds only its measured CPU per transaction. It ignores lock and mutex contention, I/O merging and "
+    "group commit (which make high concurrency cheaper per transaction) and the original's access pattern "
+    "(unknown): where those dominate it fails."
 )
 
 
 def predict(part: Part) -> pd.DataFrame:
     """Predicted TPS loss and CPU rise with TDE on the original's instance this one emulates, per workload, at one
-    thread and at many, beside the published conclusions."""
-
+    thread and at many, beside the published conclusions (medians over the runs of each cell)."""
     if instance_of(part.name) not in ORIGINAL:
         return pd.DataFrame()
-    inst = ORIGINAL[instance_of(part.name)]
-    runs = part.runs()
-    need = {"server_cpu_us_per_op", "pages_read_per_txn", "pages_written_per_txn", "fsyncs_per_txn"}
-    if not need <= set(runs):
-        return pd.DataFrame()
     rows = []
-    for workload, g in runs.groupby("workload", sort=False):
-        med = g.groupby("arm").median(numeric_only=True)
-        if OFF not in med.index or ON not in med.index:
-            continue
-        off, on = med.loc[OFF], med.loc[ON]
-        ios = off["pages_read_per_txn"] + off["pages_written_per_txn"]
-        wait_s = (off["pages_read_per_txn"] * READ_LATENCY_MS + off["fsyncs_per_txn"] * FSYNC_LATENCY_MS) / 1e3
-        for threads in ORIGINAL_THREADS:
-            tps = {}
-            cpu = {}
-            for arm, c_us in ((OFF, off["server_cpu_us_per_op"]), (ON, on["server_cpu_us_per_op"])):
-                by_cpu = inst.cores * 1e6 / c_us
-                by_io = inst.iops / ios if ios > 0 else float("inf")
-                by_latency = threads / (c_us / 1e6 + wait_s)
-                tps[arm] = min(by_cpu, by_io, by_latency)
-                cpu[arm] = 100 * tps[arm] * c_us / (inst.cores * 1e6)
-            bound = min(
-                ("CPU", inst.cores * 1e6 / off["server_cpu_us_per_op"]),
-                ("IOPS", inst.iops / ios if ios > 0 else float("inf")),
-                ("latency", threads / (off["server_cpu_us_per_op"] / 1e6 + wait_s)),
-                key=lambda kv: kv[1],
-            )[0]
-            loss = 100 * (1 - tps[ON] / tps[OFF])
-            published = "loss up to ~20 %" if threads == 1 else "loss under 5 %"
-            cpu_range = (0.06, 4.22) if instance_of(part.name) == "4c16g" else (0.12, 2.86)
-            rows.append(
-                {
-                    "instance": part.name,
-                    "workload": workload,
-                    "threads": threads,
-                    "bound by (off)": bound,
-                    "predicted TPS off": tps[OFF],
-                    "predicted TPS on": tps[ON],
-                    "predicted loss %": loss,
-                    "published": published,
-                    "agrees": _within_registered(loss, threads == ORIGINAL_THREADS[0]),
-                    "predicted CPU rise (pp)": cpu[ON] - cpu[OFF],
-                    "published CPU rise (pp)": f"{cpu_range[0]}-{cpu_range[1]}",
-                }
-            )
+    for _, workload, threads, split in _model(part.runs(), ORIGINAL[instance_of(part.name)], by_round=False):
+        rows.append(
+            {
+                "instance": part.name,
+                "workload": workload,
+                "threads": threads,
+                "bound by (off)": split[OFF].bound,
+                "predicted TPS off": split[OFF].tps,
+                "predicted TPS on": split[ON].tps,
+                "predicted loss %": _loss(split),
+                "published": "loss up to ~20 %" if threads == ORIGINAL_THREADS[0] else "loss under 5 %",
+                "agrees": _within_registered(_loss(split), threads == ORIGINAL_THREADS[0]),
+                "predicted CPU rise (pp)": _cpu_rise(split),
+                "published CPU rise (pp)": "{}-{}".format(*published_figure(CPU_RISE, instance_of(part.name))),
+            }
+        )
     return pd.DataFrame(rows)
+
+
+# Seed 002's figures the model predicts, as data/published/tde.csv names them
+FEW_LOSS, MANY_LOSS = "TPS loss with few concurrent queries", "TPS loss with many concurrent queries"
+CPU_RISE = "CPU utilisation increase"
+
+
+def published_figure(measure: str, instance: str = "") -> tuple[float, float | None]:
+    """One of seed 002's figures (data/published/tde.csv) as the model compares with it: a stated range its ends,
+    "under x" the range 0 to x, "up to x" the value x (the largest the original saw)."""
+    pub = published(STUDY)
+    row = pub[(pub["measure"] == measure) & pub["engine"].str.contains(instance, regex=False)].iloc[0]
+    value, unit = str(row["value"]), str(row["unit"])
+    if "-" in value:
+        lo, hi = value.split("-")
+        return float(lo), float(hi)
+    return (0.0, float(value)) if "under" in unit else (float(value), None)
+
+
+def predictions(part: Part) -> list[Prediction]:
+    """Seed 002's figures for the instance this part emulates, each predicted for the original's instance from this
+    part's components, one prediction per round (its interval over rounds), beside this machine's own figure: the
+    few- and many-thread losses (the largest over workloads, as "up to" and "under" read) and the CPU rise (the
+    largest over cells, against the published range)."""
+    name = instance_of(part.name)
+    if name not in ORIGINAL:
+        return []
+    runs = part.runs()
+    modelled, here = list(_model(runs, ORIGINAL[name], by_round=True)), _measured(runs)
+    few, many = ORIGINAL_THREADS[0], ORIGINAL_THREADS[-1]
+    return [
+        _prediction(FEW_LOSS, part.name, "%", published_figure(FEW_LOSS),
+                    _largest_by_round(modelled, few, _loss), here.get("fewest", NAN), few,
+                    WHY_LOSS[True].format(**_one_thread_facts(part, published_figure(FEW_LOSS)[0]))),
+        _prediction(MANY_LOSS, part.name, "%", published_figure(MANY_LOSS),
+                    _largest_by_round(modelled, many, _loss), here.get("most", NAN), many, WHY_LOSS[False]),
+        _prediction(CPU_RISE, part.name, "percentage points", published_figure(CPU_RISE, name),
+                    _largest_by_round(modelled, None, _cpu_rise), here.get("cpu", NAN), None, WHY_CPU_RISE),
+    ]  # fmt: skip
+
+
+WHY_LOSS = {
+    True: (
+        "at one thread the loss is encryption's CPU over a transaction's whole time on the original ({txn_us:,.0f} "
+        "us here: this CPU, the SSD's declared latencies); encryption added {extra_us:,.0f} us a transaction here "
+        "({pages:.3g} pages en/decrypted at {aes_us:.1f} us each by the calibration), where a {target:g} % loss "
+        "needs {needed_us:,.0f} us: the original's cores' speed (unstated) and its keyring's cipher path, or a "
+        "device faster than declared, would have to make up the rest"
+    ),
+    False: (
+        "at many threads the loss is zero where the IOPS bind and encryption's CPU where the cores do: which one "
+        "binds the original turns on its reads per transaction (its access pattern, unknown) and I/O merging, "
+        "which the model leaves out"
+    ),
+}
+WHY_CPU_RISE = (
+    "the rise is encryption's CPU per transaction times the predicted TPS over the cores: the original's TPS at "
+    "each cell (which the model predicts, not measures) and its AES speed per core"
+)
+
+
+def _model(runs: pd.DataFrame, inst: Instance, *, by_round: bool) -> Iterator[tuple[Any, str, int, dict[str, Split]]]:
+    """(round, workload, threads, {arm: Split}) for the original's instance at each of ORIGINAL_THREADS, from the
+    cell at the fewest threads for one thread and at the most for many: per round, or over all runs (round None)."""
+    if not len(runs) or not {"workload", "threads", "arm"} <= set(runs):
+        return
+    keys = ["workload", "round"] if by_round and "round" in runs else ["workload"]
+    for key, g in runs.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        for threads, cell in zip(ORIGINAL_THREADS, (g["threads"].min(), g["threads"].max()), strict=True):
+            med = g[g["threads"] == cell].groupby("arm").median(numeric_only=True)
+            if OFF in med.index and ON in med.index:
+                split = {arm: original(inst, threads, Cost.of(med.loc[arm])) for arm in (OFF, ON)}
+                yield (key[1] if len(key) > 1 else None), key[0], threads, split
+
+
+def _one_thread_facts(part: Part, target: float) -> dict[str, float]:
+    """What a one-thread loss is made of, for its reason: the original's transaction time and the CPU encryption
+    added (the worst workload's fewest-threads cell, medians), its pages and AES cost, and what `target` % needs."""
+    runs, inst = part.runs(), ORIGINAL[instance_of(part.name)]
+    worst = max(
+        (m for m in _model(runs, inst, by_round=False) if m[2] == ORIGINAL_THREADS[0]),
+        key=lambda m: _loss(m[3]),
+        default=None,
+    )
+    if worst is None:
+        return dict.fromkeys(("txn_us", "extra_us", "pages", "aes_us", "target", "needed_us"), NAN)
+    off, on = worst[3][OFF], worst[3][ON]
+    txn_us, extra_us = 1e6 / off.tps, 1e6 / on.tps - 1e6 / off.tps  # one thread: TPS = 1 / a transaction's time
+    cells = runs[(runs["workload"] == worst[1]) & (runs["arm"] == ON)]
+    cells = cells[cells["threads"] == cells["threads"].min()]
+    cols = [c for c in ("pages_decrypted_per_txn", "pages_encrypted_per_txn") if c in cells]
+    pages = float(cells[cols].sum(axis=1).median()) if cols else NAN
+    cal = part.extras.get("calibration", {})
+    aes = cal.get("aes_256_ctr_page_as_server_us") or cal.get("aes_256_ctr_us_per_page") or NAN
+    # a loss L at one thread: 1 - t / (t + x) = L, so x = t L / (1 - L)
+    needed = txn_us * (target / 100) / (1 - target / 100)
+    return {"txn_us": txn_us, "extra_us": extra_us, "pages": pages, "aes_us": float(aes), "target": target,
+            "needed_us": needed}  # fmt: skip
+
+
+def _loss(split: dict[str, Split]) -> float:
+    return 100 * (1 - split[ON].tps / split[OFF].tps) if split[OFF].tps > 0 else NAN
+
+
+def _cpu_rise(split: dict[str, Split]) -> float:
+    return 100 * (split[ON].cpu_utilisation - split[OFF].cpu_utilisation)
+
+
+def _largest_by_round(modelled: list, threads: int | None, of: Callable[[dict[str, Split]], float]) -> list[float]:
+    """Per round, the largest of `of` over workloads (and over both thread counts where threads is None)."""
+    out: dict[Any, float] = {}
+    for rnd, _, t, split in modelled:
+        if threads is None or t == threads:
+            out[rnd] = max(out.get(rnd, -math.inf), of(split))
+    return list(out.values())
+
+
+def _measured(runs: pd.DataFrame) -> dict[str, float]:
+    """This machine's own figures for seed 002's: the largest loss over workloads at the fewest and at the most
+    threads (medians of each cell's runs), and the largest CPU rise of any cell in points of its CPU quota."""
+    if not len(runs) or not {"workload", "threads", "arm", "tps"} <= set(runs):
+        return {}
+    cells = runs.groupby(["workload", "threads", "arm"]).median(numeric_only=True)
+    out: dict[str, float] = {}
+    for (_, threads), g in cells.groupby(level=["workload", "threads"]):
+        arms = g.droplevel(["workload", "threads"])
+        if OFF not in arms.index or ON not in arms.index:
+            continue
+        end = "fewest" if threads == runs["threads"].min() else "most" if threads == runs["threads"].max() else ""
+        if end:
+            out[end] = max(out.get(end, -math.inf), 100 * (1 - arms.loc[ON, "tps"] / arms.loc[OFF, "tps"]))
+        if "server_cpu_pct_of_limit" in arms:
+            rise = arms.loc[ON, "server_cpu_pct_of_limit"] - arms.loc[OFF, "server_cpu_pct_of_limit"]
+            out["cpu"] = max(out.get("cpu", -math.inf), rise)
+    return out
+
+
+def _prediction(
+    figure: str, part: str, unit: str, published: tuple[float, float | None], values: list[float],
+    measured: float, threads: int | None, why: str,
+) -> Prediction:  # fmt: skip
+    cells = "the fewest threads' cell" if threads == ORIGINAL_THREADS[0] else "the most threads' cell"
+    made = (
+        f"CPU, reads and fsyncs per transaction of {cells if threads else 'both ends'} (each round), "
+        f"{ORIGINAL[instance_of(part)].describe()}, an SSD's {SSD_READ_LATENCY_US:g}/{SSD_FLUSH_LATENCY_US:g} us per "
+        "read/fsync"
+    )
+    return Prediction(
+        figure,
+        "TDE on vs off",
+        unit,
+        published[0],
+        published[1],
+        components=made,
+        measured=measured,
+        why=why,
+        part=part,
+    ).over(values)
 
 
 def _within_registered(loss: float, fewest_threads: bool) -> bool:

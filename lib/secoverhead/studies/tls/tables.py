@@ -12,11 +12,12 @@ from secoverhead.analysis.stats import median_ci
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.studies.protocol.judging import published
+from secoverhead.studies.protocol.predictions import NAN, Prediction, published_value
+from secoverhead.studies.protocol.predictions import table as predictions_table
 from secoverhead.studies.tls.claims import engine_notes as engine_notes
 from secoverhead.studies.tls.declarations import (
     BASELINE,
     MEASURES,
-    RESIDUAL_SHOWN,
     RESIDUAL_WHY,
     ROUND_TRIPS,
     RTT_PART,
@@ -78,41 +79,49 @@ def round_trip_table(result: StudyResult) -> pd.DataFrame:
     return pd.DataFrame(rows).round(3)
 
 
-def prediction_table(result: StudyResult) -> pd.DataFrame:
-    """Seed 000's four published means and both ratios beside this machine's figure for each (the round-trip part:
-    the original's build and topology behind its round trip; the median over runs of each run's mean, as the
-    original published means), the residual, and why where it is over RESIDUAL_SHOWN: one row per measure and arm."""
-    if RTT_PART not in result.parts:
-        return pd.DataFrame()
-    pub = published(STUDY)
-    facts = _residual_facts(result)
-    rows, means = [], {}
+def predictions(result: StudyResult) -> list[Prediction]:
+    """Seed 000's four published means and both ratios, each predicted for the original's topology from this
+    machine's loopback runs (one mongod 4.2: its CPU) plus the round trips the protocols count times the link's
+    measured round trip (the original's), one prediction per run; beside each, this machine's own figure behind
+    the link (the median over runs of each run's mean, as the original published means)."""
+    if RTT_PART not in result.parts or "MongoDB" not in result.parts:
+        return []
+    loop, far = result.parts["MongoDB"].runs(), result.parts[RTT_PART]
+    rtt, pub, facts = _link_rtt(result), published(STUDY), _residual_facts(result)
+    rows, each = [], {}
     for metric, label in MEASURES["MongoDB"].items():
-        here = _medians(result.parts[RTT_PART], metric.replace("_median", "_mean"))
-        for arm in (BASELINE, "TLS"):
-            value = pub.loc[(pub["measure"] == label) & (pub["arm"] == arm), "value"]
-            means[(label, arm)] = (float(value.iloc[0]) if len(value) else float("nan"), here.get(arm, float("nan")))
-        rows += _residual_rows(label, "ms", {a: means[(label, a)] for a in (BASELINE, "TLS")}, facts)
+        mean = metric.replace("_median", "_mean")
+        here = _medians(far, mean)
+        for arm, version in ((BASELINE, BASELINE), ("TLS", "TLS 1.3")):
+            trips = ROUND_TRIPS[metric][version]
+            each[(label, arm)] = _loopback(loop, arm, mean) + trips * rtt
+            made = f"loopback {label} + {trips} round trip(s) x {rtt:.3g} ms"
+            rows.append(Prediction(label, arm, "ms", published_value(pub, label, arm), components=made,
+                                   measured=NAN if here.get(arm) is None else here[arm],
+                                   why=RESIDUAL_WHY[label].format(**facts), part=RTT_PART,
+                                   ).over(each[(label, arm)]))  # fmt: skip
     for label, measure in (("TLS / no TLS, build + first query", "build + first query"),
                            ("TLS / no TLS, reused", "query on a reused client")):  # fmt: skip
-        (p0, h0), (p1, h1) = means[(measure, BASELINE)], means[(measure, "TLS")]
-        rows += _residual_rows(label, "×", {"TLS / no TLS": (p1 / p0, h1 / h0)}, facts)
-    return pd.DataFrame(rows)
+        ratio = (each[(measure, "TLS")] / each[(measure, BASELINE)]).dropna()
+        here = _medians(far, "total_ms_mean" if "build" in measure else "query_ms_mean")
+        published_ratio = published_value(pub, measure, "TLS") / published_value(pub, measure, BASELINE)
+        rows.append(Prediction(label, "TLS / no TLS", "x", published_ratio,
+                               components="the two rows' predictions above, round by round",
+                               measured=here.get("TLS", NAN) / here.get(BASELINE, NAN) if here else NAN,
+                               why=RESIDUAL_WHY[label].format(**facts), part=RTT_PART).over(ratio))  # fmt: skip
+    return rows
 
 
-def _residual_rows(
-    label: str, unit: str, pairs: dict[str, tuple[float, float]], facts: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """A measure's rows, one per arm: published, here, the residual; the reason on its first row when any arm's
-    residual is large."""
-    residuals = {arm: here / pub - 1 if pub and here == here else float("nan") for arm, (pub, here) in pairs.items()}
-    large = any(abs(r) > RESIDUAL_SHOWN for r in residuals.values() if r == r)
-    why = RESIDUAL_WHY[label].format(**facts) if large else ""
-    return [
-        {"measure": label if i == 0 else "", "arm": arm, "unit": unit, "published": round(pub, 4),
-         "here": round(here, 4), "residual": f"{residuals[arm]:+.0%}", "why, where over 25 %": why if i == 0 else ""}
-        for i, (arm, (pub, here)) in enumerate(pairs.items())
-    ]  # fmt: skip
+def prediction_table(result: StudyResult) -> pd.DataFrame:
+    return predictions_table(predictions(result))
+
+
+def _loopback(runs: pd.DataFrame, arm: str, metric: str) -> pd.Series:
+    """One arm's per-run figure on loopback, by round (empty where it was not measured)."""
+    if metric not in runs or "arm" not in runs:
+        return pd.Series(dtype=float)
+    own = runs[runs["arm"] == arm]
+    return own.groupby("round")[metric].median() if "round" in own else own[metric].reset_index(drop=True)
 
 
 def _residual_facts(result: StudyResult) -> dict[str, Any]:
@@ -120,7 +129,10 @@ def _residual_facts(result: StudyResult) -> dict[str, Any]:
     far = result.parts[RTT_PART]
     checkout = _medians(far, "checkout_ms_mean")
     trips = ROUND_TRIPS["first_query_ms_median"]
+    cal = far.extras.get("calibration", {})
     return {
+        "ca_ms": float(cal.get("ca_bundle_load_ms", float("nan"))),
+        "ca_certs": cal.get("ca_bundle_certificates", "?"),
         "rtt_ms": _link_rtt(result),
         "pbkdf2_ms": float(far.extras.get("calibration", {}).get("pbkdf2_sha256_15000_ms", float("nan"))),
         "checkout": " / ".join(f"{checkout.get(a, float('nan')):.1f}" for a in (BASELINE, "TLS")) + " ms, plain / TLS",
