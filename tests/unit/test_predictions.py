@@ -193,3 +193,13 @@ def test_auth_predicts_the_seeded_bar_from_a_logins_cpu_less_its_random_reads():
     assert "900 us" in seeded.why and "45x" in seeded.why and "6.1" in seeded.why  # the read the original needed
     assert {(p.figure, p.arm) for p in rows} == _numeric_figures("auth")
     assert unexplained(rows) == []
+
+
+def test_tdes_conclusions_say_which_of_the_originals_instances_no_verdict_speaks_for():
+    from secoverhead.studies.tde.tables import conclusion_notes
+
+    one = _tde_result()
+    (note,) = conclusion_notes(one)
+    assert "emulated 4c16g" in note and "8c32g was not run" in note
+    both = StudyResult("tde", None, {n: _part(n, [{"arm": "x"}]) for n in ("4c16g", "8c32g on MariaDB")})
+    assert conclusion_notes(both) == []

@@ -90,7 +90,17 @@ def _threads(n: float) -> str:
 
 
 def conclusion_notes(result: StudyResult) -> list[str]:
-    return []
+    """What the verdicts rest on: the original's instances this run emulated, and those it left out."""
+    ran = sorted({instance_of(part.name) for part in result if instance_of(part.name) in ORIGINAL})
+    left = [name for name in ORIGINAL if name not in ran]
+    if not ran or not left:
+        return []
+    return [
+        f"This run emulated {', '.join(ran)} of the original's two instances; {', '.join(left)} "
+        f"{'was' if len(left) == 1 else 'were'} not run (its `instances` parameter; quick scale leaves 8c32g to full "
+        "scale, where its arms take turns on two cores), so no verdict here speaks for "
+        f"{'it' if len(left) == 1 else 'them'}."
+    ]
 
 
 def cpu_table(part: Part) -> pd.DataFrame:
