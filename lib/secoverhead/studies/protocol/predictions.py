@@ -128,7 +128,7 @@ def _figure(x: float, high: float | None = None) -> str:
         return f"{_figure(x)} to {_figure(high)}"
     if not _finite(x):
         return ""
-    return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:.3g}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"  # never an exponent: 8,000 and 2,370, not 8e+03
 
 
 def _interval(lo: float, hi: float) -> str:
