@@ -79,8 +79,9 @@ VOCABULARY = Vocabulary(
 
 
 NOT_RUN = {
-    "McAfee audit plugin": "not installable here: no build for MariaDB 10.11 in Debian or any reachable registry, and "
-    "it targets Oracle MySQL 5.x",
+    "McAfee audit plugin": "not installable here: the McAfee (Trellix) plugin is distributed as GitHub release zips "
+    "built per MySQL minor (v1.2.2 for 8.0.35: trellix-enterprise/mysql-audit issue 277), none for the MySQL 8.0.31 "
+    "or 8.0.33 this project runs, and none for MariaDB",
     "Percona audit_log": "ships only with Percona Server, which is in no reachable registry; against an external "
     "Percona Server, define it as an SQL arm (external_arms)",
     "Alibaba RDS (no audit)": "a cloud service; point mysql_host at an RDS instance to measure it",

@@ -255,7 +255,8 @@ WHY = {
         "log device the original does not describe, or lock convoys the model leaves out"
     ),
     "not here": {
-        "McAfee audit plugin": "not predicted: the McAfee (Trellix) plugin has no build for MySQL 8.0.31 or 8.0.33",
+        "McAfee audit plugin": "not predicted: "
+        + NOT_RUN["McAfee audit plugin"].removeprefix("not installable here: "),
         "RDS (no audit)": "not predicted: the RDS instance's class is not stated",
         "-": "a retention rule, not a measurement: the storage it needs is the storage table's",
     },
