@@ -37,3 +37,22 @@ def test_a_late_median_while_calibrating_a_hold_does_not_leave_the_link_without_
     monkeypatch.setattr(lk, "measure", lambda n=None: [next(medians, 0.3 + 2 * lk.hold_us / 1000)])
     lk._calibrate()
     assert lk.hold_us > 300 and abs(lk.measured_ms - 1.0) <= 0.05, (lk.hold_us, lk.measured_ms)
+
+
+def test_a_link_sets_its_quiet_packets_to_the_round_trip_not_its_noisy_median(monkeypatch):
+    """Half the probes 0.5 ms late (a busy host): the lower quartile, a quiet packet, is held at the round trip; on
+    the median the hold would be cut until a quiet packet crossed in 0.75 ms of a 1-ms link."""
+    from secoverhead.network import link as link_mod
+
+    lk = link_mod.Link(1.0)
+    monkeypatch.setattr(link_mod, "connect_rtts", lambda *a, **k: [0.3])
+    monkeypatch.setattr(lk, "_command", lambda line: "ok")
+    floor = iter([[0.3] * 4])
+
+    def measure(n=None):
+        quiet = 0.3 + 2 * lk.hold_us / 1000
+        return next(floor, [quiet, quiet, quiet + 0.5, quiet + 0.5])
+
+    monkeypatch.setattr(lk, "measure", measure)
+    lk._calibrate()
+    assert abs(0.3 + 2 * lk.hold_us / 1000 - 1.0) <= 0.05, lk.hold_us
