@@ -4,10 +4,9 @@
 # model predicts with OpenSSL's signature alone and says so.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+. "$here/scripts/tool-cache.sh"
 src="$here/tools/gosign/main.go"
-cache="${SECOVERHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/secoverhead}"
-hash=$(sha256sum "$src" | cut -c1-12)
-bin="$cache/gosign-$hash/gosign"
+bin=$(tool_path "$src" gosign)
 if [ -x "$bin" ]; then
   echo "gosign: cached at $bin"
   exit 0

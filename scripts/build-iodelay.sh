@@ -4,10 +4,9 @@
 # the TDE study says its instances have no device latency, and its latency-bound preconditions fail honestly.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+. "$here/scripts/tool-cache.sh"
 src="$here/tools/iodelay/iodelay.c"
-cache="${SECOVERHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/secoverhead}"
-hash=$(sha256sum "$src" | cut -c1-12)
-lib="$cache/iodelay-$hash/libiodelay.so"
+lib=$(tool_path "$src" libiodelay.so)
 if [ -f "$lib" ]; then
   echo "iodelay: cached at $lib"
   exit 0
