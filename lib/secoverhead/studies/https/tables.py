@@ -15,7 +15,8 @@ from secoverhead.reporting.tables import summarize_runs
 from secoverhead.studies.https.declarations import ARMS, BASELINE, FULL, STUDY
 from secoverhead.studies.https.declarations import CRYPTO as CRYPTO
 from secoverhead.studies.protocol.judging import published
-from secoverhead.studies.protocol.predictions import Prediction, published_value, study_table
+from secoverhead.studies.protocol.predictions import Prediction, published_value
+from secoverhead.studies.protocol.predictions import table as predictions_table
 
 
 def summary(part: Part) -> pd.DataFrame:
@@ -165,7 +166,7 @@ def predictions(part: Part) -> list[Prediction]:
 
 
 def prediction_table(result: StudyResult) -> pd.DataFrame:
-    return study_table(result, predictions)
+    return predictions_table([p for part in result for p in predictions(part)])
 
 
 def published_table() -> pd.DataFrame:

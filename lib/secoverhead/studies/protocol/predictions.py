@@ -6,9 +6,8 @@ study's model, before data, and quote the run's figures."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,6 +62,10 @@ class Prediction:
         r = self.residual()
         return _finite(r) and abs(r) > RESIDUAL_NAMED
 
+    def needs_reason(self) -> bool:
+        """A figure whose residual is large, or which is not predicted, says why."""
+        return self.large() or not _finite(self.predicted)
+
 
 def published_value(pub: pd.DataFrame, measure: str, arm: str) -> float:
     """One figure of an original's table (judging.published), NaN where it has none."""
@@ -77,7 +80,7 @@ def table(rows: Sequence[Prediction]) -> pd.DataFrame:
     seen: set[str] = set()
 
     def why(p: Prediction) -> str:
-        if not (p.large() or not _finite(p.predicted)):
+        if not p.needs_reason():
             return ""
         said = p.why in seen
         seen.add(p.why)
@@ -108,14 +111,9 @@ COLUMNS = ["part", "published figure", "arm", "unit", "published", "predicted fo
            "measured here", "residual", "made of", f"why, where over {RESIDUAL_NAMED:.0%}"]  # fmt: skip
 
 
-def study_table(result: Any, of_part: Callable[[Any], Sequence[Prediction]]) -> pd.DataFrame:
-    """A study's table: every part's predictions (`of_part(part)`), in the order the parts ran."""
-    return table([p for part in result for p in of_part(part)])
-
-
 def unexplained(rows: Sequence[Prediction]) -> list[str]:
     """The figures whose residual is large, or which are not predicted, and say nothing of why."""
-    return [f"{p.figure} ({p.arm})" for p in rows if (p.large() or not _finite(p.predicted)) and not p.why]
+    return [f"{p.figure} ({p.arm})" for p in rows if p.needs_reason() and not p.why]
 
 
 def _residual_text(p: Prediction) -> str:

@@ -106,6 +106,11 @@ MECHANISM = (
 )
 
 
+def mysql_facts(part: Part) -> dict[str, Any]:
+    """What a part's (first) MySQL server recorded of itself: its limits, latencies and buffer pool sizing."""
+    return next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+
+
 def ceilings(result: StudyResult) -> pd.DataFrame:
     """Each emulated instance's limits and the ceilings measured under them: the highest TPS and IOPS any cell
     reached (medians over its runs), and the CPU share of the limit there."""
@@ -117,7 +122,7 @@ def ceilings(result: StudyResult) -> pd.DataFrame:
         runs = part.runs()
         if not len(runs):
             continue
-        facts = next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+        facts = mysql_facts(part)
         sizing = facts.get("buffer_pool_sizing", {})
         cells = runs.groupby(["workload", "threads", "arm"]).median(numeric_only=True)
         cells["iops"] = cells.get("iops_read", 0) + cells.get("iops_write", 0)
@@ -156,7 +161,7 @@ def regime_table(result: StudyResult) -> pd.DataFrame:
     quota it uses. Medians over the arm's runs."""
     rows = []
     for part in result:
-        facts = next((v for k, v in part.servers.items() if k.startswith("mysql")), {})
+        facts = mysql_facts(part)
         runs = part.runs()
         if part.name == "external" or not len(runs) or "threads" not in runs:
             continue
@@ -308,6 +313,7 @@ def predict(part: Part) -> pd.DataFrame:
     if instance_of(part.name) not in ORIGINAL:
         return pd.DataFrame()
     rows = []
+    cpu_rise = "{}-{}".format(*published_figure(CPU_RISE, instance_of(part.name)))
     for _, workload, threads, split in _model(part.runs(), ORIGINAL[instance_of(part.name)], by_round=False):
         rows.append(
             {
@@ -321,7 +327,7 @@ def predict(part: Part) -> pd.DataFrame:
                 "published": "loss up to ~20 %" if threads == ORIGINAL_THREADS[0] else "loss under 5 %",
                 "agrees": _within_registered(_loss(split), threads == ORIGINAL_THREADS[0]),
                 "predicted CPU rise (pp)": _cpu_rise(split),
-                "published CPU rise (pp)": "{}-{}".format(*published_figure(CPU_RISE, instance_of(part.name))),
+                "published CPU rise (pp)": cpu_rise,
             }
         )
     return pd.DataFrame(rows)
@@ -352,13 +358,13 @@ def predictions(part: Part) -> list[Prediction]:
     name = instance_of(part.name)
     if name not in ORIGINAL:
         return []
-    runs = part.runs()
-    modelled, here = list(_model(runs, ORIGINAL[name], by_round=True)), _measured(runs)
+    runs, inst, cal = part.runs(), ORIGINAL[name], part.extras.get("calibration", {})
+    modelled, here = list(_model(runs, inst, by_round=True)), _measured(runs)
     few, many = ORIGINAL_THREADS[0], ORIGINAL_THREADS[-1]
     return [
         _prediction(FEW_LOSS, part.name, "%", published_figure(FEW_LOSS),
                     _largest_by_round(modelled, few, _loss), here.get("fewest", NAN), few,
-                    WHY_LOSS[True].format(**_one_thread_facts(part, published_figure(FEW_LOSS)[0]))),
+                    WHY_LOSS[True].format(**_one_thread_facts(runs, inst, cal, published_figure(FEW_LOSS)[0]))),
         _prediction(MANY_LOSS, part.name, "%", published_figure(MANY_LOSS),
                     _largest_by_round(modelled, many, _loss), here.get("most", NAN), many, WHY_LOSS[False]),
         _prediction(CPU_RISE, part.name, "percentage points", published_figure(CPU_RISE, name),
@@ -401,10 +407,10 @@ def _model(runs: pd.DataFrame, inst: Instance, *, by_round: bool) -> Iterator[tu
                 yield (key[1] if len(key) > 1 else None), key[0], threads, split
 
 
-def _one_thread_facts(part: Part, target: float) -> dict[str, float]:
+def _one_thread_facts(runs: pd.DataFrame, inst: Instance, cal: Mapping[str, Any], target: float) -> dict[str, float]:
     """What a one-thread loss is made of, for its reason: the original's transaction time and the CPU encryption
-    added (the worst workload's fewest-threads cell, medians), its pages and AES cost, and what `target` % needs."""
-    runs, inst = part.runs(), ORIGINAL[instance_of(part.name)]
+    added (the worst workload's fewest-threads cell, medians), its pages and AES cost (`cal`, the calibration), and
+    what `target` % needs."""
     worst = max(
         (m for m in _model(runs, inst, by_round=False) if m[2] == ORIGINAL_THREADS[0]),
         key=lambda m: _loss(m[3]),
@@ -418,7 +424,6 @@ def _one_thread_facts(part: Part, target: float) -> dict[str, float]:
     cells = cells[cells["threads"] == cells["threads"].min()]
     cols = [c for c in ("pages_decrypted_per_txn", "pages_encrypted_per_txn") if c in cells]
     pages = float(cells[cols].sum(axis=1).median()) if cols else NAN
-    cal = part.extras.get("calibration", {})
     aes = cal.get("aes_256_ctr_page_as_server_us") or cal.get("aes_256_ctr_us_per_page") or NAN
     # a loss L at one thread: 1 - t / (t + x) = L, so x = t L / (1 - L)
     needed = txn_us * (target / 100) / (1 - target / 100)

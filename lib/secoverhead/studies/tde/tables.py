@@ -24,8 +24,8 @@ from secoverhead.studies.tde.mechanism import ceilings as ceilings
 from secoverhead.studies.tde.mechanism import concurrency_table as concurrency_table
 from secoverhead.studies.tde.mechanism import explained as explained
 from secoverhead.studies.tde.mechanism import mechanism_table as mechanism_table
+from secoverhead.studies.tde.mechanism import mysql_facts, predictions
 from secoverhead.studies.tde.mechanism import predict as predict
-from secoverhead.studies.tde.mechanism import predictions
 from secoverhead.studies.tde.mechanism import regime_table as regime_table
 
 
@@ -68,7 +68,7 @@ def _setup_rows(result: StudyResult) -> list[Prediction]:
         inst = ORIGINAL.get(instance_of(part.name))
         if inst is None:
             continue
-        sizing = next((v for k, v in part.servers.items() if k.startswith("mysql")), {}).get("buffer_pool_sizing", {})
+        sizing = mysql_facts(part).get("buffer_pool_sizing", {})
         measured = float(sizing.get("data_to_buffer_pool") or "nan")
         rows.append(Prediction("data set : buffer pool", "-", "x", data_gb / inst.buffer_pool_gb,
                                measured=measured, why=WHY_SETUP, part=part.name))  # fmt: skip

@@ -97,7 +97,7 @@ def predictions(result: StudyResult) -> list[Prediction]:
             each[(label, arm)] = _loopback(loop, arm, mean) + trips * rtt
             made = f"loopback {label} + {trips} round trip(s) x {rtt:.3g} ms"
             rows.append(Prediction(label, arm, "ms", published_value(pub, label, arm), components=made,
-                                   measured=NAN if here.get(arm) is None else here[arm],
+                                   measured=here.get(arm, NAN),
                                    why=RESIDUAL_WHY[label].format(**facts), part=RTT_PART,
                                    ).over(each[(label, arm)]))  # fmt: skip
     for label, measure in (("TLS / no TLS, build + first query", "build + first query"),
