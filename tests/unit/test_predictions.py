@@ -85,6 +85,23 @@ def test_the_table_gives_a_reason_only_where_the_residual_is_large_or_nothing_is
     assert unexplained([Prediction("none", "a", "u", 10.0)]) == ["none (a)"]
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (8000.0, "8,000"),
+        (2370.4, "2,370"),
+        (12.345, "12.3"),
+        (0.00023, "0.00023"),  # small, but a measurement: never 2.3e-04
+        (5.55e-15, "0"),  # two equal cells' difference in floating point: no difference
+        (-1.11e-14, "0"),
+    ],
+)
+def test_a_figure_in_the_table_is_never_in_e_notation(value, shown):
+    row = table([Prediction("f", "a", "u", value, predicted=value, low=value, high=value)]).iloc[0]
+    assert row["published"] == row["predicted for the original"] == shown
+    assert row["95 % interval"] == f"[{shown}, {shown}]"
+
+
 # --- every study's model ------------------------------------------------------------------------------------
 
 

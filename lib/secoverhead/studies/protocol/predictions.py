@@ -13,11 +13,14 @@ import numpy as np
 import pandas as pd
 
 from secoverhead.analysis.stats import median_ci
+from secoverhead.core.units import significant
 
 # A residual larger than this names the component that would explain it (MODELS.md: "over ±25 %").
 RESIDUAL_NAMED = 0.25
 
 NAN = float("nan")
+# Below this a figure is floating-point rounding, not a measurement: no unit here resolves a billionth.
+ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,9 @@ def _figure(x: float, high: float | None = None) -> str:
         return f"{_figure(x)} to {_figure(high)}"
     if not _finite(x):
         return ""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"  # never an exponent: 8,000 and 2,370, not 8e+03
+    if abs(x) < ROUNDING:  # a difference of two equal cells in floating point (5.55e-15) is no difference
+        return "0"
+    return f"{x:,.0f}" if abs(x) >= 100 else significant(x, 3)  # 8,000 and 0.00023, never 8e+03 or 2.3e-04
 
 
 def _interval(lo: float, hi: float) -> str:
