@@ -94,9 +94,11 @@ def test_each_precondition_can_fail_and_then_the_claim_is_not_testable_here(clai
 
 
 def test_no_precondition_reads_the_compared_arms_difference():
-    """Every condition is of the environment or of the baseline arm alone, and the baseline's are computed from
-    the runs the engine hands over, which are the baseline arm's only."""
-    assert {pre.CONDITIONS[p.condition][2] for _, p in EVERY} <= {pre.ENVIRONMENT, pre.BASELINE}
+    """Every condition is of the environment, of the baseline arm alone, or of an arm's components against the
+    baseline's rate; the baseline's are computed from the runs the engine hands over, which are the baseline arm's
+    only (the components' hook: test_a_component_condition_never_sees_a_compared_arms_throughput)."""
+    assert {pre.CONDITIONS[p.condition][2] for _, p in EVERY} <= {pre.ENVIRONMENT, pre.BASELINE, pre.COMPONENTS}
+    assert not {"tps", "qps", "server_cpu_cores", "server_cpu_us_per_query"} & set(pre.ARM_COMPONENTS)
     seen: list[set] = []
 
     def baseline(part, runs):
@@ -188,15 +190,56 @@ def test_general_logs_claims_need_a_load_where_the_logs_lock_can_convoy(threads,
     assert small.verdict != Verdict.NOT_TESTABLE  # the small-cost claims do not ask it
 
 
-@pytest.mark.parametrize("pressure, testable", [(0.94, False), (0.51, False), (0.5, True), (0.1, True), (None, True)])
-def test_every_audit_claim_needs_cpus_the_load_does_not_fill(pressure, testable):
-    """Where a runnable thread nearly always waits for a CPU (the load generator sharing the server's cores), a
-    loss by waiting cannot reach TPS: every audit claim is then not testable here. Unknown pressure (a user's
-    server elsewhere) leaves the precondition unchecked."""
+@pytest.mark.parametrize("share, testable", [(0.12, False), (0.49, False), (0.5, True), (1.4, True), (None, True)])
+def test_every_audit_claim_needs_a_log_whose_writes_could_bound_tps(share, testable):
+    """Where general_log's writes would hold its log under half of each second at the baseline's TPS, no log here
+    can make the server wait on its writes: every audit claim is then not testable here. Unknown (no general log
+    timed: MariaDB's part, a user's server) leaves the precondition unchecked."""
     for claim in registry.of_study("audit"):
-        cond = _all_passing(claim) | {"baseline_cpu_pressure": pressure}
+        cond = _all_passing(claim) | {"log_writes_share_at_baseline": share}
         v = screen([_verdict(claim)], cond)[0]
-        assert (v.verdict != Verdict.NOT_TESTABLE) == testable, (claim.id, pressure)
+        assert (v.verdict != Verdict.NOT_TESTABLE) == testable, (claim.id, share)
+
+
+def _audit_runs(rounds: dict[int, tuple[float, float]], **extra) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(A's runs, general_log's runs): per round, A's TPS and general_log's log file time per transaction."""
+    base = pd.DataFrame({"arm": "A: no audit", "round": list(rounds), "tps": [t for t, _ in rounds.values()]})
+    holds = [h for _, h in rounds.values()]
+    log = pd.DataFrame({"arm": "general_log", "round": list(rounds), "log_io_us_per_txn": holds, **extra})
+    return base, log
+
+
+def test_audits_log_share_is_per_round_the_general_logs_hold_times_the_baselines_tps():
+    base, log = _audit_runs({0: (500.0, 200.0), 1: (400.0, 1000.0), 2: (450.0, 2000.0)})
+    # rounds: 0.1, 0.4, 0.9 of each second: the median round, not the product of medians (0.45 x 1000 us)
+    assert audit_claims.component_conditions("MySQL", base, log)["log_writes_share_at_baseline"] == pytest.approx(0.4)
+    assert audit_claims.component_conditions("MySQL", base.drop(columns="round"), log.drop(columns="round"))[
+        "log_writes_share_at_baseline"
+    ] == pytest.approx(450 * 1000 / 1e6)  # no rounds: the medians
+    untimed = log.drop(columns="log_io_us_per_txn")
+    assert audit_claims.component_conditions("MySQL", base, untimed) == {"log_writes_share_at_baseline": None}
+    other = log.assign(arm="binlog only")  # no general log in the part (MariaDB's)
+    assert audit_claims.component_conditions("MariaDB", base, other) == {"log_writes_share_at_baseline": None}
+    assert audit_claims.component_conditions("MySQL", base.iloc[0:0], log) == {"log_writes_share_at_baseline": None}
+    nan_rounds = log.assign(log_io_us_per_txn=float("nan"))
+    assert audit_claims.component_conditions("MySQL", base, nan_rounds) == {"log_writes_share_at_baseline": None}
+
+
+def test_a_component_condition_never_sees_a_compared_arms_throughput():
+    """judging.conditions hands the component hook the other arms' ARM_COMPONENTS columns alone."""
+    from secoverhead.studies.protocol.judging import conditions
+
+    base, log = _audit_runs({0: (500.0, 200.0)}, tps=123.0, server_cpu_cores=1.0)
+    seen = {}
+
+    def hook(part, baseline, others):
+        seen.update(baseline=set(baseline["arm"]), columns=set(others), arms=set(others["arm"]))
+        return {"x": 1}
+
+    held = conditions("MySQL", ["A: no audit", "general_log"], {"e": 2}, pd.concat([base, log]), None, hook)
+    assert held == {"e": 2, "x": 1}
+    assert seen["baseline"] == {"A: no audit"} and seen["arms"] == {"general_log"}
+    assert seen["columns"] == {"arm", "round", "log_io_us_per_txn"}  # no tps, no CPU
 
 
 def test_audits_pressure_is_the_baselines_median_and_unknown_for_a_users_server():
@@ -214,16 +257,22 @@ def test_audits_pressure_is_the_baselines_median_and_unknown_for_a_users_server(
     assert audit_claims.baseline_conditions(embedded, "MySQL", runs.iloc[0:0]) == {"baseline_cpu_pressure": None}
 
 
-@pytest.mark.parametrize("pressure, hidden", [(0.94, True), (0.3, False), (None, False)])
-def test_the_audit_note_says_a_full_run_queue_hides_waiting(pressure, hidden):
+@pytest.mark.parametrize("share, fast", [(0.12, True), (0.5, False), (None, False)])
+@pytest.mark.parametrize("cpu_falls", [True, False])
+def test_the_audit_note_says_a_log_whose_writes_cannot_bind_shows_no_serialising_log(share, fast, cpu_falls):
     rng = np.random.default_rng(3)
     rows = [
-        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.005), "server_cpu_cores": 1.5 * rng.lognormal(0, 0.005)}
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.005),
+         "server_cpu_cores": (1.5 if arm == "A: no audit" or not cpu_falls else 1.3) * rng.lognormal(0, 0.005)}
         for r in range(8)
         for arm, t in (("A: no audit", 1000.0), ("general_log", 900.0))
-    ]
-    note = audit_claims.contention_note(pd.DataFrame(rows), room=2.0, pressure=pressure)
-    assert ("cannot reach TPS" in note) == hidden and ("CPU use held" in note) != hidden
+    ]  # fmt: skip
+    note = audit_claims.contention_note(pd.DataFrame(rows), room=2.0, log_share=share)
+    assert ("not a log whose writes serialise the server" in note) == fast
+    assert ("held its log 12 % of each second" in note) == fast
+    assert ("CPU use fell with TPS, as in the original" in note) == cpu_falls
+    if not fast:
+        assert ("CPU use held" in note) != cpu_falls
 
 
 def test_the_audit_note_does_not_conclude_cpu_under_a_quota_of_one_core():
@@ -364,10 +413,10 @@ def test_a_claim_not_testable_here_is_described_at_95_percent_without_promising_
     here makes no test, so what it measured is shown at 95 %, and no number of rounds is said to decide it."""
     rng = np.random.default_rng(4)
     rows = [
-        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.03), "noise_cpu_pressure": 0.94}
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.03), "log_io_us_per_txn": 200.0}
         for r in range(3)
         for arm, t in (("A: no audit", 700.0), ("general_log", 620.0))
-    ]
+    ]  # the log's writes hold it 200 us x 700 TPS = 14 % of each second
     p = SimpleNamespace(mysql_host="")
     judge = screened(
         functools.partial(audit_claims.part_claims, "MySQL"),
@@ -375,12 +424,13 @@ def test_a_claim_not_testable_here_is_described_at_95_percent_without_promising_
         ["A: no audit", "general_log"],
         {"server_cpu_room_cores": 2.0, "load_threads": 200},
         functools.partial(audit_claims.baseline_conditions, p),
+        audit_claims.component_conditions,
     )
     (loss,) = [v for v in judge(pd.DataFrame(rows), 0.0006) if v.id.endswith("general_log-loss")]
     assert loss.verdict == Verdict.NOT_TESTABLE and "Measured instead" in loss.evidence
     assert "CI at 95 %" in loss.evidence and "99.94" not in loss.evidence
     assert "undecided after" not in loss.evidence and loss.rounds_needed is None
-    testable = [dict(r, noise_cpu_pressure=0.2) for r in rows]
+    testable = [dict(r, log_io_us_per_txn=1000.0) for r in rows]  # 70 %
     (judged,) = [v for v in judge(pd.DataFrame(testable), 0.0006) if v.id.endswith("general_log-loss")]
     assert judged.verdict != Verdict.NOT_TESTABLE and "CI at 99.94 %" in judged.evidence  # the look's own level
 
@@ -426,17 +476,40 @@ def test_a_precondition_added_since_does_not_screen_the_old_definition(monkeypat
     assert v.verdict == Verdict.NOT_TESTABLE and v.before[0]["verdict"] == "not testable here"
 
 
-def test_every_audit_claim_shows_its_verdict_as_it_read_before_the_cpu_pressure_precondition():
-    """The registry's own audit entries: a run whose baseline filled the CPUs is not testable under the definition
-    of record and judged under the one before 2026-11-29 (CHANGES.md)."""
+def test_every_audit_claim_shows_its_verdicts_under_the_cpu_pressure_rule_and_before_it():
+    """The registry's own audit entries (CHANGES.md, 2026-11-29 and 2026-12-04): the CPU-pressure precondition,
+    dropped, still screens the definition that had it; the log-share one, added, screens only the definition of
+    record; the definition before both is screened by neither."""
     claims = registry.of_study("audit")
     assert claims
     for claim in claims:
-        pressure = next(p for p in claim.preconditions if p.condition == "baseline_cpu_pressure")
-        held = _all_passing(claim) | {"baseline_cpu_pressure": _failing(pressure)}
-        v = screen([_verdict(claim)], held)[0]
+        share = next(p for p in claim.preconditions if p.condition == "log_writes_share_at_baseline")
+        pressure = next(h for h in claim.superseded[0].had if h.condition == "baseline_cpu_pressure")
+        assert not any(p.condition == "baseline_cpu_pressure" for p in claim.preconditions), claim.id
+        full_cpus = _all_passing(claim) | {"baseline_cpu_pressure": _failing(pressure)}
+        v = screen([_verdict(claim)], full_cpus)[0]
+        assert v.verdict == Verdict.REPRODUCED, claim.id
+        assert [b["verdict"] for b in v.before] == ["not testable here", "reproduced"], claim.id
+        assert v.before[0]["preconditions"][0]["holds"] is False
+        fast_log = _all_passing(claim) | {"log_writes_share_at_baseline": _failing(share), "baseline_cpu_pressure": 0.1}
+        v = screen([_verdict(claim)], fast_log)[0]
         assert v.verdict == Verdict.NOT_TESTABLE, claim.id
-        assert v.before and v.before[0]["verdict"] == "reproduced", claim.id
+        assert [b["verdict"] for b in v.before] == ["reproduced", "reproduced"], claim.id
+        both = fast_log | {"baseline_cpu_pressure": _failing(pressure)}
+        assert [b["verdict"] for b in screen([_verdict(claim)], both)[0].before] == ["not testable here", "reproduced"]
+
+
+def test_a_superseded_definition_may_name_a_precondition_it_had(registry_from):
+    entry = ("- {id: x, study: s, source: suite, claim: c, metric: tps, why: w, mechanism: m,"
+             " reading: {effect: e, quantity: ratio, shape: above, line: 1},"
+             " preconditions: [{condition: baseline_server_cpu_us_per_op, at_least: 1, why: w, where: h}],"
+             " superseded: [{until: '2026-12-04', change: c,"
+             " had: [{condition: baseline_cpu_pressure, at_most: 0.5, why: w, where: h}]}]}\n")  # fmt: skip
+    (claim,) = registry_from(entry).values()
+    (had,) = claim.superseded[0].had
+    assert (had.condition, had.op, had.limit) == ("baseline_cpu_pressure", "at_most", 0.5)
+    with pytest.raises(ValueError):
+        registry_from(entry.replace("at_most: 0.5, ", ""))  # a dropped precondition is a whole one
 
 
 def test_a_superseded_definition_names_its_date_its_change_and_what_it_was(registry_from):

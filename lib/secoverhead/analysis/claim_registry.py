@@ -27,13 +27,15 @@ SOURCES = ("published", "extension", "suite")
 
 @dataclass(frozen=True)
 class Superseded:
-    """A definition the claim had until `until` (data/claims/CHANGES.md says why it changed): its reading then, or
-    the preconditions added since (`without`). Every report after the change shows the verdict under it too."""
+    """A definition the claim had until `until` (data/claims/CHANGES.md says why it changed): its reading then, the
+    preconditions added since (`without`), or those it had then and has since dropped (`had`). Every report after
+    the change shows the verdict under it too."""
 
     until: str
     change: str  # what changed, in a few words
     reading: Reading | None = None  # the first reading before the change (None: the reading did not change)
     without: tuple[str, ...] = ()  # preconditions (their conditions) the claim did not have before the change
+    had: tuple[Precondition, ...] = ()  # preconditions it had before the change and no longer has
 
     def describe(self) -> str:
         return f"before {self.until} ({self.change})"
@@ -164,16 +166,17 @@ def _claim(d: dict[str, Any]) -> Claim:
 
 
 def _superseded(claim_id: str, e: dict[str, Any]) -> Superseded:
-    if not e.get("until") or not e.get("change") or not (e.get("reading") or e.get("without")):
+    if not e.get("until") or not e.get("change") or not (e.get("reading") or e.get("without") or e.get("had")):
         raise ValueError(
-            f"{claim_id}: a superseded definition names its date, the change, and the old reading or "
-            "the preconditions added since"
+            f"{claim_id}: a superseded definition names its date, the change, and the old reading, "
+            "the preconditions added since or those dropped"
         )
     return Superseded(
         until=str(e["until"]),
         change=" ".join(str(e["change"]).split()),
         reading=Reading.from_dict(e["reading"]) if e.get("reading") else None,
         without=tuple(e.get("without", ())),
+        had=tuple(Precondition.from_dict(h) for h in e.get("had", ())),
     )
 
 

@@ -119,7 +119,7 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
         checks = [p.check(conditions) for p in claim.preconditions]
         v.preconditions = checks
         failing = [c for c in checks if c["holds"] is False]
-        _screen_before(v, failing)
+        _screen_before(v, failing, claim, conditions)
         if not failing:
             continue
         v.verdict = Verdict.NOT_TESTABLE
@@ -134,10 +134,15 @@ def screen(verdicts: Sequence[ClaimVerdict], conditions: Mapping[str, Any]) -> l
     return list(verdicts)
 
 
-def _screen_before(v: ClaimVerdict, failing: list[dict[str, Any]]) -> None:
-    """Each earlier definition's verdict under the preconditions it had: those added since do not screen it."""
-    for old in v.before:
-        if any(c["condition"] not in old["without"] for c in failing):
+def _screen_before(
+    v: ClaimVerdict, failing: list[dict[str, Any]], claim: registry.Claim, conditions: Mapping[str, Any]
+) -> None:
+    """Each earlier definition's verdict under the preconditions it had: those added since do not screen it, those
+    dropped since do."""
+    for old, then in zip(v.before, claim.superseded, strict=False):
+        dropped = [p.check(conditions) for p in then.had]
+        old["preconditions"] = dropped
+        if any(c["condition"] not in old["without"] for c in failing) or any(c["holds"] is False for c in dropped):
             old["verdict"] = str(Verdict.NOT_TESTABLE)
 
 

@@ -2,10 +2,12 @@
 registry beside the reading, before any data.
 
 A precondition reads one *condition*: a fact of the environment the claim was measured in (the server's CPU
-room, the kernel, whether writes can queue at the disk) or of the baseline arm alone (how long its plain query
-takes, how much of its quota it uses). Never the compared arms' difference: a condition that read the effect
-would let the data choose whether it is judged. Where one fails, the claim is *not testable here*: the run's
-numbers are reported as what it measured instead, with the place the claim can be tested.
+room, the kernel, whether writes can queue at the disk), of the baseline arm alone (how long its plain query
+takes, how much of its quota it uses), or of what a compared arm's mechanism costs per operation against the
+baseline's rate (ARM_COMPONENTS: a log's write time per transaction, never the arm's throughput). Never the
+compared arms' difference: a condition that read the effect would let the data choose whether it is judged. Where
+one fails, the claim is *not testable here*: the run's numbers are reported as what it measured instead, with the
+place the claim can be tested.
 
 Conditions are numbers, booleans or versions (lists of integers, compared element by element). A condition the
 run could not know (a user's own server whose cores are not visible) leaves its precondition unchecked: the
@@ -19,7 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-ENVIRONMENT, BASELINE = "environment", "baseline arm"
+ENVIRONMENT, BASELINE, COMPONENTS = "environment", "baseline arm", "baseline's rate and an arm's components"
+
+# What a condition may read of a compared arm (studies/protocol/judging.py hands over these columns alone): what
+# its mechanism costs per transaction, which no claim reads, never its throughput or CPU, which the claims do.
+ARM_COMPONENTS = ("log_io_us_per_txn", "log_lock_us_per_txn", "audit_bytes_per_transaction",
+                  "audit_records_per_transaction")  # fmt: skip
 
 # Every condition a precondition may read: what it is, its unit, and where it comes from. A baseline condition
 # is computed from the baseline arm's runs alone (studies/protocol/judging.py hands over only those).
@@ -56,6 +63,13 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
         "median over its runs",
         "share",
         BASELINE,
+    ),
+    "log_writes_share_at_baseline": (
+        "the share of each second the per-statement log's writes would hold it at the baseline's throughput: "
+        "general_log's file time per transaction (performance_schema, median over its runs) times the baseline's "
+        "TPS (median)",
+        "share",
+        COMPONENTS,
     ),
     "baseline_client_cpu_us_per_op": ("the baseline's client CPU per operation, median", "us", BASELINE),
     "baseline_cpu_share_of_quota": (

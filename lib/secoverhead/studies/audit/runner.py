@@ -22,7 +22,12 @@ from secoverhead.servers import labels
 from secoverhead.servers.builds import described, nearest, stand_in_note
 from secoverhead.servers.journal import Journal, audit_state
 from secoverhead.servers.logwaits import LogWaitMeter
-from secoverhead.studies.audit.claims import baseline_conditions, environment_conditions, part_claims
+from secoverhead.studies.audit.claims import (
+    baseline_conditions,
+    component_conditions,
+    environment_conditions,
+    part_claims,
+)
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
@@ -110,6 +115,7 @@ def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
         judge=functools.partial(part_claims, part),
         conditions=environment_conditions(p),
         baseline_conditions=functools.partial(baseline_conditions, p),
+        component_conditions=component_conditions,
         ops_metric="queries",
         extras={"verification": verification},
         finish=lambda store: {

@@ -13,7 +13,13 @@ from secoverhead.analysis.compare import compare_arms
 from secoverhead.measurement.parts import Part, StudyResult
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import summarize_runs
-from secoverhead.studies.audit.claims import PRESSURE, baseline_conditions, contention_note, log_file_busy
+from secoverhead.studies.audit.claims import (
+    LOG_SHARE,
+    baseline_conditions,
+    component_conditions,
+    contention_note,
+    log_file_busy,
+)
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, conditions, published
 from secoverhead.studies.protocol.predictions import Prediction, published_value
@@ -225,9 +231,10 @@ def figures(part: Part) -> list[tuple[Any, str]]:
 def conclusion_notes(result: StudyResult) -> list[str]:
     part, runs = result.first, result.first.runs()
     environment = part.metadata().get("conditions") or {}
-    held = conditions(part.name, part.arms, environment, runs, functools.partial(baseline_conditions, result.params))
+    held = conditions(part.name, part.arms, environment, runs, functools.partial(baseline_conditions, result.params),
+                      component_conditions)  # fmt: skip
     # a description: never a look's spent level
-    note = contention_note(runs, DESCRIBED_ALPHA, held.get("server_cpu_room_cores"), held.get(PRESSURE))
+    note = contention_note(runs, DESCRIBED_ALPHA, held.get("server_cpu_room_cores"), held.get(LOG_SHARE))
     return [note] if note else []
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.claimcheck import screen
+from secoverhead.analysis.preconditions import ARM_COMPONENTS
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core import paths
 from secoverhead.core.units import p_text
@@ -26,6 +27,8 @@ Judge = Callable[[pd.DataFrame, float], "list[ClaimVerdict]"]
 DESCRIBED_ALPHA = 0.05
 # (part name, the baseline arm's runs alone) -> conditions a precondition may read (analysis/preconditions.py)
 BaselineConditions = Callable[[str, pd.DataFrame], dict[str, Any]]
+# (part name, the baseline arm's runs, the other arms' runs cut to ARM_COMPONENTS) -> conditions
+ComponentConditions = Callable[[str, pd.DataFrame, pd.DataFrame], dict[str, Any]]
 
 
 def conditions(
@@ -34,22 +37,34 @@ def conditions(
     environment: Mapping[str, Any],
     runs: pd.DataFrame,
     baseline: BaselineConditions | None,
+    components: ComponentConditions | None = None,
 ) -> dict[str, Any]:
-    """What the preconditions read: the environment's conditions and those of the baseline arm (arms[0]), which
-    is handed its own runs only, so no precondition can read the compared arms' difference."""
+    """What the preconditions read: the environment's conditions, those of the baseline arm (arms[0]), which is
+    handed its own runs only, and those of the other arms' mechanisms, handed their ARM_COMPONENTS columns only:
+    no precondition can read the compared arms' difference."""
     if runs is None:
         runs = pd.DataFrame()
-    own = runs[runs["arm"] == arms[0]] if len(runs) and "arm" in runs and arms else runs.iloc[0:0]
-    return {**environment, **(baseline(part, own) if baseline is not None else {})}
+    has_arms = len(runs) and "arm" in runs and arms
+    own = runs[runs["arm"] == arms[0]] if has_arms else runs.iloc[0:0]
+    held = {**environment, **(baseline(part, own) if baseline is not None else {})}
+    if components is not None:
+        others = runs[runs["arm"] != arms[0]] if has_arms else runs.iloc[0:0]
+        held |= components(part, own, others[[c for c in ("arm", "round", *ARM_COMPONENTS) if c in others]])
+    return held
 
 
 def screened(
-    judge: Judge, part: str, arms: Sequence[str], environment: Mapping[str, Any], baseline: BaselineConditions | None
+    judge: Judge,
+    part: str,
+    arms: Sequence[str],
+    environment: Mapping[str, Any],
+    baseline: BaselineConditions | None,
+    components: ComponentConditions | None = None,
 ) -> Judge:
     """The judge whose verdicts are screened by their claims' preconditions (claimcheck.screen)."""
 
     def judge_screened(runs: pd.DataFrame, alpha: float) -> list[ClaimVerdict]:
-        held = conditions(part, arms, environment, runs, baseline)
+        held = conditions(part, arms, environment, runs, baseline, components)
         verdicts = screen(judge(runs, alpha), held)
         if alpha >= DESCRIBED_ALPHA or all(v.verdict != Verdict.NOT_TESTABLE for v in verdicts):
             return verdicts
@@ -128,16 +143,22 @@ def study_verdicts(
     result: StudyResult,
     judge_of: Callable[[Part], Judge | None],
     baseline: BaselineConditions | None = None,
+    components: ComponentConditions | None = None,
 ) -> list[ClaimVerdict]:
     """Every claim of the study, each part judged by judge_of(part) (None: the part has no claims), its
-    preconditions checked on the environment the part recorded and on `baseline` (the baseline arm's conditions).
+    preconditions checked on the environment the part recorded, on `baseline` (the baseline arm's conditions) and
+    on `components` (the other arms' mechanisms against the baseline's rate).
     With claim_errors=holm, Holm's step-down over the study's testable claims: with k claims still undecided,
     each is judged at alpha/k (alpha: its part's final alpha); those decided leave, and the rest are judged again
     at alpha over the claims still left, until none more decides. A claim is decided at the first level where
     its rule decides, which is Holm's procedure on the level at which each claim first decides. A claim not
     testable here makes no test and is not in the family."""
     pairs = [
-        (part, screened(j, part.name, part.arms, part.metadata().get("conditions") or {}, baseline), part.runs())
+        (
+            part,
+            screened(j, part.name, part.arms, part.metadata().get("conditions") or {}, baseline, components),
+            part.runs(),
+        )
         for part in result
         if (j := judge_of(part)) is not None
     ]  # runs read once

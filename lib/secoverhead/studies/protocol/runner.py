@@ -21,7 +21,7 @@ from secoverhead.measurement.parts import Part, StudyResult, part_slug
 from secoverhead.measurement.plan import cell_of
 from secoverhead.measurement.results import ResultStore
 from secoverhead.studies.protocol.conditions import host
-from secoverhead.studies.protocol.judging import BaselineConditions, screened
+from secoverhead.studies.protocol.judging import BaselineConditions, ComponentConditions, screened
 from secoverhead.studies.protocol.params import StudyParams
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ class PartPlan:
     # cores and kernel (run_parts adds those), and how the baseline arm's own runs give the rest
     conditions: dict[str, Any] = dataclasses.field(default_factory=dict)
     baseline_conditions: BaselineConditions | None = None
+    component_conditions: ComponentConditions | None = None  # and how the other arms' components give more
     finish: Callable[[ResultStore], dict[str, Any]] | None = None  # while the servers still run: more extras
     outlier: tuple[str, float] | None = None  # duets: (metric, log deviation) marking a one-off duet (Experiment)
 
@@ -150,7 +151,7 @@ def _run_part(p: StudyParams, study: str, name: str, pp: PartPlan, cal: Mapping[
     environment = host() | pp.conditions  # this machine's, then what the study knows of its servers
     judge = None
     if pp.judge is not None and not p.aa:  # an A/A run has no claims: it runs every planned round
-        judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions)
+        judge = screened(pp.judge, name, pp.arms, environment, pp.baseline_conditions, pp.component_conditions)
     ResultStore(p.results_dir(), exp_id).update_metadata(conditions=environment)  # before any run
     exp_plan = dataclasses.replace(
         experiment_plan(p, exp_id, pp.arms, pp.factors),
