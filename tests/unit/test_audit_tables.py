@@ -73,3 +73,72 @@ def test_an_arm_whose_log_is_not_timed_still_shows_its_blocked_time_and_no_basel
     assert s["blocked more than A, ms"] == 20.0 and math.isnan(s["waiting on the log, ms"])
     alone = tables.regime_table(_part([audit])).set_index("arm").loc["server_audit"]
     assert alone["blocked, ms"] == 80.0 and math.isnan(alone["blocked more than A, ms"])
+
+
+def test_the_log_table_sets_each_approachs_records_hold_and_sink_beside_a():
+    log = {"arm": "general_log", "tps": 400.0, "server_cpu_us_per_op": 4000.0, "log_io_us_per_txn": 500.0,
+           "log_wait_share": 0.3, "audit_records_per_transaction": 20.0,
+           "audit_bytes_per_transaction": 1500.0}  # fmt: skip
+    binlog = {"arm": "binlog only", "tps": 480.0, "server_cpu_us_per_op": 3100.0, "audit_bytes_per_transaction": 900.0}
+    base = {"arm": BASELINE, "tps": 500.0, "server_cpu_us_per_op": 3000.0}
+    sinks = {"general_log": {"left": "the hook", "pairs": 2, "null": {"tps": 450.0, "server_cpu_us_per_op": 3400.0},
+                             "real": {"tps": 400.0, "server_cpu_us_per_op": 4100.0}}}  # fmt: skip
+    runs = pd.DataFrame([log, binlog, base])
+    part = SimpleNamespace(runs=lambda: runs, extras={"null_sink": sinks})
+    t = tables.log_table(part).set_index("arm")
+    assert list(t.index) == ["general_log", "binlog only"]  # approaches only: A writes no log
+    g = t.loc["general_log"]
+    assert g["records per transaction"] == 20.0 and g["bytes per transaction"] == 1500.0
+    assert g["their share of each second at A's TPS"] == pytest.approx(500e-6 * 500)  # A's TPS, not the arm's
+    assert g["server CPU per transaction over A, µs"] == 1000.0
+    assert g["hook: CPU over A with the sink discarding, µs"] == 400.0
+    assert g["write: CPU the real log adds to it, µs"] == 700.0
+    assert g["TPS, sink discarding / real log"] == pytest.approx(450 / 400)
+    b = t.loc["binlog only"]  # no null sink, no text records, no timed log: blank, not zero
+    assert math.isnan(b["records per transaction"]) and math.isnan(b["hook: CPU over A with the sink discarding, µs"])
+    assert b["null sink: what is left"] == "" and math.isnan(b["TPS, sink discarding / real log"])
+    no_base = pd.DataFrame([log])
+    assert tables.log_table(SimpleNamespace(runs=lambda: no_base, extras={})).empty
+
+
+def test_records_are_the_lines_a_log_gained_and_all_of_one_rotated_since(tmp_path):
+    from secoverhead.studies.audit.runner import _lines_since
+
+    grown, rotated, gone = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "c.log"
+    grown.write_bytes(b"old 1\nold 2\n")
+    rotated.write_bytes(b"x" * 100)
+    sizes = {grown: grown.stat().st_size, rotated: rotated.stat().st_size, gone: 5}
+    grown.write_bytes(b"old 1\nold 2\nnew 1\nnew 2\nnew 3\n")
+    rotated.write_bytes(b"fresh\n")  # smaller than before: a new file, every line of it new
+    assert _lines_since(sizes) == 3 + 1  # the missing file counts nothing
+
+
+class _Cursor:
+    def __init__(self, sql: list, value: str):
+        self.sql, self.value = sql, value
+
+    def execute(self, q, args=()):
+        self.sql.append((q, args))
+
+    def fetchone(self):
+        return (self.value,)
+
+
+def test_a_null_sink_is_put_back_to_the_servers_own_setting_even_when_its_run_fails():
+    from secoverhead.studies.audit.declarations import NULL_SINKS
+    from secoverhead.studies.audit.runner import _discarding
+
+    sql: list = []
+    conn = SimpleNamespace(cursor=lambda: _Cursor(sql, "FILE"), close=lambda: sql.append("closed"))
+    db = SimpleNamespace(admin=lambda: conn)
+    with pytest.raises(RuntimeError), _discarding(db, NULL_SINKS["general_log"]):
+        assert sql[-1] == ("SET GLOBAL log_output = %s", ("NONE",))
+        raise RuntimeError("the run failed")
+    assert sql[-2:] == [("SET GLOBAL log_output = %s", ("FILE",)), "closed"]
+
+
+def test_medians_over_sink_runs_leave_out_what_no_run_measured():
+    from secoverhead.studies.audit.runner import _medians
+
+    rows = [{"tps": 1.0, "log_io_us_per_txn": float("nan")}, {"tps": 3.0}, {"tps": 2.0}]
+    assert _medians(rows) == {"tps": 2.0}

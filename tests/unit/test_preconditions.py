@@ -525,3 +525,18 @@ def test_a_superseded_definition_names_its_date_its_change_and_what_it_was(regis
     assert got[("s", "x")].superseded == (
         registry.Superseded("2026-12-03", "c", None, ("baseline_server_cpu_us_per_op",)),
     )
+
+
+def test_the_audit_note_sets_general_logs_writes_beside_the_time_between_as_transactions():
+    rng = np.random.default_rng(5)
+    rows = [
+        {"arm": arm, "round": r, "tps": t * rng.lognormal(0, 0.005), "server_cpu_cores": 1.5,
+         **({"log_io_us_per_txn": 262.0} if arm == "general_log" else {})}
+        for r in range(6)
+        for arm, t in (("A: no audit", 500.0), ("general_log", 400.0))
+    ]  # fmt: skip
+    note = audit_claims.contention_note(pd.DataFrame(rows), room=2.0, log_share=0.13)
+    assert "general_log's writes took 262 us a transaction, against 2,0" in note
+    assert "us between two of A's transactions" in note
+    untimed = audit_claims.contention_note(pd.DataFrame(rows).drop(columns="log_io_us_per_txn"), room=2.0)
+    assert "writes took" not in untimed

@@ -167,7 +167,20 @@ def contention_note(
         text += ", ".join(f"{k} {pct(v)}" for k, v in waits.items()) + ". "
     text += _log_wait_text(runs[runs["arm"] == "general_log"])
     blocked = waits.get("blocked time") or waits.get("blocking waits")
-    return text + _what_bounds(tps, cores, blocked, waits.get("run-queue time"), room, log_share)
+    return text + _what_bounds(tps, cores, blocked, waits.get("run-queue time"), room, log_share) + _hold_text(runs)
+
+
+def _hold_text(runs: pd.DataFrame) -> str:
+    """general_log's writes per transaction against the time between two of the baseline's transactions (1 / its
+    TPS), medians: the two figures the audit claims' precondition sets side by side."""
+    log, base = runs[runs["arm"] == PER_STATEMENT_LOG], runs[runs["arm"] == BASELINE]
+    if "log_io_us_per_txn" not in log or not log["log_io_us_per_txn"].notna().any() or not len(base):
+        return ""
+    hold, between = float(log["log_io_us_per_txn"].median()), 1e6 / float(base["tps"].median())
+    return (
+        f" general_log's writes took {significant(hold, 3)} us a transaction, against {significant(between, 3)} "
+        "us between two of A's transactions."
+    )
 
 
 def _log_share_limit() -> float:

@@ -91,6 +91,29 @@ NOT_RUN = {
 SIX_MONTHS_S = 182.5 * 86400
 
 
+class NullSink(NamedTuple):
+    """An approach with its records sent where nothing is kept, beside its real log, so a report can say how much
+    of its cost is the hook and how much the writing of the record: the server variable that sends them, the
+    value that discards them, and what is then left of the approach."""
+
+    variable: str
+    discard: str
+    left: str
+
+
+NULL_SINKS = {
+    "general_log": NullSink(
+        "log_output",
+        "NONE",
+        "the logger called per statement, nothing formatted or written (MySQL refuses /dev/null "
+        "as its general_log_file)",
+    ),
+    "server_audit": NullSink(
+        "server_audit_file_path", "/dev/null", "every record formatted and written, to a device that discards it"
+    ),
+}
+
+
 # What the claims need (they are read on TPS: data/claims/registry.yaml). Noise prior: sysbench TPS in duet
 # rounds at the quick settings varied 1-3 % between rounds in every TDE cell (per-round sd of log on/off,
 # 2026-11-23); the audit duets run the same sysbench on the same machine, so TPS is taken at 3 % until an audit
@@ -123,6 +146,13 @@ class Params(StudyParams, ExternalMySQLParams):
         "has room, as the original's server near its VM's CPU",
         min=0.0,
         max=64.0,
+    )
+    sink_pairs: int = param(
+        1,
+        "pairs of runs per approach with a null sink (NULL_SINKS), its records discarded, beside its real log "
+        "after the rounds: the hook apart from the write (0: none)",
+        min=0,
+        max=20,
     )
     compress_sample_mb: int = param(
         16, "MiB of each arm's real log compressed to measure gzip and zstd ratios", min=1, max=1024

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import zstandard
 
 from secoverhead.core.errors import SecoverheadError
@@ -28,7 +29,16 @@ from secoverhead.studies.audit.claims import (
     environment_conditions,
     part_claims,
 )
-from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, PART_BUILDS, STUDY, Arm, Params, Rig
+from secoverhead.studies.audit.declarations import (
+    BASELINE,
+    NOT_RUN,
+    NULL_SINKS,
+    PART_BUILDS,
+    STUDY,
+    Arm,
+    Params,
+    Rig,
+)
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
@@ -119,7 +129,10 @@ def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
         ops_metric="queries",
         extras={"verification": verification},
         finish=lambda store: {
-            "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs}
+            "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs},
+            "null_sink": _null_sinks(
+                targets, dataclasses.replace(opts, time=min(opts.time, SINK_SECONDS)), p.sink_pairs
+            ),
         },
     )
 
@@ -194,6 +207,7 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
         if toggle is not None:  # the arm's label read back from the server before it is measured
             labels.check_audit_toggled(name, audit_state(admin), baseline)
         before, io0 = bytes_in(logs), _proc_io(db.pids[0]) if db is not None else {}
+        text = {f: f.stat().st_size for f in logs if f.is_file()}
         meter = WaitMeter(db.pids if db is not None else [], within=_inside_load(opts))
         with meter as waits, LogWaitMeter(_log_reader(db)) as log_waits:
             m = sb.measure(opts, db.cpu if db is not None else None)
@@ -209,12 +223,75 @@ def _measure(targets: dict[str, Rig], opts: SysbenchOptions, arm: str, factors: 
             "audit_bytes_per_transaction": written / txn,
             "audit_bytes_per_query": written / queries,
         }
+    if text:  # a text log holds a record a line; the binary log's events are not lines
+        m.metrics["audit_records_per_transaction"] = _lines_since(text) / txn
     if io0 and io1:
         m.metrics |= {
             "server_write_syscalls_per_query": (io1["syscw"] - io0["syscw"]) / queries,
             "server_write_bytes_per_query": (io1["wchar"] - io0["wchar"]) / queries,
         }
     return m
+
+
+def _lines_since(sizes: dict[Path, int]) -> int:
+    """Lines appended to each file since it had the size given (one rotated or truncated since: all of it)."""
+    lines = 0
+    for f, size in sizes.items():
+        with contextlib.suppress(OSError), open(f, "rb") as fh:
+            fh.seek(size if f.stat().st_size >= size else 0)
+            while chunk := fh.read(1 << 20):
+                lines += chunk.count(b"\n")
+    return lines
+
+
+# A null sink's runs compare CPU and log time per transaction, steady within seconds: a full-scale 300-s run each
+# would add an hour
+SINK_SECONDS = 30
+# What the hook apart from the write is read on: per transaction, of each run with the sink discarding and with the
+# real log (medians over the pairs)
+SINK_METRICS = ("tps", "server_cpu_us_per_op", "log_io_us_per_txn", "log_wait_share", "audit_bytes_per_transaction")
+
+
+def _null_sinks(targets: dict[str, Rig], opts: SysbenchOptions, pairs: int) -> dict[str, Any]:
+    """Each approach with a null sink, after the rounds: `pairs` pairs of runs, its records discarded and its real
+    log, the order alternating pair by pair (a drift over the pairs falls on both alike); the setting is put back
+    after each discarding run. Per approach: what is left with the sink discarding, and the medians of each."""
+    out: dict[str, Any] = {}
+    for arm, sink in NULL_SINKS.items():
+        t = targets.get(arm)
+        if t is None or t.db is None or not pairs:
+            continue
+        runs: dict[str, list[dict[str, float]]] = {"null": [], "real": []}
+        for k in range(pairs):
+            for kind in ("null", "real") if k % 2 == 0 else ("real", "null"):
+                with _discarding(t.db, sink) if kind == "null" else contextlib.nullcontext():
+                    m = _measure(targets, opts, arm, {}).metrics
+                runs[kind].append({x: float(m[x]) for x in SINK_METRICS if x in m})
+        out[arm] = {"left": sink.left, "pairs": pairs, **{kind: _medians(rs) for kind, rs in runs.items()}}
+    return out
+
+
+@contextlib.contextmanager
+def _discarding(db: Any, sink: Any):
+    """The server's records sent to the null sink for a while, its own setting put back after."""
+    conn = db.admin()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"SELECT @@GLOBAL.{sink.variable}")
+        (kept,) = cur.fetchone()
+        cur.execute(f"SET GLOBAL {sink.variable} = %s", (sink.discard,))
+        try:
+            yield
+        finally:
+            cur.execute(f"SET GLOBAL {sink.variable} = %s", (kept,))
+    finally:
+        conn.close()
+
+
+def _medians(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's median over the runs that have it (a metric none has is left out)."""
+    each = {k: [r[k] for r in rows if k in r and np.isfinite(r[k])] for r in rows for k in r}
+    return {k: float(np.median(v)) for k, v in sorted(each.items()) if v}
 
 
 # The scheduler's counters are read 1 s into a run (sysbench's connections open) and 0.5 s before its end (still

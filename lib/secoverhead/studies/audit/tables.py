@@ -131,6 +131,44 @@ def regime_table(part: Part) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def log_table(part: Part) -> pd.DataFrame:
+    """Per approach, what its log holds the server to, beside Percona's and Scylla's published figures (records
+    per query, the sink against the hook): records and bytes per transaction, its writes' time per transaction (a
+    lower bound on its lock's hold) and their share of each second at A's TPS (1 / that share bounds TPS at a
+    multiple of A's), the share of thread time waiting on the log; and, where the approach has a null sink, the
+    hook apart from the write: its server CPU per transaction with the sink discarding (over A's) and what
+    writing the record adds (the real log's runs less the discarding ones, taken in alternating pairs after the
+    rounds). Medians over each arm's runs; blank where not measured (server_audit's log is not timed)."""
+    runs = part.runs()
+    if not len(runs) or "tps" not in runs or BASELINE not in set(runs["arm"]):
+        return pd.DataFrame()
+    medians = runs.groupby("arm", sort=False).median(numeric_only=True)
+    nan = float("nan")
+    base = medians.loc[BASELINE]
+    sinks = part.extras.get("null_sink") or {}
+    rows = []
+    for arm, c in medians.drop(index=BASELINE).iterrows():
+        sink = sinks.get(arm) or {}
+        null, real = sink.get("null") or {}, sink.get("real") or {}
+        cpu = "server_cpu_us_per_op"
+        rows.append(
+            {
+                "arm": arm,
+                "records per transaction": c.get("audit_records_per_transaction", nan),
+                "bytes per transaction": c.get("audit_bytes_per_transaction", nan),
+                "log's writes per transaction, µs": c.get("log_io_us_per_txn", nan),
+                "their share of each second at A's TPS": c.get("log_io_us_per_txn", nan) * base["tps"] / 1e6,
+                "share of thread time waiting on the log": c.get("log_wait_share", nan),
+                "server CPU per transaction over A, µs": c.get(cpu, nan) - base.get(cpu, nan),
+                "null sink: what is left": sink.get("left", ""),
+                "hook: CPU over A with the sink discarding, µs": null.get(cpu, nan) - base.get(cpu, nan),
+                "write: CPU the real log adds to it, µs": real.get(cpu, nan) - null.get(cpu, nan),
+                "TPS, sink discarding / real log": null.get("tps", nan) / real.get("tps", nan) if real else nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def storage_table(part: Part) -> pd.DataFrame:
     """Six months of audit log: raw at the measured and at the original's TPS, compressed (ratios measured on
     the arm's real log), and with daily rotation keeping only compressed days."""
