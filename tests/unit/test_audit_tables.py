@@ -81,7 +81,7 @@ def test_the_log_table_sets_each_approachs_records_hold_and_sink_beside_a():
            "audit_bytes_per_transaction": 1500.0}  # fmt: skip
     binlog = {"arm": "binlog only", "tps": 480.0, "server_cpu_us_per_op": 3100.0, "audit_bytes_per_transaction": 900.0}
     base = {"arm": BASELINE, "tps": 500.0, "server_cpu_us_per_op": 3000.0}
-    sinks = {"general_log": {"left": "the hook", "pairs": 2, "null": {"tps": 450.0, "server_cpu_us_per_op": 3400.0},
+    sinks = {"general_log": {"left": "the hook", "rounds": 2, "null": {"tps": 450.0, "server_cpu_us_per_op": 3400.0},
                              "real": {"tps": 400.0, "server_cpu_us_per_op": 4100.0}}}  # fmt: skip
     runs = pd.DataFrame([log, binlog, base])
     part = SimpleNamespace(runs=lambda: runs, extras={"null_sink": sinks})
@@ -94,6 +94,9 @@ def test_the_log_table_sets_each_approachs_records_hold_and_sink_beside_a():
     assert g["hook: CPU over A with the sink discarding, µs"] == 400.0
     assert g["write: CPU the real log adds to it, µs"] == 700.0
     assert g["TPS, sink discarding / real log"] == pytest.approx(450 / 400)
+    sinks["general_log"]["baseline"] = {"tps": 480.0, "server_cpu_us_per_op": 3200.0}  # A of the sink's minutes
+    assert tables.log_table(part).set_index("arm").loc["general_log", "hook: CPU over A with the sink discarding, µs"] \
+        == 200.0  # fmt: skip
     b = t.loc["binlog only"]  # no null sink, no text records, no timed log: blank, not zero
     assert math.isnan(b["records per transaction"]) and math.isnan(b["hook: CPU over A with the sink discarding, µs"])
     assert b["null sink: what is left"] == "" and math.isnan(b["TPS, sink discarding / real log"])
@@ -142,3 +145,10 @@ def test_medians_over_sink_runs_leave_out_what_no_run_measured():
 
     rows = [{"tps": 1.0, "log_io_us_per_txn": float("nan")}, {"tps": 3.0}, {"tps": 2.0}]
     assert _medians(rows) == {"tps": 2.0}
+
+
+@pytest.mark.parametrize(("run_s", "sink_s"), [(1, 1), (2, 1), (4, 2), (300, 30)])
+def test_a_null_sinks_run_is_half_a_run_and_never_a_full_scale_one(run_s, sink_s):
+    from secoverhead.studies.audit.runner import _sink_seconds
+
+    assert _sink_seconds(run_s) == sink_s

@@ -147,10 +147,10 @@ class Params(StudyParams, ExternalMySQLParams):
         min=0.0,
         max=64.0,
     )
-    sink_pairs: int = param(
+    sink_rounds: int = param(
         1,
-        "pairs of runs per approach with a null sink (NULL_SINKS), its records discarded, beside its real log "
-        "after the rounds: the hook apart from the write (0: none)",
+        "rounds of three runs after the rounds, A, an approach with a null sink (NULL_SINKS) and with its real log: "
+        "the hook apart from the write (0: none)",
         min=0,
         max=20,
     )

@@ -130,9 +130,7 @@ def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
         extras={"verification": verification},
         finish=lambda store: {
             "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs},
-            "null_sink": _null_sinks(
-                targets, dataclasses.replace(opts, time=min(opts.time, SINK_SECONDS)), p.sink_pairs
-            ),
+            "null_sink": _null_sinks(targets, dataclasses.replace(opts, time=_sink_seconds(opts.time)), p.sink_rounds),
         },
     )
 
@@ -244,30 +242,38 @@ def _lines_since(sizes: dict[Path, int]) -> int:
     return lines
 
 
-# A null sink's runs compare CPU and log time per transaction, steady within seconds: a full-scale 300-s run each
-# would add an hour
+# A null sink's runs compare CPU and log time per transaction, steady within seconds: half a run, as a profile's
+# (hundreds of transactions at 200 threads), and never a full-scale 300-s run each, which would add an hour
 SINK_SECONDS = 30
-# What the hook apart from the write is read on: per transaction, of each run with the sink discarding and with the
-# real log (medians over the pairs)
+
+
+def _sink_seconds(run_seconds: int) -> int:
+    return max(1, min(run_seconds // 2, SINK_SECONDS))
+
+
+# What the hook apart from the write is read on: per transaction, of each run of A, of the sink discarding and of the
+# real log (medians over the rounds)
 SINK_METRICS = ("tps", "server_cpu_us_per_op", "log_io_us_per_txn", "log_wait_share", "audit_bytes_per_transaction")
 
 
-def _null_sinks(targets: dict[str, Rig], opts: SysbenchOptions, pairs: int) -> dict[str, Any]:
-    """Each approach with a null sink, after the rounds: `pairs` pairs of runs, its records discarded and its real
-    log, the order alternating pair by pair (a drift over the pairs falls on both alike); the setting is put back
+def _null_sinks(targets: dict[str, Rig], opts: SysbenchOptions, rounds: int) -> dict[str, Any]:
+    """Each approach with a null sink, after the rounds: `rounds` rounds of three runs, the baseline, the approach
+    with its records discarded and with its real log, the order rotating round by round (a drift over them falls
+    on all three alike, and the hook is read against a baseline of the same minutes); the setting is put back
     after each discarding run. Per approach: what is left with the sink discarding, and the medians of each."""
     out: dict[str, Any] = {}
     for arm, sink in NULL_SINKS.items():
         t = targets.get(arm)
-        if t is None or t.db is None or not pairs:
+        if t is None or t.db is None or BASELINE not in targets or not rounds:
             continue
-        runs: dict[str, list[dict[str, float]]] = {"null": [], "real": []}
-        for k in range(pairs):
-            for kind in ("null", "real") if k % 2 == 0 else ("real", "null"):
+        runs: dict[str, list[dict[str, float]]] = {"baseline": [], "null": [], "real": []}
+        for k in range(rounds):
+            kinds = list(runs)[k % 3 :] + list(runs)[: k % 3]
+            for kind in kinds:
                 with _discarding(t.db, sink) if kind == "null" else contextlib.nullcontext():
-                    m = _measure(targets, opts, arm, {}).metrics
+                    m = _measure(targets, opts, BASELINE if kind == "baseline" else arm, {}).metrics
                 runs[kind].append({x: float(m[x]) for x in SINK_METRICS if x in m})
-        out[arm] = {"left": sink.left, "pairs": pairs, **{kind: _medians(rs) for kind, rs in runs.items()}}
+        out[arm] = {"left": sink.left, "rounds": rounds, **{kind: _medians(rs) for kind, rs in runs.items()}}
     return out
 
 

@@ -137,8 +137,9 @@ def log_table(part: Part) -> pd.DataFrame:
     lower bound on its lock's hold) and their share of each second at A's TPS (1 / that share bounds TPS at a
     multiple of A's), the share of thread time waiting on the log; and, where the approach has a null sink, the
     hook apart from the write: its server CPU per transaction with the sink discarding (over A's) and what
-    writing the record adds (the real log's runs less the discarding ones, taken in alternating pairs after the
-    rounds). Medians over each arm's runs; blank where not measured (server_audit's log is not timed)."""
+    writing the record adds (the real log's runs less the discarding ones), from rounds of three runs after the
+    rounds: A, the sink discarding, the real log. Medians over each arm's runs; blank where not measured
+    (server_audit's log is not timed)."""
     runs = part.runs()
     if not len(runs) or "tps" not in runs or BASELINE not in set(runs["arm"]):
         return pd.DataFrame()
@@ -150,6 +151,7 @@ def log_table(part: Part) -> pd.DataFrame:
     for arm, c in medians.drop(index=BASELINE).iterrows():
         sink = sinks.get(arm) or {}
         null, real = sink.get("null") or {}, sink.get("real") or {}
+        beside = sink.get("baseline") or base  # A of the sink's own minutes, where they ran it
         cpu = "server_cpu_us_per_op"
         rows.append(
             {
@@ -161,7 +163,7 @@ def log_table(part: Part) -> pd.DataFrame:
                 "share of thread time waiting on the log": c.get("log_wait_share", nan),
                 "server CPU per transaction over A, µs": c.get(cpu, nan) - base.get(cpu, nan),
                 "null sink: what is left": sink.get("left", ""),
-                "hook: CPU over A with the sink discarding, µs": null.get(cpu, nan) - base.get(cpu, nan),
+                "hook: CPU over A with the sink discarding, µs": null.get(cpu, nan) - beside.get(cpu, nan),
                 "write: CPU the real log adds to it, µs": real.get(cpu, nan) - null.get(cpu, nan),
                 "TPS, sink discarding / real log": null.get("tps", nan) / real.get("tps", nan) if real else nan,
             }
