@@ -540,3 +540,16 @@ def test_the_audit_note_sets_general_logs_writes_beside_the_time_between_as_tran
     assert "us between two of A's transactions" in note
     untimed = audit_claims.contention_note(pd.DataFrame(rows).drop(columns="log_io_us_per_txn"), room=2.0)
     assert "writes took" not in untimed
+
+
+def test_every_condition_reads_in_words_on_the_first_screen():
+    assert set(pre.WORDS) == set(pre.CONDITIONS)
+    p = pre.Precondition("round_trip_ms", "at_least", 0.375, "w", "h")
+    assert p.said() == "the round trip at least 0.375 ms"
+    share = pre.Precondition("log_writes_share_at_baseline", "at_least", 0.5, "w", "h")
+    assert share.said() == "general_log's writes' share of each second at the baseline's TPS at least 50 %"
+    check = share.check({"log_writes_share_at_baseline": 0.09})
+    assert check["said"] == share.said() and check["shown"] == "9 %" and check["holds"] is False
+    line = summary.claims_html([dict(_verdict(registry.get("audit", "general_log-loss")).as_dict(),
+                                     preconditions=[check])])  # fmt: skip
+    assert "needs general_log&#39;s writes&#39; share" in line or "needs general_log's writes' share" in line

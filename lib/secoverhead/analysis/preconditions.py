@@ -104,6 +104,30 @@ CONDITIONS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+# Each condition as a reader's first screen says it, a few words before its limit ("the round trip at least 0.375
+# ms"); CONDITIONS says it in full.
+WORDS: dict[str, str] = {
+    "host_cores": "the host's cores",
+    "server_cpu_room_cores": "the server's CPU room",
+    "cores_left_for_clients": "the cores left for the clients",
+    "kernel_version": "the kernel",
+    "load_threads": "the load's threads",
+    "writes_throttled": "writes throttled at the disk",
+    "round_trip_ms": "the round trip",
+    "server_random_calls_per_login": "random-source calls per login",
+    "baseline_setup_over_reused": "the baseline's set-up over its reused query",
+    "baseline_server_cpu_us_per_op": "the baseline's server CPU per operation",
+    "baseline_cpu_pressure": "the baseline's CPU pressure",
+    "log_writes_share_at_baseline": "general_log's writes' share of each second at the baseline's TPS",
+    "baseline_client_cpu_us_per_op": "the baseline's client CPU per operation",
+    "baseline_cpu_share_of_quota": "the baseline's CPU share of its quota",
+    "baseline_read_iops_share_fewest": "the baseline's share of its read IOPS at the fewest threads",
+    "baseline_read_iops_share_most": "the baseline's share of its read IOPS at the most threads",
+    "baseline_split_factor_fewest": "how far a one-thread transaction's split is from the original's",
+    "baseline_split_factor_most": "how far the most threads' split is from the original's",
+}
+OP_WORDS = {"at_least": "at least", "above": "above", "at_most": "at most", "below": "below", "equals": ""}
+
 OPS = {
     "at_least": (">=", lambda v, x: v >= x),
     "above": (">", lambda v, x: v > x),
@@ -154,6 +178,11 @@ class Precondition:
         unit = CONDITIONS[self.condition][1]
         return f"{self.condition} {OPS[self.op][0]} {condition_text(self.limit, unit)}"
 
+    def said(self) -> str:
+        """The precondition in a reader's words: "the round trip at least 0.375 ms"."""
+        unit = CONDITIONS[self.condition][1]
+        return " ".join(w for w in (WORDS[self.condition], OP_WORDS[self.op], condition_text(self.limit, unit)) if w)
+
     def check(self, conditions: Mapping[str, Any]) -> dict[str, Any]:
         """This precondition on these conditions: the value read and whether it holds (None: not known)."""
         value = conditions.get(self.condition)
@@ -163,6 +192,7 @@ class Precondition:
             "text": CONDITIONS[self.condition][0],
             "source": self.source,
             "required": self.describe(),
+            "said": self.said(),
             "value": list(value) if isinstance(value, tuple) else value,
             "shown": condition_text(value, CONDITIONS[self.condition][1]),
             "holds": holds(self.op, value, self.limit),

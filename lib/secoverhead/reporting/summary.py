@@ -210,8 +210,10 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
             for c in checks
         ],
         "testable_where": d.get("testable_where", ""),
-        "failed": "; ".join(
-            f"needs {c.get('required')}, here {c.get('shown')}" for c in checks if c.get("holds") is False
+        "failed": "; ".join(  # a verdict recorded before a check had `said` has `required`
+            f"needs {c.get('said') or c.get('required')}, here {c.get('shown')}"
+            for c in checks
+            if c.get("holds") is False
         ),
         "episodes": d.get("episodes", ""),
         "sensitivity": d.get("sensitivity", ""),
