@@ -1,5 +1,5 @@
 """Keep what a reviewer and a DBA see of a `make reports`: each study's first screen (taken in Chromium when its
-run finished) and one profiled report opened in JupyterLab, its flame graph in view.
+run finished), the index's, and one profiled report opened in JupyterLab, its flame graph in view.
 
     .venv/bin/python scripts/screens.py reports docs/screens
 """
@@ -28,6 +28,9 @@ def main(reports: Path, out: Path) -> int:
             print(f"{study.name}: {run.name}")
         seen = json.loads((run / "run.json").read_text()).get("first_screen") or {}
         profiled = profiled or (run if seen.get("flamegraphs") else None)
+    if (reports / "index.html").exists():  # what the README links as the first page a user opens
+        browser.first_screen(reports / "index.html", out / "index.png")
+        print("index: index.png")
     if profiled is None:
         print("no profiled report to open in JupyterLab", file=sys.stderr)
         return 1
