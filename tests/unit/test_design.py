@@ -246,6 +246,7 @@ def test_a_budget_stop_spends_what_the_looks_left_and_a_decided_stop_does_not(tm
     exp.run(_slow_measure(0.02), looks=looks, decide=_never_decided)
     meta = store.metadata()
     assert meta["status"] == "stopped at time budget" and 3 < len(store.records()) // 2 < 40
+    assert meta["stop_reason"] == "time budget of 0.6 s reached"
     assert meta["final_alpha"] == pytest.approx(0.05 - looks.alphas[0])  # not the next look's alone
     decided = _experiment(tmp_path, "decided", {"x1": 2.0, "x2": 0.5})
     assert decided.metadata()["final_alpha"] == pytest.approx(schedule(3, 12, 4).alphas[0])
@@ -276,3 +277,4 @@ def test_a_part_without_claims_still_gets_its_guaranteed_rounds(tmp_path):
     exp.run(_slow_measure(0.001))
     measured = {r.round for r in store.records() if not r.warmup}
     assert len(measured) == 3 and store.metadata()["status"] == "stopped at time budget"
+    assert store.metadata()["stop_reason"] == "no time left of the study's budget; its guaranteed 3 rounds ran"

@@ -206,7 +206,11 @@ class Experiment:
                     break
         except _Budget:
             status = "stopped at time budget"
-            s.stop_reason = f"time budget of {significant(self.plan.max_seconds, 3)} s reached"
+            s.stop_reason = (
+                f"time budget of {significant(self.plan.max_seconds, 3)} s reached"
+                if self.plan.max_seconds > 0  # a part the parts before it left no time: its guaranteed rounds ran
+                else f"no time left of the study's budget; its guaranteed {s.guaranteed} rounds ran"
+            )
         except (KeyboardInterrupt, SystemExit):
             status = "interrupted"
             raise
