@@ -3,6 +3,7 @@ accounts for the CPU the cgroup measured. Skipped where perf cannot sample (the 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -78,10 +79,12 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
     # The profile sees what the cgroup counted (all threads, connection threads that ended included), less what
     # sampling task CPU time loses over many short wake-ups: a plain connection is a dozen slices of a few
     # microseconds each. Measured with MariaDB's thread cache reusing one thread (no thread made or ended):
-    # 2-7 % short idle, 9-12 % beside a busy core; a TLS connection, fewer and longer slices, 1-3.5 %. Never over.
+    # 2-7 % short idle, 9-12 % beside a busy core; a TLS connection, fewer and longer slices, 1-3.5 %. Over it only
+    # by the count's own chance: n samples are Poisson, sd 1/sqrt(n) (1.038 of it with ~2,900 on a slow CI run).
+    found = profiling.profiles(part.store.path)
     for arm, row in totals.iterrows():
         ratio = row["us per op"] / row["measured us per op (same run)"]
-        assert 0.80 < ratio < 1.03, (arm, ratio)
+        assert 0.80 < ratio < 1 + 3 / math.sqrt(found[arm].samples), (arm, ratio, found[arm].samples)
     extra_profile = table[(table["arm"] == "TLS") & (table["library"] != "all (profile)")][
         "extra over no TLS (us per op)"
     ].sum()
@@ -96,7 +99,7 @@ def test_mariadb_tls_profile_accounts_for_the_measured_extra_cpu_per_connection(
     top = extra_functions(part, "TLS", "no TLS", n=8)
     named = top[top["library"].str.startswith(("libssl", "libcrypto")) & ~top["function"].str.startswith("[")]
     assert len(named) >= 2, top
-    prof = profiling.profiles(part.store.path)["TLS"]
+    prof = found["TLS"]
     assert prof.unresolved < 0.10 * prof.samples
 
 
