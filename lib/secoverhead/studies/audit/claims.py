@@ -87,18 +87,22 @@ def baseline_conditions(p: Any, part: str, runs: pd.DataFrame) -> dict[str, Any]
 
 
 def component_conditions(part: str, baseline: pd.DataFrame, others: pd.DataFrame) -> dict[str, Any]:
-    """The utilisation law of a closed system: a log held h per transaction bounds TPS at 1 / h, so at the
-    baseline's TPS its writes would hold it h x TPS of each second. Per round, general_log's file time per
-    transaction (a lower bound on its lock's hold: the writes happen under it) times the baseline's TPS, the median
-    over rounds. Unknown where no general log was timed (MariaDB's part, a user's server)."""
+    """general_log's log share at the baseline's TPS (log_share); unknown where no general log was timed (MariaDB's
+    part, a user's server)."""
     log = others[others["arm"] == PER_STATEMENT_LOG] if "arm" in others else others.iloc[0:0]
+    return {LOG_SHARE: log_share(baseline, log)}
+
+
+def log_share(baseline: pd.DataFrame, log: pd.DataFrame) -> float | None:
+    """The utilisation law of a closed system: a log held h per transaction bounds TPS at 1 / h, so at the
+    baseline's TPS its writes would hold it h x TPS of each second. Per round, the log's file time per transaction
+    (a lower bound on its lock's hold: the writes happen under it) times the baseline's TPS, the median over rounds
+    (over all runs where none are recorded); None where the log was not timed."""
     if not len(log) or "log_io_us_per_txn" not in log or not len(baseline) or "tps" not in baseline:
-        return {LOG_SHARE: None}
-    by = "round" if "round" in log and "round" in baseline else None
-    hold = log.groupby(by)["log_io_us_per_txn"].median() if by else log["log_io_us_per_txn"].median()
-    tps = baseline.groupby(by)["tps"].median() if by else baseline["tps"].median()
-    share = (hold * tps / 1e6).dropna() if by else pd.Series([hold * tps / 1e6]).dropna()
-    return {LOG_SHARE: float(share.median()) if len(share) else None}
+        return None
+    key: Any = "round" if "round" in log and "round" in baseline else (lambda _: 0)
+    share = (log.groupby(key)["log_io_us_per_txn"].median() * baseline.groupby(key)["tps"].median() / 1e6).dropna()
+    return float(share.median()) if len(share) else None
 
 
 def claims(result: StudyResult) -> list[ClaimVerdict]:

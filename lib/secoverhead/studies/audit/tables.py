@@ -19,6 +19,7 @@ from secoverhead.studies.audit.claims import (
     component_conditions,
     contention_note,
     log_file_busy,
+    log_share,
 )
 from secoverhead.studies.audit.declarations import BASELINE, NOT_RUN, SIX_MONTHS_S, STUDY
 from secoverhead.studies.protocol.judging import DESCRIBED_ALPHA, conditions, published
@@ -145,7 +146,7 @@ def log_table(part: Part) -> pd.DataFrame:
         return pd.DataFrame()
     medians = runs.groupby("arm", sort=False).median(numeric_only=True)
     nan = float("nan")
-    base = medians.loc[BASELINE]
+    base, a_runs = medians.loc[BASELINE], runs[runs["arm"] == BASELINE]
     sinks = part.extras.get("null_sink") or {}
     rows = []
     for arm, c in medians.drop(index=BASELINE).iterrows():
@@ -159,7 +160,7 @@ def log_table(part: Part) -> pd.DataFrame:
                 "records per transaction": c.get("audit_records_per_transaction", nan),
                 "bytes per transaction": c.get("audit_bytes_per_transaction", nan),
                 "log's writes per transaction, µs": c.get("log_io_us_per_txn", nan),
-                "their share of each second at A's TPS": c.get("log_io_us_per_txn", nan) * base["tps"] / 1e6,
+                "their share of each second at A's TPS": _or_nan(log_share(a_runs, runs[runs["arm"] == arm])),
                 "share of thread time waiting on the log": c.get("log_wait_share", nan),
                 "server CPU per transaction over A, µs": c.get(cpu, nan) - base.get(cpu, nan),
                 "null sink: what is left": sink.get("left", ""),
@@ -169,6 +170,10 @@ def log_table(part: Part) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _or_nan(x: float | None) -> float:
+    return float("nan") if x is None else x
 
 
 def storage_table(part: Part) -> pd.DataFrame:
