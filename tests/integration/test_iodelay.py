@@ -148,10 +148,11 @@ print(json.dumps({"median_ms": statistics.median(lat), "min_ms": min(lat)}))
 
 def test_each_flush_of_a_file_on_the_device_waits_the_flush_latency(data_file, tmp_path):
     """A commit waits for its flush: fsync and fdatasync of a file on the data device take at least the flush latency
-    set (the original's SSD flush, where the RAM-backed disk's takes microseconds); reads keep theirs."""
+    set (the original's SSD flush, where the RAM-backed disk's takes microseconds); reads keep theirs. The latency
+    set is ten times a busy machine's own fsync (0.53 ms seen in CI), so lifting it shows whatever the load."""
     if iodelay.missing():
         pytest.skip(iodelay.missing())
-    flush_us = 500.0
+    flush_us = 5000.0
     latency = ReadLatency.create(data_file.parent, tmp_path, LATENCY_US, flush_us)
 
     def flush() -> dict:
