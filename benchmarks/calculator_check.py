@@ -51,6 +51,7 @@ from secoverhead import sizing
 from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import build
+from secoverhead.core.report import read_report
 from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
@@ -313,7 +314,8 @@ def _tde(a: argparse.Namespace, order: list[bool], rate: dict[str, float], want:
     run the calculator prices from (`want`, its answer) was and put under the instance it prices from; the
     write-back charged."""
     workload, instance = f"oltp_{a.workload}", want["instance"]
-    given = json.loads((Path(want["run"]) / "run.json").read_text())["parameters"]
+    report = read_report(Path(want["run"]))
+    given = dict(report.parameters) if report is not None else {}
     p = build(tde.Params, given | {"workloads": [workload], "threads": [1], "instances": [instance]}, study="tde")
     tps = int(rate["transactions_per_s"])  # sysbench takes a whole number
     warm = SysbenchOptions(workload, p.tables, p.table_size, 1, round(a.seconds))

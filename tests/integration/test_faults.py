@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from secoverhead.core.report import read_report
 from secoverhead.core.runs import status_of as run_status
 from secoverhead.measurement.results import ResultStore
 from secoverhead.servers import MariaDBServer
@@ -130,7 +131,7 @@ def test_a_run_killed_or_terminated_leaves_nothing_and_keeps_its_runs(study, sig
         assert banner < page.index("<h1") and "This run was interrupted" in page and "SIGTERM" in page[banner:]
         assert not (run_dir.parent / "latest").exists()  # nothing finished ok: no run counts
     else:  # a killed owner cannot record anything; the index tells from its PID
-        assert meta["status"] == "running" and run_status(meta) == "interrupted"
+        assert meta["status"] == "running" and run_status(read_report(run_dir)) == "interrupted"
 
 
 def test_a_killed_run_resumes_to_the_runs_of_an_uninterrupted_one_and_one_resume_at_a_time(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 
 from secoverhead.core import owners
 from secoverhead.host import cgroups, process
+from tests.records import run_json
 
 pytestmark = [pytest.mark.integration]
 EXE = str(Path(sys.executable).with_name("secoverhead"))
@@ -51,7 +52,7 @@ def _run(root: Path, name: str, status: str = "ok") -> Path:
     (run / "report.html").write_text("<p>report</p>")
     started = f"{name[:4]}-{name[4:6]}-{name[6:8]}T00:00:00+00:00"
     meta = {"study": "tls", "status": status, "started": started, "params_name": "quick", "host": "elsewhere"}
-    (run / "run.json").write_text(json.dumps(meta))
+    (run / "run.json").write_text(run_json(meta))
     return run
 
 
@@ -125,7 +126,7 @@ def test_a_sweep_removes_the_cgroup_of_an_owner_in_another_namespace_once_it_end
     if os.geteuid() != 0 or not shutil.which("unshare") or not cgroups.available("cpuacct"):
         pytest.skip("needs root, unshare(1) and a writable cpuacct hierarchy")
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run.json").write_text(json.dumps({"study": "tls"}))
+    (tmp_path / "run" / "run.json").write_text(run_json({"study": "tls"}))
     argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", HELPER, str(tmp_path / "run"), LIB]
     proc = subprocess.run(argv, input="", capture_output=True, text=True, timeout=60)
     said = json.loads(proc.stdout.splitlines()[0])

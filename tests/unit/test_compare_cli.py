@@ -15,12 +15,13 @@ from secoverhead.app import cli
 from secoverhead.core.files import atomic_write_json
 from secoverhead.measurement.results import ResultStore, RunRecord
 from secoverhead.suite import benchtable
+from tests.records import run_record
 
 ARMS = {"HTTP": 300.0, "TLS 1.2 full, RSA": 1500.0}
 
 
 def _report(d, rng, slow=1.0, noisy=False):
-    atomic_write_json(d / "run.json", {"study": "https"})
+    atomic_write_json(d / "run.json", run_record({"study": "https"}))
     store = ResultStore(d / "results", "https")
     store.write_metadata({"status": "complete"})
     run_id = 0
@@ -58,7 +59,7 @@ def test_an_arm_without_a_factor_the_others_have_is_compared_too(tmp_path):
     it left them out, 7 of 12 arms."""
 
     def report(d, rng):
-        atomic_write_json(d / "run.json", {"study": "https"})
+        atomic_write_json(d / "run.json", run_record({"study": "https"}))
         store = ResultStore(d / "results", "https")
         store.write_metadata({"status": "complete"})
         for rnd in range(6):
@@ -126,15 +127,16 @@ def test_vs_marks_only_intervals_beyond_one_and_words_only_beyond_the_noise():
 def test_runs_of_other_scales_schemas_or_servers_are_said_to_differ_before_the_numbers(tmp_path, capsys):
     a = _report(tmp_path / "a", np.random.default_rng(1))
     b = _report(tmp_path / "b", np.random.default_rng(2))
-    for d, scale, schema, version in ((a, "quick", 3, "1.22.1"), (b, "smoke", 4, "1.24.0")):
-        atomic_write_json(d / "run.json", {"study": "https", "params_name": scale, "schema": schema})
+    for d, scale, schema, version in ((a, "quick", 3, "1.22.1"), (b, "smoke", 2, "1.24.0")):  # 2: migrated on read
+        fields = {"study": "https", "params_name": scale, "params_files": [f"{scale}.yaml"], "schema": schema}
+        atomic_write_json(d / "run.json", run_record(fields) if schema == 3 else fields)
         meta = json.loads((d / "results" / "https" / "metadata.json").read_text())
         meta["servers"] = {"nginx rsa": {"engine": "nginx", "version": version}}
         atomic_write_json(d / "results" / "https" / "metadata.json", meta)
     _compare(a, b)
     err = capsys.readouterr().err
     assert "note: the runs differ in scale: A quick, B smoke" in err
-    assert "note: the runs differ in schema: A 3, B 4" in err
+    assert "note: the runs differ in schema: A 3, B 2" in err
     assert "note: the runs differ in servers: A nginx 1.22.1, B nginx 1.24.0" in err
     assert "RuntimeWarning" not in err and "All-NaN" not in err
 
@@ -172,8 +174,8 @@ def _series_report(root, k, rng, level, revision=None):
     d = root / "https" / f"20261101T{k:02d}0000Z-vm-quick"
     (d / "results").mkdir(parents=True)
     _report(d, rng, slow=level)
-    atomic_write_json(d / "run.json", {"study": "https", "status": "ok", "params_name": "quick",
-                                       "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}})  # fmt: skip
+    atomic_write_json(d / "run.json", run_record({"study": "https", "status": "ok", "params_name": "quick",
+                                       "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}}))  # fmt: skip
     atomic_write_json(d / "calibration.json", {"rsa2048_sign_us": 800})
     v = {"id": "x", "claim": "x", "verdict": "~"}
     if revision is not None:
@@ -246,6 +248,17 @@ def test_two_reports_apart_by_the_machines_day_are_no_regression_under_the_decla
     assert "the prior declared in test-levels.yaml (test), added until 5 reports" in capsys.readouterr().err
     twice = _report(tmp_path / "twice", np.random.default_rng(3), slow=2.0)
     assert _compare(a, twice)[0] == 1  # twice as slow is beyond that prior
+
+
+@pytest.mark.parametrize("schema", [4, 1, None])
+def test_a_report_of_a_schema_not_read_here_is_one_line_naming_both_versions_and_exit_2(tmp_path, capsys, schema):
+    a = _report(tmp_path / "a", np.random.default_rng(1))
+    b = _report(tmp_path / "b", np.random.default_rng(2))
+    atomic_write_json(b / "run.json", run_record({"study": "https", "params_name": "quick"}) | {"schema": schema})
+    assert cli.main(["compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"report schema {schema!r} was written by" in err[0], err
+    assert "this one reads 2 to 3" in err[0] and ("newer" in err[0]) == (schema == 4), err
 
 
 def test_a_broken_prior_is_one_line_and_exit_2(tmp_path, prior, capsys):

@@ -14,11 +14,14 @@ from secoverhead.app import pipeline, record
 from secoverhead.core import signals
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import write_in_place
+from tests.records import run_record
 
 
 def _finalise(run_dir, status="ok", params_name="x"):
     study = SimpleNamespace(title="t")
-    rec = record.ReportRecord(run_dir, {"study": "tls", "params_name": params_name, "status": "running"})
+    files = [f"papermill-params/tls/{params_name.split('+')[0]}.yaml"]  # the first file names the scale
+    fields = {"study": "tls", "params_name": params_name, "params_files": files, "status": "running"}
+    rec = record.ReportRecord(run_dir, run_record(fields))
     rec.write(reserve=True)
     run = pipeline.ClaimedRun(run_dir, SimpleNamespace(), [], "")
     ending = record.Ending(status)

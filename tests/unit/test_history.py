@@ -15,6 +15,7 @@ from scipy import stats
 
 from secoverhead.reporting import plots, series
 from secoverhead.suite import expected, history
+from tests.records import run_json
 
 
 def _verdicts(ratio: float, loss: tuple[float, float]) -> dict:
@@ -61,7 +62,7 @@ def _run(root: Path, k: int, rsa_us: float, ratio: float, loss: tuple[float, flo
     (d / "results").mkdir(parents=True)
     meta = {"study": "tde", "started": f"2026-11-01T{k:02d}:00:00Z", "environment": {}, "status": status}
     meta["params_name"] = scale
-    (d / "run.json").write_text(json.dumps(meta))
+    (d / "run.json").write_text(run_json(meta))
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": rsa_us}))
     (d / "results" / "verdicts.json").write_text(json.dumps(_verdicts(ratio, loss)))
     return name
@@ -132,15 +133,15 @@ def test_a_mark_names_a_run_of_its_own_study_by_folder(tmp_path):
 
     audit = tmp_path / "audit" / "20261101T000000Z-a"
     audit.mkdir(parents=True)
-    (audit / "run.json").write_text(json.dumps({"study": "audit", "status": "ok"}))
+    (audit / "run.json").write_text(run_json({"study": "audit", "status": "ok"}))
     mislaid = tmp_path / "tls" / "20261101T000000Z-b"  # an audit run copied into tls/
     mislaid.mkdir(parents=True)
-    (mislaid / "run.json").write_text(json.dumps({"study": "audit", "status": "ok"}))
+    (mislaid / "run.json").write_text(run_json({"study": "audit", "status": "ok"}))
     for run in (str(audit), "../audit/20261101T000000Z-a", mislaid.name, ".."):
         with pytest.raises(ConfigError):
             expected.mark(tmp_path, "tls", run, "why")
     assert not (tmp_path / expected.FILE).exists()
-    (mislaid / "run.json").write_text(json.dumps({"study": "tls", "status": "ok"}))
+    (mislaid / "run.json").write_text(run_json({"study": "tls", "status": "ok"}))
     assert expected.mark(tmp_path, "tls", mislaid.name, "why").exists()
 
 

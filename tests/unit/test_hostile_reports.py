@@ -5,7 +5,6 @@ written over something that is not one."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.sizing.sources import check_calibration, target_calibration
+from tests.records import run_json
 
 EXE = str(Path(sys.executable).with_name("secoverhead"))
 PEAK = "import resource,subprocess,sys; r=subprocess.run(sys.argv[1:]); " \
@@ -37,7 +37,7 @@ def _cli(*args: str, cwd: Path) -> tuple[int, str, str, int]:
 def _run(root: Path, name: str, meta: dict) -> Path:
     d = root / "tls" / name
     (d / "results").mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"study": "tls", "status": "ok", "params_name": "smoke", **meta}))
+    (d / "run.json").write_text(run_json({"study": "tls", "status": "ok", "params_name": "smoke", **meta}))
     return d
 
 

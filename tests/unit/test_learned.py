@@ -14,6 +14,7 @@ import pytest
 from secoverhead.analysis import claim_registry
 from secoverhead.core.errors import ConfigError
 from secoverhead.suite import learned
+from tests.records import run_json
 
 
 def _report(
@@ -24,7 +25,7 @@ def _report(
     (d / "results").mkdir(parents=True)
     meta = {"study": study, "started": f"2026-11-01T{k:02d}:00:00Z", "status": "ok", "params_name": scale,
             "environment": {"tools": {"mariadbd": "10.11"}}}  # fmt: skip
-    (d / "run.json").write_text(json.dumps(meta))
+    (d / "run.json").write_text(run_json(meta))
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
     # TDE's low-concurrency claim: a contrast (few threads over many, an instance cancels) and a ratio between arms
     low = {"id": "4c16g:low-concurrency-loss", "claim": "loss at low concurrency", "verdict": "inconclusive",

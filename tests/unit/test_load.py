@@ -10,6 +10,7 @@ import pytest
 import secoverhead
 from secoverhead.core.errors import ConfigError
 from secoverhead.measurement.results import ResultStore, RunRecord
+from tests.records import run_json
 
 
 def make_run(reports, study: str, name: str, params_name: str, tps: float) -> None:
@@ -20,7 +21,9 @@ def make_run(reports, study: str, name: str, params_name: str, tps: float) -> No
     for i, arm in enumerate(("off", "on")):
         store.append(RunRecord(i, arm, {"threads": 16}, 0, 0, False, "t0", "t1", 1.0,
                                metrics={"tps": tps * (1 - 0.1 * i)}))  # fmt: skip
-    (d / "run.json").write_text(json.dumps({"study": study, "params_name": params_name, "status": "ok"}))
+    files = [f"papermill-params/{study}/{stem}.yaml" for stem in params_name.split("+")]  # as the pipeline records
+    record = {"study": study, "params_name": params_name, "params_files": files, "status": "ok"}
+    (d / "run.json").write_text(run_json(record))
     verdict = {"id": "4c16g:high-concurrency-loss", "claim": "c", "verdict": "reproduced", "ratio": 0.9,
                "part": "4c16g", "server": {"build": "MariaDB", "version": "10.11.19"}}  # fmt: skip
     (d / "verdicts.json").write_text(json.dumps({"verdicts": [verdict]}))
@@ -76,7 +79,7 @@ def test_what_load_cannot_read_is_said_and_a_link_out_of_the_run_is_not_followed
     make_run(tmp_path, "tde", "2026-11-26-quick", "quick", 1000.0)
     big = tmp_path / "tde" / "2026-11-27-big"
     make_run(tmp_path, "tde", big.name, "quick", 1000.0)
-    (big / "run.json").write_text(json.dumps({"study": "tde", "pad": "x" * (5 << 20)}))
+    (big / "run.json").write_text(run_json({"study": "tde", "pad": "x" * (5 << 20)}))
     elsewhere = tmp_path / "elsewhere"
     make_run(tmp_path, "tde", "outside-run", "quick", 5.0)  # another run's data, linked into a third run
     (tmp_path / "tde" / "outside-run").rename(elsewhere)

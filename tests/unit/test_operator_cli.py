@@ -10,6 +10,7 @@ from pathlib import Path
 
 from secoverhead.app.cli import main
 from secoverhead.suite import history
+from tests.records import run_json
 
 EXE = str(Path(sys.executable).with_name("secoverhead"))
 
@@ -38,7 +39,7 @@ def test_index_writes_changes_json_and_fails_on_a_change_only_when_asked(tmp_pat
     monkeypatch.setattr(history, "changes", lambda df, root=None: [_change()])
     run = tmp_path / "tde" / "20261101T000000Z-vm-quick"
     (run / "results").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"status": "ok", "params_name": "quick", "study": "tde"}))
+    (run / "run.json").write_text(run_json({"status": "ok", "params_name": "quick", "study": "tde"}))
     (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [
         {"id": "x", "claim": "c", "verdict": "reproduced", "ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0}]}))  # fmt: skip
     assert main(["index", "--reports", str(tmp_path)]) == 0

@@ -4,7 +4,6 @@ and a run of another host judged by its lease."""
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import subprocess
@@ -15,7 +14,9 @@ import pytest
 
 from secoverhead.core import owners, runlock, runs
 from secoverhead.core.errors import ConfigError
+from secoverhead.core.report import Report
 from secoverhead.core.runlock import RunLock
+from tests.records import run_json, run_record
 
 
 def _dead_pid() -> int:
@@ -74,13 +75,13 @@ def test_without_a_registry_another_namespaces_owner_is_kept(tmp_path, monkeypat
 
 
 def test_a_run_of_another_host_is_running_until_its_lease_ends():
-    meta = {"status": "running", "host": "elsewhere-" + socket.gethostname(), "owner": "1.1.1"}
-    assert runs.status_of(meta) == "running"  # nothing known of when it wrote: kept
-    assert runs.status_of(meta, time.time() - 60) == "running"
-    assert runs.status_of(meta, time.time() - runs.FOREIGN_LEASE_S - 60) == "interrupted"
+    meta = run_record({"status": "running", "host": "elsewhere-" + socket.gethostname(), "owner": "1.1.1"})
+    assert runs.status_of(Report.of(meta)) == "running"  # nothing known of when it wrote: kept
+    assert runs.status_of(Report.of(meta), time.time() - 60) == "running"
+    assert runs.status_of(Report.of(meta), time.time() - runs.FOREIGN_LEASE_S - 60) == "interrupted"
     here = meta | {"host": socket.gethostname(), "owner": owners.me()}
-    assert runs.status_of(here, time.time() - runs.FOREIGN_LEASE_S - 60) == "running"  # here the owner says it
-    assert runs.status_of(here | {"owner": f"{_dead_pid()}"}) == "interrupted"
+    assert runs.status_of(Report.of(here), time.time() - runs.FOREIGN_LEASE_S - 60) == "running"  # the owner says
+    assert runs.status_of(Report.of(here | {"owner": f"{_dead_pid()}"})) == "interrupted"
 
 
 def test_the_run_lock_names_its_holder_and_another_hosts_lock_is_respected_by_lease(tmp_path):
@@ -95,7 +96,7 @@ def test_the_run_lock_names_its_holder_and_another_hosts_lock_is_respected_by_le
         RunLock(tmp_path).acquire()
     stale = time.time() - runlock.FOREIGN_LEASE_S - 60
     (tmp_path / "run.lock").write_text(other.replace(other.split()[-1], f"{stale:.0f}"))
-    (tmp_path / "run.json").write_text(json.dumps({"status": "running"}))
+    (tmp_path / "run.json").write_text(run_json({"status": "running"}))
     for f in ("run.json", "run.lock"):
         os.utime(tmp_path / f, (stale, stale))
     RunLock(tmp_path).acquire().release()  # lease over: taken
@@ -106,7 +107,7 @@ def test_a_held_lock_renews_its_date_so_another_host_sees_a_live_lease(tmp_path,
     *started* it is still leased, because it last said so minutes ago."""
     monkeypatch.setattr(runlock, "RENEW_S", 0.2)
     old = time.time() - runlock.FOREIGN_LEASE_S - 3600
-    (tmp_path / "run.json").write_text(json.dumps({"status": "running", "host": "elsewhere", "owner": "7.1.1"}))
+    (tmp_path / "run.json").write_text(run_json({"status": "running", "host": "elsewhere", "owner": "7.1.1"}))
     os.utime(tmp_path / "run.json", (old, old))
     lock = RunLock(tmp_path).acquire()
     try:
@@ -129,10 +130,10 @@ def test_resume_checks_that_the_run_lies_in_its_studys_folder(tmp_path):
 
     run = tmp_path / "tls" / "20261101T000000Z-vm-smoke"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"study": "auth", "status": "interrupted", "parameters": {}}))
+    (run / "run.json").write_text(run_json({"study": "auth", "status": "interrupted", "parameters": {}}))
     with pytest.raises(ConfigError, match="names study 'auth' but it lies in 'tls'"):
         resume_values(run)
-    (run / "run.json").write_text(json.dumps({"study": "tls", "status": "interrupted", "parameters": {"a": 1}}))
+    (run / "run.json").write_text(run_json({"study": "tls", "status": "interrupted", "parameters": {"a": 1}}))
     assert resume_values(run) == ("tls", {"a": 1})
 
 
@@ -148,9 +149,9 @@ def test_resume_refuses_parameters_edited_since_the_run_began(tmp_path):
         "parameters": began,
         "parameters_sha256": parameters_digest(began),
     }
-    (run / "run.json").write_text(json.dumps(record))
+    (run / "run.json").write_text(run_json(record))
     assert resume_values(run) == ("tde", began)  # as recorded: read back from JSON, the same digest
     edited = record | {"parameters": began | {"repetitions": 50}}
-    (run / "run.json").write_text(json.dumps(edited))
+    (run / "run.json").write_text(run_json(edited))
     with pytest.raises(ConfigError, match="parameters differ from those it began with"):
         resume_values(run)

@@ -16,6 +16,7 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import accept, build, coerce, layer, read_file, specs
 from secoverhead.studies import STUDIES
 from secoverhead.suite.notebooks import NOTEBOOKS
+from tests.records import run_json
 
 
 def notebook_cell(study) -> dict:
@@ -57,7 +58,7 @@ def test_the_pipeline_injects_only_names_the_cell_declares(tmp_path, monkeypatch
     study = STUDIES["tde"]
     values = {"workloads": ["oltp_read_only"], "tables": 3, "commit_flush": 2, "plan_check": "warn"}
     record = tmp_path / "run.json"
-    record.write_text(json.dumps({"parameters": values}))
+    record.write_text(run_json({"parameters": values}))
     injected = notebook_parameters(study, values, tmp_path / "results", record)
     assert set(injected) == {"workloads", "output_dir", "params_from"}
     assert (injected["output_dir"], injected["params_from"]) == ("results", "run.json")

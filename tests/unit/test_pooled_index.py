@@ -10,6 +10,7 @@ from pathlib import Path
 from secoverhead.analysis.pooling import ALPHA, LOOKS, RunEstimate, look_confidence, pool
 from secoverhead.reporting import over_reports, series
 from secoverhead.suite import pooled
+from tests.records import run_json
 
 BUILD = "10.11.19-MariaDB"
 
@@ -29,7 +30,7 @@ def _run(
     (d / "results").mkdir(parents=True)
     started = f"2026-11-0{1 + k // 24}T{k % 24:02d}:00:00Z"
     env = {"tools": {"mariadbd": BUILD}} if status == "ok" else None  # recorded as a report ends
-    (d / "run.json").write_text(json.dumps({"study": "audit", "started": started, "status": status,
+    (d / "run.json").write_text(run_json({"study": "audit", "started": started, "status": status,
                                             "params_name": scale, "environment": env}))  # fmt: skip
     (d / "calibration.json").write_text(json.dumps({"rsa2048_sign_us": 800}))
     judged = {"intervals": [[0.9, 1.03]], "cells": [], "quantity": "ratio"}

@@ -3,12 +3,12 @@ remeasure sends a new measurement elsewhere, never into the report."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from secoverhead.studies import STUDIES
+from tests.records import run_json
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def report(tmp_path, monkeypatch):
 
 
 def _params(status, **extra):
-    Path("run.json").write_text(json.dumps({"status": status, "parameters": {}}))
+    Path("run.json").write_text(run_json({"status": status, "parameters": {}}))
     ns = {"output_dir": "results", "params_from": "run.json", **extra}
     return STUDIES["tls"].Params.from_namespace(ns, study="tls")
 

@@ -5,7 +5,6 @@ an output_dir of other files and a params_from that is not a run.json, in one li
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from secoverhead.core.errors import ConfigError
 from secoverhead.studies import STUDIES
+from tests.records import run_json
 
 EXE = str(Path(sys.executable).with_name("secoverhead"))
 SENTINEL = "sentinel-outside-the-report-2f9c"
@@ -30,7 +30,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def _run(root: Path, name: str) -> Path:
     d = root / "tls" / name
     (d / "results").mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"study": "tls", "status": "ok", "params_name": "smoke", "parameters": {}}))
+    (d / "run.json").write_text(run_json({"study": "tls", "status": "ok", "params_name": "smoke", "parameters": {}}))
     (d / "report.html").write_text("<html><body>the report</body></html>")
     return d
 
@@ -118,7 +118,7 @@ def test_papermill_and_jupyterlab_refuse_an_output_dir_or_params_from_not_the_pr
 
 def test_a_run_json_of_another_study_is_refused(tmp_path):
     rj = tmp_path / "run.json"
-    rj.write_text(json.dumps({"study": "audit", "parameters": {}}))
+    rj.write_text(run_json({"study": "audit", "parameters": {}}))
     with pytest.raises(ConfigError, match=r"a run\.json of study 'audit', not of 'tls'"):
         STUDIES["tls"].Params.from_namespace({"params_from": str(rj)})
 

@@ -14,6 +14,7 @@ import jsonschema
 from secoverhead.app import cli, commands
 from secoverhead.app.pipeline import RunOutcome
 from secoverhead.core import paths
+from tests.records import run_json
 
 SCHEMA = json.loads((paths.ROOT / "docs" / "schemas" / "run-output.schema.json").read_text())
 
@@ -28,7 +29,7 @@ def _stdout(fn, *args) -> tuple[object, str]:
 def test_a_run_document_validates_and_counts_its_verdicts(tmp_path):
     run = tmp_path / "https" / "20261127T000000Z-vm-quick"
     (run / "results").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"study": "https", "status": "ok", "params_name": "quick"}))
+    (run / "run.json").write_text(run_json({"study": "https", "status": "ok", "params_name": "quick"}))
     verdicts = [{"id": "a", "verdict": "reproduced"}, {"id": "b", "verdict": "reproduced"},
                 {"id": "c", "verdict": "not testable here"}]  # fmt: skip
     (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": verdicts}))

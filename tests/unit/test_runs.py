@@ -2,31 +2,35 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from secoverhead.core import runs
+from secoverhead.core.report import Report, read_report, scale_for
+from tests.records import run_json, run_record
 
 
 def _run(study, name, status="ok", params="quick", **extra):
     d = study / name
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"status": status, "params_name": params, **extra}))
+    (d / "run.json").write_text(run_json({"status": status, "params_name": params, **extra}))
     return d
 
 
-def test_scale_of_reads_the_first_parameter_file():
-    assert runs.scale_of("quick+run_seconds") == "quick"
-    assert runs.scale_of("smoke") == "smoke"
-    assert runs.scale_of("4c16g") == "4c16g"
-    assert runs.scale_of(None) == ""
+def test_the_scale_is_the_first_parameter_file_when_a_scale_else_the_sets_name_and_schema_2_is_migrated():
+    assert scale_for(["papermill-params/tls/quick.yaml", "run_seconds.yaml"], "quick+run_seconds") == "quick"
+    assert scale_for(["/home/me/4c16g.yaml"], "4c16g") == "4c16g" and scale_for([], "") == ""
+    assert scale_for(["mine/smoke-ish.yaml"], "smoke-ish+x") == "smoke-ish+x"  # a name is never split for it
+    old = {"schema": 2, "params_name": "full+seed", "params_files": ["p/tls/full.yaml", "seed.yaml"]}
+    assert Report.of(old).scale == "full" and Report.of(old | {"params_files": []}).scale == "full+seed"
+    assert Report.of(old | {"schema": 3, "scale": "smoke"}).scale == "smoke"  # 3: the field, whatever the files
+    assert Report.of({"schema": 3, "params_name": "quick"}).scale == ""  # never recovered from a name
     assert runs.scale_rank("full") > runs.scale_rank("4c16g") == runs.scale_rank("quick") > runs.scale_rank("smoke")
 
 
 def test_status_of_a_running_record_whose_owner_is_gone_is_interrupted():
-    assert runs.status_of({"status": "running", "owner_pid": os.getpid()}) == "running"
-    assert runs.status_of({"status": "running", "owner_pid": 0}) == "interrupted"
-    assert runs.status_of("not a record") == "unknown"
+    assert runs.status_of(Report.of(run_record({"status": "running", "owner_pid": os.getpid()}))) == "running"
+    assert runs.status_of(Report.of(run_record({"status": "running", "owner_pid": 0}))) == "interrupted"
+    assert runs.status_of(None) == "unknown"
 
 
 def test_the_run_that_counts_is_the_newest_ok_of_the_largest_scale(tmp_path):
@@ -73,9 +77,10 @@ def test_a_run_from_the_future_is_flagged_sorts_last_and_never_counts(tmp_path):
     study = tmp_path / "tls"
     real = [_run(study, f"20261120T00000{i}Z-real", started=_at(-i - 1)) for i in range(2)]
     ahead = _run(study, "20261119T000000Z-ahead", started=_at(+30))  # a host whose clock is a day ahead
-    assert runs.from_the_future(json.loads((ahead / "run.json").read_text()))
-    assert not runs.from_the_future({"started": _at(+0.05)})  # minutes of skew are not the future
-    assert not runs.from_the_future({"started": "garbage"}) and runs.started_at({"started": "garbage"}) is None
+    assert runs.from_the_future(read_report(ahead))
+    assert not runs.from_the_future(Report.of(run_record({"started": _at(+0.05)})))  # minutes of skew: not the future
+    garbage = Report.of(run_record({"started": "garbage"}))
+    assert not runs.from_the_future(garbage) and runs.started_at(garbage) is None and runs.started_at(None) is None
     assert runs.runs_of(study) == [*real, ahead]
     assert runs.counting(study) == real[0]
 

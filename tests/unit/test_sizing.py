@@ -26,6 +26,7 @@ from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.estimate import Storage, compute_line, totals
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import Line, Measure
+from tests.records import run_json
 
 M = {"rsa2048_sign_us": 100.0, "ecdsa_p256_sign_us": 20.0, "x25519_derive_us": 30.0, "python_loop_ms": 50.0}
 RSA = (("rsa2048_sign_us", 1),)
@@ -207,7 +208,7 @@ def _report(
             value = cost * (1 + rng.normal(0, 0.02))
             store.append(RunRecord(i, arm, {}, rnd, rnd, False, "", "", 1.0, metrics={metric: value}))
             i += 1
-    (run / "run.json").write_text(json.dumps({"study": study, "status": status, "parameters": {}}))
+    (run / "run.json").write_text(run_json({"study": study, "status": status, "parameters": {}}))
     (run / "calibration.json").write_text(json.dumps(CAL))
     return run
 
@@ -396,8 +397,8 @@ def test_a_between_run_sd_its_claims_add_widens_the_extra_by_the_arms_level_time
 def _in_series(run: Path, day: int, scale: str = "quick") -> Path:
     """A report as the index reads one: started on its day, at its scale, with a verdict recorded."""
     meta = json.loads((run / "run.json").read_text())
-    meta |= {"started": f"2026-01-{day:02d}T00:00:00+00:00", "params_name": scale}
-    (run / "run.json").write_text(json.dumps(meta))
+    meta |= {"started": f"2026-01-{day:02d}T00:00:00+00:00", "params_name": scale, "scale": scale}
+    (run / "run.json").write_text(run_json(meta))
     verdict = {"id": "https:full-handshake", "claim": "c", "ratio": 2.0, "ci_low": 1.5, "ci_high": 2.5}
     (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": [verdict | {"verdict": "reproduced"}]}))
     (run / "verdicts.json").write_text((run / "results" / "verdicts.json").read_text())
@@ -476,7 +477,7 @@ def _tls_report(root: Path, name: str, parts: dict[str, float], day: int) -> Pat
                 store.append(RunRecord(i, arm, {}, rnd, rnd, False, "", "", 1.0, metrics=metrics))
                 i += 1
     meta = {"study": "tls", "status": "ok", "parameters": {}, "params_name": "quick"}
-    (run / "run.json").write_text(json.dumps(meta | {"started": f"2026-01-{day:02d}T00:00:00+00:00"}))
+    (run / "run.json").write_text(run_json(meta | {"started": f"2026-01-{day:02d}T00:00:00+00:00"}))
     (run / "calibration.json").write_text(json.dumps(CAL))
     return run
 

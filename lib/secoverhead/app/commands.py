@@ -191,15 +191,14 @@ def _run_record(o: Any) -> dict[str, Any]:
     from collections import Counter
 
     from secoverhead.analysis.verdicts import read_verdicts  # deferred: see the module docstring
-    from secoverhead.core.files import read_json
-    from secoverhead.core.runs import scale_of
+    from secoverhead.core.report import readable
 
-    meta = read_json(o.run_dir / "run.json") if o.run_dir else None
+    report = readable(o.run_dir) if o.run_dir else None
     verdicts = (read_verdicts(o.run_dir) or {}).get("verdicts", []) if o.run_dir else []
     return {
         "id": o.run_dir.name if o.run_dir else None,
         "study": o.study,
-        "scale": scale_of(meta.get("params_name")) if isinstance(meta, dict) else "",
+        "scale": report.scale if report is not None else "",
         "status": o.status,
         "run_dir": str(o.run_dir) if o.run_dir else None,
         "error": o.error,

@@ -34,7 +34,7 @@ from secoverhead.app.stderr import PLAIN
 from secoverhead.app.watch import Watch
 from secoverhead.core import owners, signals
 from secoverhead.core.errors import ConfigError, KernelDied
-from secoverhead.core.files import read_json, sanitize
+from secoverhead.core.files import sanitize
 from secoverhead.core.params import (
     MAX_PLANNED_RUNS,
     build,
@@ -46,8 +46,9 @@ from secoverhead.core.params import (
     specs,
 )
 from secoverhead.core.paths import LEARNED_ENV, user_path
+from secoverhead.core.report import read_report
 from secoverhead.core.runlock import HELD_ENV, RunLock, hold_servers, server_addresses
-from secoverhead.core.runs import EMBEDDED, check_inside, running, scale_of
+from secoverhead.core.runs import EMBEDDED, check_inside, running
 from secoverhead.core.secrets import EMBEDDED_PASSWORD_ENV, secret_from
 from secoverhead.core.signals import Terminated as Terminated  # re-exported: callers stop on it as before
 from secoverhead.host import calibration, leaks
@@ -448,7 +449,7 @@ def _learned(run: ClaimedRun, study_id: str, record: ReportRecord) -> Path:
     from secoverhead.suite import learned  # deferred: pandas and the studies' rules, past the parameters
 
     target = str(record.fields.get("target") or EMBEDDED)
-    return learned.write(run.dir, run.dir.parent.parent, study_id, scale_of(record.name), target)
+    return learned.write(run.dir, run.dir.parent.parent, study_id, str(record.fields["scale"]), target)
 
 
 @contextlib.contextmanager
@@ -550,26 +551,28 @@ def resume_values(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
         run_dir = user_path(run_dir)
     except ValueError as exc:
         raise ConfigError(f"--resume {exc}") from None
-    meta = read_json(run_dir / "run.json")
-    if not isinstance(meta, dict) or "study" not in meta:
+    try:
+        report = read_report(run_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"--resume {exc}") from None
+    if report is None or not report.study:
         raise ConfigError(f"--resume {run_dir}: no readable run.json (is it a report directory?)")
     try:
         check_inside(run_dir)  # a resumed run writes into its folder: never through a link out of it
     except ConfigError as exc:
         raise ConfigError(f"--resume {exc}") from None
-    if running(run_dir) and (meta.get("owner") or str(meta.get("owner_pid"))) not in (owners.me(), str(os.getpid())):
-        where = f"pid {meta.get('owner_pid')} on {meta.get('host')}"
-        raise ConfigError(f"--resume {run_dir}: that run is still running ({where})")
-    if meta.get("status") == "ok":
+    if running(run_dir) and (report.owner or str(report.owner_pid)) not in (owners.me(), str(os.getpid())):
+        raise ConfigError(f"--resume {run_dir}: that run is still running (pid {report.owner_pid} on {report.host})")
+    if report.status == "ok":
         raise ConfigError(f"--resume {run_dir}: that run completed; nothing to resume")
-    study = str(meta["study"])
+    study = report.study
     if study not in NOTEBOOKS or run_dir.parent.name != study:  # its folder says whose run it is, as the index reads it
         raise ConfigError(
             f"--resume {run_dir}: its run.json names study {study[:40]!r} but it lies in "
             f"{run_dir.parent.name!r}/ (a run of one study is resumed in its own folder)"
         )
-    values = dict(meta.get("parameters") or {})
-    recorded = meta.get("parameters_sha256")
+    values = dict(report.parameters)
+    recorded = report.recorded.get("parameters_sha256")
     if recorded is not None and recorded != parameters_digest(values):
         raise ConfigError(
             f"--resume {run_dir}: its run.json's parameters differ from those it began with (edited since); a run "

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from secoverhead.core import owners
-from secoverhead.core.files import SCHEMA, atomic_write_bytes, read_json, sanitize, write_in_place
+from secoverhead.core.files import atomic_write_bytes, read_json, sanitize, write_in_place
+from secoverhead.core.report import REPORT_SCHEMA, read_report, scale_for
 from secoverhead.host import environment
 from secoverhead.measurement.parts import server_of
 
@@ -50,22 +51,26 @@ class ReportRecord:
 
     @classmethod
     def begin(cls, run_dir: Path, fields: dict[str, Any], *, resumed: bool, placement: Any = None) -> ReportRecord:
-        """A new record, or a resumed run's, keeping what the first attempt recorded (its name, files, start and
-        target) and adding this attempt's host and owner."""
-        previous = read_json(run_dir / "run.json") if resumed else None
-        previous = previous if isinstance(previous, dict) else {}
+        """A new record, or a resumed run's, keeping what the first attempt recorded (its name, files, scale, start
+        and target) and adding this attempt's host and owner. The scale is written here, from the files the run
+        began with, so that no reader recovers it from a name."""
+        report = read_report(run_dir) if resumed else None
+        previous = dict(report.recorded) if report is not None else {}
         started = environment.utc_now()
         kept = {k: previous[k] for k in ("params_name", "params_files", "started", "target") if k in previous}
+        scale = report.scale if report else scale_for(fields.get("params_files"), str(fields.get("params_name", "")))
         record = (
-            {"schema": SCHEMA, "started": started}
+            {"started": started}
             | fields
             | kept
             | {
+                "schema": REPORT_SCHEMA,
+                "scale": scale,
                 "host": socket.gethostname(),
                 "owner": owners.me(),
                 "owner_pid": os.getpid(),
                 "status": "running",
-                "resumed": int(previous.get("resumed", 0)) + (1 if previous else 0),
+                "resumed": report.resumed + 1 if report else 0,
             }
         )
         if placement is not None and placement.target:

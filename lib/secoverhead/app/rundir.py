@@ -10,8 +10,8 @@ import socket
 from pathlib import Path
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
+from secoverhead.core.report import read_report
 from secoverhead.core.runs import check_inside, counting
 
 
@@ -45,8 +45,8 @@ def check_run_dir(run: str | os.PathLike) -> Path:
         d = user_path(run)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    meta = read_json(d / "run.json")
-    if not isinstance(meta, dict) or not isinstance(meta.get("study"), str):
+    report = read_report(d)
+    if report is None or not report.study:
         raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
     check_inside(d)
     return d

@@ -12,13 +12,12 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import read_json, within
+from secoverhead.core.files import within
 from secoverhead.core.owners import alive
+from secoverhead.core.report import SCALES, Report, readable
 
-SCALES = ("smoke", "quick", "full")
 # a parameter set of the user's own (4c16g, a file of theirs) ranks with quick: larger than a smoke run's
 # check, and no claim to be the original's full scale
 OTHER_RANK = 1
@@ -59,28 +58,22 @@ def check_inside(run_dir: Path) -> None:
         )
 
 
-def scale_of(params_name: Any) -> str:
-    """A run's scale: the first parameter file of its set when it is one of SCALES, else the set's name."""
-    first = str(params_name or "").split("+", 1)[0]
-    return first if first in SCALES else str(params_name or "")
-
-
 def scale_rank(scale: str) -> int:
     return SCALES.index(scale) if scale in SCALES else OTHER_RANK
 
 
-def status_of(meta: Any, written: float | None = None) -> str:
+def status_of(report: Report | None, written: float | None = None) -> str:
     """A run's status; one recorded as running whose owner is gone was interrupted (a crash, a SIGKILL).
     `written`: when its run.json was last written (for another host's run, see FOREIGN_LEASE_S)."""
-    if not isinstance(meta, dict):
+    if report is None:
         return "unknown"
-    status = str(meta.get("status", "unknown"))
-    return "interrupted" if status == "running" and not _owner_alive(meta, written) else status
+    alive_now = report.status != "running" or _owner_alive(report, written)
+    return report.status if alive_now else "interrupted"
 
 
 def running(run_dir: Path) -> bool:
     """Whether a run is being written now, on this host or (by its lease) another."""
-    return status_of(read_json(run_dir / "run.json"), last_written(run_dir)) == "running"
+    return status_of(readable(run_dir), last_written(run_dir)) == "running"
 
 
 def last_written(run_dir: Path) -> float | None:
@@ -95,26 +88,25 @@ def last_written(run_dir: Path) -> float | None:
     return max(times) if times else None
 
 
-def started_at(meta: Any) -> float | None:
+def started_at(report: Report | None) -> float | None:
     """The start a run recorded (run.json's `started`), as a Unix time; None when it recorded none readable."""
     try:
-        when = dt.datetime.fromisoformat(str(meta.get("started")).replace("Z", "+00:00"))
+        when = dt.datetime.fromisoformat(report.started.replace("Z", "+00:00"))  # type: ignore[union-attr]
     except (AttributeError, ValueError):
         return None
     return when.timestamp() if when.tzinfo else None
 
 
-def from_the_future(meta: Any, now: float | None = None) -> bool:
+def from_the_future(report: Report | None, now: float | None = None) -> bool:
     """Whether a run recorded a start more than FUTURE_SKEW_S ahead of this host's clock."""
-    start = started_at(meta)
+    start = started_at(report)
     return start is not None and start > (time.time() if now is None else now) + FUTURE_SKEW_S
 
 
-def _owner_alive(meta: dict[str, Any], written: float | None) -> bool:
-    host = meta.get("host")
-    if host and host != socket.gethostname():
+def _owner_alive(report: Report, written: float | None) -> bool:
+    if report.host and report.host != socket.gethostname():
         return written is None or time.time() - written < FOREIGN_LEASE_S
-    return alive(meta.get("owner") or meta.get("owner_pid"))
+    return alive(report.owner or report.owner_pid)
 
 
 def runs_of(study_dir: Path) -> list[Path]:
@@ -123,18 +115,17 @@ def runs_of(study_dir: Path) -> list[Path]:
     return [run for run, _ in _dated(study_dir)]
 
 
-def _dated(study_dir: Path) -> list[tuple[Path, Any]]:
-    """runs_of's runs with their records, each run.json read once."""
+def _dated(study_dir: Path) -> list[tuple[Path, Report | None]]:
+    """runs_of's runs with their records, each run.json read once (one of another schema: none)."""
     if not study_dir.is_dir():
         return []
     now = time.time()
     dated = []
     for run in (p for p in study_dir.iterdir() if p.is_dir() and not p.is_symlink()):
-        record = run / "run.json"
-        meta = None if record.is_symlink() else read_json(record)  # a link's date is not the run's to claim
-        start = started_at(meta) if isinstance(meta, dict) else None
-        trusted = start is not None and not from_the_future(meta, now)
-        dated.append(((trusted, start if trusted else 0.0, run.name), run, meta))
+        report = readable(run)
+        start = started_at(report)
+        trusted = start is not None and not from_the_future(report, now)
+        dated.append(((trusted, start if trusted else 0.0, run.name), run, report))
     return [(run, meta) for _, run, meta in sorted(dated, key=lambda d: d[0], reverse=True)]
 
 
@@ -147,9 +138,9 @@ def counting_runs(study_dir: Path) -> list[Path]:
     """The runs that finished ok at the largest scale that has one, newest first: the first counts; a part it did
     not run is read from the newest of the rest that ran it (the calculator)."""
     ranked = [
-        (scale_rank(scale_of(meta.get("params_name"))), run)
-        for run, meta in _dated(study_dir)  # newest first
-        if status_of(meta) == "ok" and not from_the_future(meta)
+        (scale_rank(report.scale), run)
+        for run, report in _dated(study_dir)  # newest first
+        if report is not None and status_of(report) == "ok" and not from_the_future(report)
     ]
     best = max((rank for rank, _ in ranked), default=None)
     return [run for rank, run in ranked if rank == best]
@@ -157,6 +148,5 @@ def counting_runs(study_dir: Path) -> list[Path]:
 
 def describe(run: Path) -> str:
     """A run as every view names it: its directory and its scale."""
-    meta = read_json(run / "run.json")
-    scale = scale_of(meta.get("params_name")) if isinstance(meta, dict) else ""
-    return f"{run.name} ({scale or 'scale unknown'})"
+    report = readable(run)
+    return report.describe() if report is not None else f"{run.name} (scale unknown)"

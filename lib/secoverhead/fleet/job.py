@@ -23,6 +23,7 @@ from typing import Any
 
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import SCHEDULER_ENV
+from secoverhead.core.report import readable
 from secoverhead.core.runs import running
 from secoverhead.fleet.spec import Job
 from secoverhead.host.process import dies_with_owner
@@ -118,11 +119,11 @@ def run_job(job: Job, reports: str, scheduler: str = "", host_name: str = "", lo
     logs.mkdir(parents=True, exist_ok=True)
     with Lock(TARGET_LOCK.format(job.target.name)), held_here(job.target):
         started = time.time()
-        meta = read_json(run_dir / "run.json")
-        attempts = list((meta or {}).get("client_hosts") or []) if isinstance(meta, dict) else []
-        if isinstance(meta, dict) and meta.get("status") == "ok":
+        earlier = readable(run_dir)
+        attempts = list(earlier.client_hosts) if earlier is not None else []
+        if earlier is not None and earlier.status == "ok":
             argv: list[str] | None = None  # an earlier attempt finished: nothing to do
-        elif isinstance(meta, dict):
+        elif earlier is not None:
             _wait_for_owner(run_dir)
             argv = ["run", "--resume", str(run_dir), "--client-host", host]
         else:
@@ -140,21 +141,20 @@ def run_job(job: Job, reports: str, scheduler: str = "", host_name: str = "", lo
                     proc.wait(120)
                     raise
         ended = time.time()
-    meta = read_json(run_dir / "run.json")
-    meta = meta if isinstance(meta, dict) else {}
-    status = str(meta.get("status") or ("refused" if code == 2 else "failed"))
+    report = readable(run_dir)
+    status = report.status if report is not None else ("refused" if code == 2 else "failed")
     outcome = Outcome(
         job.key,
         job.study,
         job.target.name,
         str(run_dir),
-        "refused" if code == 2 and not meta else status,
+        status,
         code,
         host,
         started,
         ended,
-        list(meta.get("client_hosts") or attempts or [host]),
-        str(meta.get("error") or ""),
+        list(report.client_hosts if report is not None and report.client_hosts else attempts or [host]),
+        report.error if report is not None else "",
         _verdicts(run_dir),
     )
     if outcome.status in ("failed", "interrupted"):

@@ -17,7 +17,8 @@ from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
-from secoverhead.core.runs import EMBEDDED, leaving, scale_of, status_of
+from secoverhead.core.report import Report, readable
+from secoverhead.core.runs import EMBEDDED, leaving, status_of
 from secoverhead.host import environment
 from secoverhead.host.calibration import slowdown
 from secoverhead.reporting.summary import reading_quantity
@@ -122,13 +123,13 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
     for run in sorted(p for p in (root / study).glob("*") if p.is_dir() and not p.is_symlink()):
         if leaving(run):
             continue  # a report is read only inside itself: the index names it
-        meta = read_json(run / "run.json")
+        report = readable(run)
         verdicts = read_verdicts(run)
-        if not verdicts or not isinstance(meta, dict) or not _counts(run, meta, this):
+        if not verdicts or report is None or not _counts(run, report, this):
             continue  # a failed or interrupted run's verdicts are not a point
         cal = read_json(run / "calibration.json") or {}
         slow = vcpu_slowdown(run)
-        env = meta.get("environment") or _environment_now(run == this)
+        env = report.environment or _environment_now(run == this)
         tools = env.get("tools") or {}
         for v in verdicts.get("verdicts", []):
             if not isinstance(v, dict):
@@ -140,17 +141,17 @@ def collect(root: Path, study: str, this: Path | None = None) -> pd.DataFrame:
                     {
                         "study": study,
                         "run": run.name,
-                        "started": meta.get("started", ""),
+                        "started": report.started,
                         "commit": str(env.get("git_commit") or "")[:10],
-                        "target": meta.get("target") or EMBEDDED,
-                        "client hosts": ", ".join(meta.get("client_hosts") or []) or meta.get("host", ""),
+                        "target": report.target or EMBEDDED,
+                        "client hosts": ", ".join(report.client_hosts) or report.host,
                         "server": server_of(v)
                         if "server" in v
-                        else meta.get("server_version") or tools.get("mariadbd", ""),
+                        else report.recorded.get("server_version") or tools.get("mariadbd", ""),
                         "rsa2048 sign (us)": cal.get("rsa2048_sign_us"),
                         "vcpu slowdown (x)": slow,
-                        "params": meta.get("params_name", ""),
-                        "scale": scale_of(meta.get("params_name")),
+                        "params": report.params_name,
+                        "scale": report.scale,
                         "claim id": claim_id,
                         "claim": claim,
                         "metric": metric,
@@ -186,8 +187,8 @@ def vcpu_slowdown(run: Path) -> float | None:
     return slowdown(checks, cal)
 
 
-def _counts(run: Path, meta: dict[str, Any], this: Path | None) -> bool:
-    return status_of(meta) == "ok" or (this is not None and run.resolve() == this.resolve())
+def _counts(run: Path, report: Report, this: Path | None) -> bool:
+    return status_of(report) == "ok" or (this is not None and run.resolve() == this.resolve())
 
 
 def _environment_now(current: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_bounded, read_json
 from secoverhead.core.paths import MAX_INPUT_BYTES, file_problem, user_path
+from secoverhead.core.report import Report, read_report, readable, why_unread
 from secoverhead.core.runs import counting_runs
 from secoverhead.measurement.parts import part_slug
 from secoverhead.sizing.scaling import REFERENCES
@@ -41,7 +42,7 @@ class Source:
 
     study: str
     run_dir: Path
-    meta: dict[str, Any]
+    report: Report
     experiments: dict[str, Measured]  # part name (as the study names it) -> experiment
 
     def experiment(self, part: str) -> Measured | None:
@@ -70,14 +71,15 @@ class Source:
         return next((e.calibration for e in mine), {})
 
 
-def _experiments(run_dir: Path, meta: dict[str, Any], known: Collection[str] = ()) -> dict[str, Measured]:
+def _experiments(report: Report, known: Collection[str] = ()) -> dict[str, Measured]:
     """Experiments by part, the parts in `known` not read: the study's runner names them <experiment_id>-<part>
     (a one-part study: the id)."""
-    eid = str((meta.get("parameters") or {}).get("experiment_id") or meta.get("study"))
+    run_dir = report.dir
+    eid = str(report.parameters.get("experiment_id") or report.study)
     out: dict[str, Measured] = {}
     for exp in sorted((run_dir / "results").glob("*/metadata.json")):
         name = exp.parent.name
-        part = meta["study"] if name == eid else name.removeprefix(f"{eid}-")
+        part = report.study if name == eid else name.removeprefix(f"{eid}-")
         if part.lower() in known:
             continue
         e = Measured(exp.parent)
@@ -98,8 +100,8 @@ def _experiments(run_dir: Path, meta: dict[str, Any], known: Collection[str] = (
 
 def experiments_of(run_dir: Path, known: Collection[str] = ()) -> dict[str, Measured]:
     """A report's experiments by part slug (another report of a source's series), those in `known` left out."""
-    meta = read_json(run_dir / "run.json")
-    return _experiments(run_dir, meta, known) if isinstance(meta, dict) and meta.get("study") else {}
+    report = readable(run_dir)
+    return _experiments(report, known) if report is not None and report.study else {}
 
 
 def source(root: Path, study: str, named: str | None = None) -> Source:
@@ -109,12 +111,15 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
             run_dir = user_path(named)
         except ValueError as exc:
             raise ConfigError(f"runs: {study}: {exc}") from None
-        meta = read_json(run_dir / "run.json")
-        if not isinstance(meta, dict) or meta.get("study") != study:
+        try:
+            report = read_report(run_dir)
+        except ConfigError as exc:
+            raise ConfigError(f"runs: {study}: {exc}") from None
+        if report is None or report.study != study:
             raise ConfigError(f"runs: {study}: {run_dir} is not a report directory of study {study!r}")
-        if meta.get("status") != "ok":
-            raise ConfigError(f"runs: {study}: {run_dir} did not finish ok (status {meta.get('status')!r})")
-        exps = _experiments(run_dir, meta)
+        if report.status != "ok":
+            raise ConfigError(f"runs: {study}: {run_dir} did not finish ok (status {report.status!r})")
+        exps = _experiments(report)
     else:
         counted = counting_runs(root / study)
         if not counted:
@@ -123,11 +128,13 @@ def source(root: Path, study: str, named: str | None = None) -> Source:
                 f"`secoverhead run {study} --scale quick` first, name a run (-p runs '{{{study}: DIR}}'), "
                 "or leave its feature out"
             )
-        run_dir, meta = counted[0], read_json(counted[0] / "run.json")  # counting read it ok
+        run_dir, report = counted[0], readable(counted[0])
+        if report is None:  # rewritten since it was counted
+            raise ConfigError(f"{run_dir}: its run.json is no longer readable ({why_unread(run_dir)})")
         exps = _newest_of_each_part(counted)
     if not exps:
         raise ConfigError(f"{run_dir} holds no completed runs of study {study!r}")
-    return Source(study, run_dir, meta, exps)
+    return Source(study, run_dir, report, exps)
 
 
 def _newest_of_each_part(runs: list[Path]) -> dict[str, Measured]:

@@ -11,8 +11,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from secoverhead.core.files import atomic_write_json, read_json
-from secoverhead.core.runs import scale_of
+from secoverhead.core.files import atomic_write_json
+from secoverhead.core.report import Report, readable
 from secoverhead.core.units import figure as four_digits
 from secoverhead.sizing.calculator import Calculation, number
 from secoverhead.sizing.interval import Interval
@@ -183,17 +183,18 @@ def sources(calc: Calculation) -> pd.DataFrame:
     rows = []
     used = [(study, src, run) for study, src in calc.book.sources.items() for run in src.runs_used()]
     for study, src, run in used:
-        meta = src.meta if run == src.run_dir else (read_json(run / "run.json") or {})
+        report = src.report if run == src.run_dir else readable(run) or Report(run, study, "")
         cal = src.calibration_of(run)
         rows.append(
             {
                 "study": study,
                 "run": run.name,
                 "parts": ", ".join(sorted(p for p, e in src.experiments.items() if e.run_dir == run)),
-                "scale": scale_of(meta.get("params_name")),
-                "finished": meta.get("finished", ""),
-                "parameters": meta.get("params_name", ""),
-                "commit": str((meta.get("environment") or {}).get("git_commit", ""))[:10],
+                "scale": report.scale,
+                "server builds": ", ".join(report.builds),
+                "finished": report.finished,
+                "parameters": report.params_name,
+                "commit": report.commit,
                 "measuring machine: RSA-2048 sign (µs)": f"{cal.get('rsa2048_sign_us', float('nan')):.0f}",
                 "fixed loop (ms)": f"{cal.get(GENERAL, float('nan')):.1f}",
             }

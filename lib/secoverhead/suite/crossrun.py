@@ -33,7 +33,7 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import read_json
 from secoverhead.core.paths import user_path
-from secoverhead.core.runs import scale_of
+from secoverhead.core.report import read_report, readable
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
 from secoverhead.reporting.series import collect, reports_like, revision_of, stale_metrics
@@ -50,8 +50,8 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
         d = user_path(run_dir)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    meta = read_json(d / "run.json")
-    if not isinstance(meta, dict) or meta.get("study") not in STUDIES:
+    report = read_report(d)
+    if report is None or report.study not in STUDIES:
         raise ConfigError(f"{d} is not a report directory (no readable run.json naming a study)")
     results = d / "results"
     stores = {}
@@ -61,23 +61,22 @@ def load_report(run_dir: str | Path) -> tuple[str, dict[str, pd.DataFrame]]:
             stores[exp.name] = runs
     if not stores:
         raise ConfigError(f"{d} holds no completed runs")
-    return meta["study"], stores
+    return report.study, stores
 
 
 def what_ran(run_dir: str | Path) -> dict[str, str]:
     """What a comparison must not mix unseen: the run's scale, its record's schema, the servers that ran it
     (engine and version, over its experiments), and how its claims' metrics were measured (registry revisions)."""
     d = user_path(run_dir)
-    meta = read_json(d / "run.json")
-    meta = meta if isinstance(meta, dict) else {}
+    report = readable(d)
     servers = set()
     for exp in sorted((d / "results").glob("*/metadata.json")):
         for facts in ((read_json(exp) or {}).get("servers") or {}).values():
             if isinstance(facts, dict) and facts.get("engine"):
                 servers.add(f"{facts.get('engine')} {facts.get('version') or ''}".strip())
     return {
-        "scale": scale_of(meta.get("params_name")) or "unknown",
-        "schema": str(meta.get("schema", "unknown")),
+        "scale": (report.scale if report else "") or "unknown",
+        "schema": str(report.schema if report else "unknown"),
         "servers": ", ".join(sorted(servers)) or "unknown",
         "measurement": _measurement(d),
     }

@@ -10,8 +10,9 @@ from typing import Any
 import yaml
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import atomic_write_text, read_json
+from secoverhead.core.files import atomic_write_text
 from secoverhead.core.params import read_yaml
+from secoverhead.core.report import read_report
 
 FILE = "expected.yaml"
 
@@ -68,8 +69,8 @@ def mark(root: Path, study: str, run: str, why_text: str, claim: str = "*", targ
     root = Path(root)
     if Path(run).name != run or run in (".", ".."):  # a path would leave the study's folder (an audit run for tls)
         raise ConfigError(f"{run[:120]!r}: name a run by its folder under {study}/, not by a path")
-    meta = read_json(root / study / run / "run.json")
-    if not isinstance(meta, dict) or meta.get("study") != study:
+    report = read_report(root / study / run)
+    if report is None or report.study != study:
         raise ConfigError(f"{root / study / run} is not a run of study {study!r}")
     if not why_text.strip():
         raise ConfigError("say why the change is expected (--why)")

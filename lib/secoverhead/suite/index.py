@@ -12,6 +12,7 @@ import pandas as pd
 
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json, atomic_write_text, read_json
+from secoverhead.core.report import Report, readable, why_unread
 from secoverhead.core.runs import (
     EMBEDDED,
     counting,
@@ -19,7 +20,6 @@ from secoverhead.core.runs import (
     from_the_future,
     leaving,
     runs_of,
-    scale_of,
     status_of,
 )
 from secoverhead.reporting import series, summary
@@ -126,20 +126,20 @@ FUTURE = "its recorded start is in the future (its host's clock is ahead, or the
 
 def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[str, Any], list[dict]]:
     """One run's line of the index, and its verdicts."""
-    meta = read_json(run / "run.json")
-    if not isinstance(meta, dict):
-        skipped.append(f"{study}/{run.name}/run.json")
-        meta = {}
+    report = readable(run)
+    if report is None:
+        skipped.append(f"{study}/{run.name}/run.json ({why_unread(run)})")
+        report = Report(run, study, "")
     verdicts = read_verdicts(run)
     if verdicts is None and (run / "results" / "verdicts.json").exists():
         skipped.append(f"{study}/{run.name}/results/verdicts.json")
     listed = [v for v in (verdicts or {}).get("verdicts", []) if isinstance(v, dict)]
     # the originals' claims first, extensions and the suite's own hypotheses after and marked (counted apart)
     ordered = sorted(listed, key=summary.source_rank)
-    params = meta.get("parameters") or {}
+    params = report.parameters
     row = {
         "name": run.name,
-        "scale": scale_of(meta.get("params_name")),
+        "scale": report.scale,
         "counts": False,
         "links": [
             (f, f"{study}/{run.name}/{f}") for f in ("report.html", "report.ipynb", "run.json") if (run / f).exists()
@@ -148,11 +148,11 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
             (f"{p.parent.name}.csv", f"{study}/{run.name}/{p.relative_to(run)}")
             for p in sorted(run.glob("results/*/results.csv"))
         ],
-        "status": status_of(meta),
-        "target": str(meta.get("target") or EMBEDDED),
-        "clients": ", ".join(map(str, meta.get("client_hosts") or [])),
-        "error": "; ".join(filter(None, (str(meta.get("error") or ""), FUTURE if from_the_future(meta) else ""))),
-        "duration": meta.get("duration_s", ""),
+        "status": status_of(report),
+        "target": report.target or EMBEDDED,
+        "clients": ", ".join(report.client_hosts),
+        "error": "; ".join(filter(None, (report.error, FUTURE if from_the_future(report) else ""))),
+        "duration": "" if report.duration_s is None else report.duration_s,
         "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else "",
         "tally": _tally(listed),
         "headline": _headline(run),

@@ -23,9 +23,9 @@ import pandas as pd
 from secoverhead.analysis.pooling import ALPHA
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import MAX_JSON_BYTES, read_json
 from secoverhead.core.paths import REPORTS_ENV, reports_root
-from secoverhead.core.runs import check_inside, leaving, scale_of, status_of
+from secoverhead.core.report import readable, why_unread
+from secoverhead.core.runs import check_inside, leaving, status_of
 from secoverhead.core.units import shown_interval
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
@@ -96,14 +96,6 @@ def run_dirs(what: str | Path, reports: str | Path | None = None) -> list[Path]:
     raise ConfigError(f"{what}: neither a run directory (with run.json) nor a study ({', '.join(NOTEBOOKS)})")
 
 
-def _why_unread(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        return exc.strerror or "unreadable"
-    return f"larger than {MAX_JSON_BYTES >> 20} MB" if size > MAX_JSON_BYTES else "not a readable JSON record"
-
-
 def _first_server(store: ResultStore) -> dict[str, Any]:
     """The server an experiment ran on, as its first server described itself (measurement.parts.server_of)."""
     facts = next((f for f in (store.metadata().get("servers") or {}).values() if isinstance(f, dict)), {})
@@ -150,12 +142,11 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
         if outside := leaving(d):  # a report is read only inside itself
             skipped.append(f"{d.name}/{outside[0]} (a link out of its run folder)")
             continue
-        meta = read_json(d / "run.json")
-        if not isinstance(meta, dict):
-            skipped.append(f"{d.name}/run.json ({_why_unread(d / 'run.json')})")
+        report = readable(d)
+        if report is None:
+            skipped.append(f"{d.name}/run.json ({why_unread(d)})")
             continue
-        ids = {"run": d.name, "study": meta.get("study", ""), "scale": scale_of(meta.get("params_name", "")),
-               "status": status_of(meta)}  # fmt: skip
+        ids = {"run": d.name, "study": report.study, "scale": report.scale, "status": status_of(report)}
         if scale is not None and ids["scale"] != scale:
             continue
         read.append(d)

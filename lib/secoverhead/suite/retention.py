@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secoverhead.core.errors import ConfigError
-from secoverhead.core.files import atomic_write_json, read_json
+from secoverhead.core.files import atomic_write_json
+from secoverhead.core.report import readable
 from secoverhead.core.runlock import RunLock
 from secoverhead.core.runs import running, runs_of, started_at
 from secoverhead.suite.notebooks import NOTEBOOKS
@@ -89,7 +90,7 @@ def links_out(run: Path) -> list[Path]:
 
 
 def _started(run: Path) -> dt.datetime | None:
-    start = started_at(read_json(run / "run.json"))
+    start = started_at(readable(run))
     return None if start is None else dt.datetime.fromtimestamp(start, dt.UTC)
 
 
@@ -100,8 +101,8 @@ def plan(root: Path, keep: int | None = None, older_than_days: float | None = No
     out = []
     for study in NOTEBOOKS:
         for i, run in enumerate(runs_of(root / study)):  # newest first
-            meta = read_json(run / "run.json")
-            if not isinstance(meta, dict) or meta.get("pruned"):
+            report = readable(run)
+            if report is None or report.recorded.get("pruned"):
                 continue
             if running(run):
                 continue
@@ -138,9 +139,9 @@ def _prune_one(run: Path, dry_run: bool) -> Pruned:
     if not dry_run:
         for p in gone:
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-        meta = read_json(run / "run.json")
-        if isinstance(meta, dict):
-            meta["pruned"] = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "freed_bytes": freed}
-            atomic_write_json(run / "run.json", meta)
+        report = readable(run)
+        if report is not None:
+            pruned = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "freed_bytes": freed}
+            atomic_write_json(run / "run.json", {**report.recorded, "pruned": pruned})
     skipped = f"links left as they are: {', '.join(str(p.relative_to(run)) for p in links)}" if links else ""
     return Pruned(run, freed, _size(run) - (freed if dry_run else 0), skipped=skipped)

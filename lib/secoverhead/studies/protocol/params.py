@@ -18,6 +18,7 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.files import MAX_JSON_BYTES, Unreadable, read_bounded
 from secoverhead.core.params import ID_PATTERN, build, param
+from secoverhead.core.report import Report
 from secoverhead.servers import Server
 
 if TYPE_CHECKING:
@@ -57,9 +58,10 @@ def recorded_parameters(source: str, study: str) -> dict[str, Any]:
         raise ConfigError(f"{where} is not a run.json of this project (not JSON)") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("parameters", {}), dict):
         raise ConfigError(f"{where} is not a run.json of this project (no parameters recorded)")
-    if study and meta.get("study", study) != study:
-        raise ConfigError(f"{where} is a run.json of study {str(meta.get('study'))[:40]!r}, not of {study!r}")
-    return dict(meta.get("parameters") or {})
+    report = Report.of(meta, Path(source).expanduser().parent)  # its schema checked: one line when not read here
+    if study and report.study not in ("", study):
+        raise ConfigError(f"{where} is a run.json of study {report.study[:40]!r}, not of {study!r}")
+    return dict(report.parameters)
 
 
 def check_output_dir(output_dir: str) -> None:
