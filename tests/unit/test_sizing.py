@@ -500,3 +500,57 @@ def test_each_part_is_priced_from_the_newest_counting_run_that_ran_it_and_names_
     (older / "run.json").write_text((older / "run.json").read_text().replace('"ok"', '"failed"'))
     with pytest.raises(ConfigError, match="no 'MySQL' experiment in it or the tls runs of its scale before it"):
         sizing.calculate(**base, engine="mysql")
+
+
+def _audit_report(root: Path, verdict: str) -> Path:
+    """An audit report as the pipeline writes one: MySQL's experiment (general_log against no audit), the build it
+    ran on, and its claims' verdicts on the part, each failing the log-share precondition when not testable."""
+    run = root / "audit" / "20260101T000000Z-host-quick"
+    store = ResultStore(run / "results", "audit-mysql")
+    store.write_metadata({"study": "audit", "calibration": CAL})
+    rng = np.random.default_rng(5)
+    for rnd in range(1, 9):
+        for i, (arm, us) in enumerate((("A: no audit", 80.0), ("general_log", 95.0))):
+            metrics = {"server_cpu_us_per_query": us * (1 + rng.normal(0, 0.02)), "audit_bytes_per_query": 150.0}
+            store.append(RunRecord(2 * rnd + i, arm, {}, rnd, rnd, False, "", "", 1.0, metrics=metrics))
+    build = {"build": "MySQL 8.0", "version": "8.0.31"}
+    record = {"study": "audit", "status": "ok", "parameters": {}, "servers": {"audit-mysql": [build]}}
+    (run / "run.json").write_text(run_json(record | {"params_files": ["papermill-params/audit/quick.yaml"]}))
+    (run / "calibration.json").write_text(json.dumps(CAL))
+    check = {
+        "condition": "log_writes_share_at_baseline",
+        "holds": False,
+        "said": "the log's write share",
+        "shown": "12 %",
+    }
+    claims = [{"id": f"general_log-{c}", "part": "MySQL", "verdict": verdict, "preconditions": [check]} for c in "ab"]
+    claims.append({"id": "server_audit-small", "part": "MariaDB", "verdict": "reproduced", "preconditions": []})
+    (run / "results" / "verdicts.json").write_text(json.dumps({"verdicts": claims}))
+    return run
+
+
+@pytest.mark.parametrize("verdict", ["not testable here", "reproduced"])
+def test_every_line_names_its_report_and_build_and_a_report_that_could_not_test_its_claims_is_said(tmp_path, verdict):
+    """The answer names, for each line, the report, scale and server build it was priced from; a line from an audit
+    report whose claims on the part were not testable here says so in its sentence, in cost.json and on the CLI."""
+    from secoverhead.app import answer
+    from secoverhead.sizing import tables as sizing_tables
+
+    run = _audit_report(tmp_path, verdict)
+    inputs = {"features": ["audit"], "audit_approach": "general_log", "audited_statements_per_s": 1000.0}
+    calc = sizing.calculate(reports_dir=str(tmp_path), **inputs)
+    (origin,) = calc.origins["audit"]
+    assert (origin.run, origin.scale, origin.builds, origin.claims) == (run.name, "quick", ("MySQL 8.0 8.0.31",), 2)
+    (priced,) = calc.priced_from()
+    assert priced.startswith("auditing with general_log: audit/20260101T000000Z-host-quick (quick; MySQL 8.0 8.0.31")
+    warned = "all 2 of its claims on MySQL were not testable here (the log's write share: 12 %)"
+    assert (warned in calc.headline()[0]) == (warned in priced) == (verdict == "not testable here")
+    results = tmp_path / "cost" / "results"
+    sizing_tables.save(calc, results)
+    saved = json.loads((results / "cost.json").read_text())
+    assert saved["priced_from"] == [priced] and saved["lines"][0]["priced_from"][0]["not_testable"] == list(
+        origin.not_testable
+    )
+    printed = " ".join(line.strip() for line in answer.lines(results.parent))
+    assert "Priced from: auditing with general_log: audit/20260101T000000Z-host-quick" in printed
+    assert (warned in printed) == (verdict == "not testable here")

@@ -17,13 +17,18 @@ def lines(run_dir: str | Path) -> list[str]:
     results = Path(run_dir) / "results"
     cost = read_json(results / "cost.json")
     if isinstance(cost, dict) and isinstance(cost.get("headline"), list):
-        return [
-            wrapped
-            for sentence in cost["headline"]
-            for wrapped in textwrap.wrap(str(sentence), WIDTH, initial_indent="  ", subsequent_indent="    ")
-        ]
+        origins = [str(o) for o in cost.get("priced_from") or []]
+        return _wrapped(cost["headline"]) + (["  Priced from:", *_wrapped(origins, "    ")] if origins else [])
     verdicts = read_json(results / "verdicts.json")
     listed = verdicts.get("verdicts") if isinstance(verdicts, dict) else None
     if isinstance(listed, list) and listed:
         return [f"  {tally([v for v in listed if isinstance(v, dict)])}"]
     return []
+
+
+def _wrapped(sentences: list, indent: str = "  ") -> list[str]:
+    return [
+        line
+        for s in sentences
+        for line in textwrap.wrap(str(s), WIDTH, initial_indent=indent, subsequent_indent=indent + "  ")
+    ]

@@ -92,9 +92,9 @@ class Report:
 
     @property
     def builds(self) -> list[str]:
-        """The server builds its numbers came from, once each ("MySQL 8.0.33"), in the order recorded."""
-        named = (s.get("build") or s.get("version") for runs in self.servers.values() for s in runs)
-        return list(dict.fromkeys(str(b) for b in named if b))
+        """The server builds its numbers came from, once each ("MySQL 8.0 8.0.31"), in the order recorded."""
+        named = (build_name(s) for runs in self.servers.values() for s in runs)
+        return list(dict.fromkeys(b for b in named if b))
 
     @property
     def parts(self) -> list[str]:
@@ -108,6 +108,13 @@ class Report:
     def describe(self) -> str:
         """The report as every view names it: its directory and its scale."""
         return f"{self.dir.name} ({self.scale or 'scale unknown'})"
+
+
+def build_name(server: Mapping[str, Any]) -> str:
+    """A server build as every view names it: its build, and its version where the build does not say it
+    (`MySQL 8.0 8.0.31`, `MySQL 8.0.33`); "" for a part without a server."""
+    build, version = str(server.get("build") or ""), str(server.get("version") or "")
+    return f"{build} {version}".strip() if version and version not in build else build
 
 
 def read_report(run_dir: Path | str) -> Report | None:

@@ -17,7 +17,7 @@ from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
-from secoverhead.core.report import Report, readable
+from secoverhead.core.report import Report, build_name, readable
 from secoverhead.core.runs import EMBEDDED, leaving, status_of
 from secoverhead.host import environment
 from secoverhead.host.calibration import slowdown
@@ -90,9 +90,7 @@ def server_of(verdict: dict) -> str:
     """The server build a verdict's part ran on, as it recorded it (mongod 4.2 4.2.6, MariaDB 10.11.19-MariaDB...);
     "" for a part without a server (auth's nonce generator). A verdict from before parts named their build has
     no "server": its series keep the machine's mariadbd, as they were written then."""
-    server = verdict.get("server") if isinstance(verdict.get("server"), dict) else {}
-    build, version = str(server.get("build") or ""), str(server.get("version") or "")
-    return f"{build} {version}".strip() if version and version not in build else build
+    return build_name(verdict["server"]) if isinstance(verdict.get("server"), dict) else ""
 
 
 def revision_of(verdict: dict) -> int:

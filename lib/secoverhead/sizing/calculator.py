@@ -8,16 +8,17 @@ each with its interval, what dominates, the rules of thumb beside it, and one pl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from secoverhead.core.params import build
 from secoverhead.core.units import figure
-from secoverhead.sizing import recipes, sources
+from secoverhead.sizing import origins, recipes, sources
 from secoverhead.sizing.costs import Book, interval_level
 from secoverhead.sizing.declarations import STUDY, Params
 from secoverhead.sizing.estimate import LineResult, Storage, Totals, compute_line, planned, totals
 from secoverhead.sizing.interval import Interval
+from secoverhead.sizing.origins import Origin
 from secoverhead.sizing.thumbs import Thumb, mariadb_encryption, nginx_handshakes
 
 
@@ -32,6 +33,7 @@ class Calculation:
     thumbs: list[Thumb]
     cores: float | None = None  # the user's machine's cores: given, or found by `calibrate`; None when neither
     cores_from: str = ""
+    origins: dict[str, list[Origin]] = field(default_factory=dict)  # line key -> the reports it was priced from
 
     def share(self, iv: Interval) -> Interval | None:
         """iv as a percentage of the user's cores (None when their cores are not known)."""
@@ -55,8 +57,12 @@ class Calculation:
         return "on a machine like yours" if self.target else "on the machine that measured it"
 
     def headline(self) -> list[str]:
-        """One plain sentence per feature, then the total."""
-        return [_sentence(self, f) for f in self.params.features] + [_total_sentence(self)]
+        """One plain sentence per feature (and what its reports could not test), then the total."""
+        return [_sentence(self, f) + _caveat(self, f) for f in self.params.features] + [_total_sentence(self)]
+
+    def priced_from(self) -> list[str]:
+        """Each line's reports, with their scale, server builds and vCPU speed: what every number came from."""
+        return origins.grouped(self.lines, self.origins)
 
 
 def number(x: float) -> str:
@@ -152,6 +158,13 @@ def _sentence(c: Calculation, feature: str) -> str:
     raise ValueError(feature)
 
 
+def _caveat(c: Calculation, feature: str) -> str:
+    """The reports a feature's price was read from that could not test their claims on its part, in words."""
+    mine = (o for r in c.lines if r.line.feature == feature for o in c.origins.get(r.line.key, ()))
+    failing = list(dict.fromkeys(o for o in mine if o.not_testable))
+    return "".join(f" Read from {o.study}/{o.run}, where {o.warning()}." for o in failing)
+
+
 def _busy(c: Calculation, feature: str) -> str:
     """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE)."""
     out = []
@@ -207,7 +220,8 @@ def run(p: Params) -> Calculation:
     thumbs = [t for t in [nginx_handshakes(book, target, level)] if t] + mariadb_encryption(results)
     cores, cores_from = sources.your_cores(p.cores, target)
     storage = _storage(p, book, level)
-    return Calculation(p, book, target, results, totals(results), storage, thumbs, cores, cores_from)
+    found = origins.of(results, src)
+    return Calculation(p, book, target, results, totals(results), storage, thumbs, cores, cores_from, found)
 
 
 def calculate(**inputs: Any) -> Calculation:

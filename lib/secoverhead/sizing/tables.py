@@ -302,6 +302,7 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
         path,
         {
             "headline": calc.headline(),
+            "priced_from": calc.priced_from(),
             "inputs": json.loads(json.dumps(calc.params.__dict__, default=str)),
             "lines": [
                 {
@@ -316,6 +317,7 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
                     "latency_ms": iv(r.latency_ms),
                     "round_trips": r.line.round_trips,
                     "sources": sorted({str(d) for p in r.priced for d in p.reports}),
+                    "priced_from": [o.as_dict() for o in calc.origins.get(r.line.key, [])],
                     "notes": list(r.line.notes),
                 }
                 for r in calc.lines
@@ -341,13 +343,11 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
     return path
 
 
-ENGINES = (
-    "Costs are server CPU measured by this suite's studies on the server builds their reports name: TLS on mongod "
-    "4.2 and MySQL 8.0, SCRAM on mongod 4.2, auditing on MySQL 8.0 (server_audit on MariaDB), encryption at rest "
-    "on MariaDB 10.11 standing in for MySQL 8, nginx with OpenSSL 3.0 for an HTTPS front end, on a 2-core VM over "
-    "loopback (the round trips are added from your rtt_ms); each study's report says how its server build differs "
-    "from the original's. CPU is what is priced: a feature that makes threads wait (general_log serialises "
-    "writers) costs throughput beyond its CPU, which the audit study measures."
+MEASURED = (
+    "Costs are server CPU measured by this suite's studies on the server builds named under each line's report "
+    "(below), over loopback: the round trips are added from your rtt_ms. CPU is what is priced: a feature that "
+    "makes threads wait (general_log serialises writers) costs throughput beyond its CPU, which the audit study "
+    "measures."
 )
 
 
@@ -356,6 +356,7 @@ def headline_html(calc: Calculation) -> str:
     import html
 
     sentences = "".join(f"<p>{html.escape(s)}</p>" for s in calc.headline())
+    origins = "".join(f"<li><small>{html.escape(s)}</small></li>" for s in calc.priced_from())
     conf = (
         f"Intervals: joint {calc.params.confidence:.0%} over every measured cost used (Bonferroni)."
         if calc.params.joint
@@ -369,5 +370,6 @@ def headline_html(calc: Calculation) -> str:
         )
     return (
         f'<div class="headline" style="font-size:1.05em;line-height:1.45">{sentences}</div>'
-        f"<p><small>{html.escape(conf)} {html.escape(ENGINES)}</small></p>"
+        f"<p><small>{html.escape(conf)} {html.escape(MEASURED)}</small></p>"
+        f"<p><small>Priced from:</small></p><ul>{origins}</ul>"
     )
