@@ -161,6 +161,47 @@ def test_a_killed_run_resumes_to_the_runs_of_an_uninterrupted_one_and_one_resume
     assert meta["status"] == "ok" and meta["resumed"] == 1
 
 
+RUNS_COLUMN = "runs (incl. warm-up, profiling)"
+
+
+def _runs_in_report(run_dir: Path) -> int:
+    """The runs the report's design table says each experiment completed, summed."""
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup((run_dir / "report.html").read_text(), "html.parser")
+    for table in page.find_all("table"):
+        heads = [th.get_text(" ", strip=True) for th in table.find("thead").find_all("th")] if table.thead else []
+        if RUNS_COLUMN in heads:
+            column = heads.index(RUNS_COLUMN)
+            rows = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])] for tr in table.tbody("tr")]
+            return sum(int(row[column]) for row in rows)
+    return 0
+
+
+def _runs_recorded(run_dir: Path) -> int:
+    """The runs the result stores hold, as the experiments count them (completed keys)."""
+    experiments = [m.parent.name for m in (run_dir / "results").glob("*/metadata.json")]
+    return sum(len(ResultStore(run_dir / "results", name, readonly=True).completed_keys()) for name in experiments)
+
+
+def test_an_interrupted_run_reports_every_run_it_recorded_and_its_resume_every_run_in_the_end(tmp_path):
+    """Ctrl-C after a known number of runs: the report's tables hold every run recorded by then (its verdicts
+    said to be partial) and the index lists the run; --resume ends with a report of every run."""
+    args = ["run", "tls", *SMALL["tls"], "-p", "mongo_enabled", "false"]
+    run_dir, seen, started = _kill_midway(args, tmp_path, signal.SIGINT, seed=11)
+    _after(tmp_path, run_dir, seen, started)
+    recorded = _runs_recorded(run_dir)
+    assert recorded >= seen and _runs_in_report(run_dir) == recorded
+    page = (run_dir / "report.html").read_text()
+    assert "verdicts are partial" in page and "interrupted" in json.loads((run_dir / "run.json").read_text())["status"]
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert run_dir.name in index
+    resume = _cli(["run", "--resume", str(run_dir), "--reports", str(tmp_path / "reports")], _env(tmp_path))
+    _, err = resume.communicate(timeout=600)
+    assert resume.returncode == 0, err[-2000:]
+    assert _runs_in_report(run_dir) == _runs_recorded(run_dir) > recorded
+
+
 @pytest.fixture(scope="module")
 def users_server():
     """A MariaDB the tests start but hand to the study as the user's own server, with an admin account."""

@@ -220,3 +220,11 @@ def test_tdes_conclusions_say_which_of_the_originals_instances_no_verdict_speaks
     assert "emulated 4c16g" in note and "8c32g was not run" in note
     both = StudyResult("tde", None, {n: _part(n, [{"arm": "x"}]) for n in ("4c16g", "8c32g on MariaDB")})
     assert conclusion_notes(both) == []
+
+
+def test_an_interval_end_a_single_run_cannot_give_is_shown_as_none_not_as_minus_infinity():
+    from secoverhead.core.units import shown, shown_interval
+
+    nan = float("nan")
+    assert shown(nan, "ratio") == "n/a" and shown_interval(nan, nan, "loss") == "n/a to n/a"
+    assert shown(float("inf"), "ratio") == "∞" and shown(-float("inf"), "difference", "us") == "-∞"

@@ -154,6 +154,36 @@ def test_a_finished_bar_on_the_terminal_is_closed_once_and_never_redrawn(tmp_pat
     assert "tls-mysql decided" in (err := capsys.readouterr().err) and WHY * 2 in err  # the reason whole
 
 
+def test_a_resumed_run_does_not_redraw_the_earlier_attempts_end_and_rates_only_its_new_runs(tmp_path, capsys):
+    """The earlier attempt's interrupted bar (7 of 11) is not drawn again as if it had just ended; the part,
+    running again from its 7 runs, starts its bar there, so its rate is of the runs since (not 7 runs in 0 s)."""
+    from secoverhead.app.watch import Watch
+
+    earlier = {
+        "experiment": "tls-mysql",
+        "done": 7,
+        "planned": 11,
+        "final": True,
+        "status": "interrupted",
+        "current": "interrupted",
+        "updated": 1.0,
+    }
+    (tmp_path / "tls-mysql").mkdir()
+    (tmp_path / "tls-mysql" / "progress.json").write_text(json.dumps(earlier))
+    w = Watch(tmp_path, "tls", tty=True)
+    w._draw(w.states())
+    assert "tls-mysql" not in w.bars and "tls-mysql" not in w.closed
+    again = earlier | {"final": False, "status": "running", "current": "TLS", "eta_s": 9.0, "updated": 2.0}
+    w._draw([again])
+    bar = w.bars["tls-mysql"]
+    assert (bar.n, bar.initial) == (7, 7) and bar.format_dict["n"] - bar.format_dict["initial"] == 0
+    w._draw([again | {"done": 8}])
+    assert bar.n == 8 and "interrupted" not in capsys.readouterr().err
+    ended = again | {"done": 11, "final": True, "status": "complete", "updated": 3.0}
+    w._draw([ended])
+    assert "tls-mysql" in w.closed  # a later end is drawn: it is not the earlier attempt's
+
+
 def test_the_terminal_cuts_what_runs_at_a_word_and_never_mid_word(tmp_path, capsys):
     from secoverhead.app.watch import Watch
 

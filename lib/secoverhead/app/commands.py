@@ -86,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
     for prepared, _ in jobs:
         for line in prepared.plan_notes:
             say(f"plan: {line}")
-    outcomes = _run_jobs(jobs, reports, lock, placement, text=args.format == "text")
+    try:
+        outcomes = _run_jobs(jobs, reports, lock, placement, text=args.format == "text")
+    except KeyboardInterrupt:  # run_study recorded the run: the index lists it as interrupted, then the signal ends
+        _index_quietly(reports)
+        raise
     _say_index(reports, outcomes, text=args.format == "text")
     return 0 if all(o.ok for o in outcomes) else 1
 
@@ -165,6 +169,16 @@ def _run_jobs(jobs: list[tuple[Any, Path | None]], reports: Path, lock: Any, pla
             for line in answer.lines(outcome.run_dir):
                 print(line)
     return outcomes
+
+
+def _index_quietly(reports: Path) -> None:
+    """The index rebuilt on the way out of an interrupted command; a second Ctrl-C, or a failure, skips it."""
+    from secoverhead.suite.index import build_index  # deferred: see the module docstring
+
+    try:
+        build_index(reports)
+    except (Exception, KeyboardInterrupt) as exc:
+        print(f"note: index not rebuilt ({type(exc).__name__})", file=sys.stderr)
 
 
 def _say_index(reports: Path, outcomes: list, *, text: bool) -> None:

@@ -309,6 +309,8 @@ def run_study(
             raise  # no run directory of ours yet: nothing to record
         stop = signals.as_terminated(exc) if isinstance(exc, KeyboardInterrupt) else exc
         ending = ended_by(stop)
+        if ending.status == "interrupted":
+            replay_partial(prepared, run, record, kernel, log, ending)
         if isinstance(stop, signals.Terminated):
             resume_with = f"`secoverhead run --resume {run.dir}` continues it"
             stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}; {resume_with}"
@@ -366,30 +368,58 @@ def parameters_digest(values: dict[str, Any]) -> str:
 
 def execute(prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: str, log: logging.Logger) -> None:
     """The notebook under its kernel: cell by cell into run.log, progress on the terminal."""
+    _note_concurrent(record, log)
+    learned_terms = _learned(run, prepared.study.id, record) if prepared.params.MEASURES else None
+    with _watching(run, prepared.study.id):
+        log.info("running %s (%s) into %s", prepared.study.id, record.name, run.dir)
+        _notebook(prepared, run, record, kernel, learned_terms)
+
+
+def replay_partial(
+    prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: str, log: logging.Logger, ending: Ending
+) -> None:
+    """An interrupted run's report from the runs it recorded: run.json says interrupted, so the notebook reads
+    them back (as a finished report does when run again) and its tables and verdicts hold every one, the page's
+    banner saying the verdicts are partial. A second Ctrl-C, or a failure, leaves the report as it stopped."""
+    recorded = sum(1 for _ in run.results.glob("*/runs/*.json"))
+    if not recorded or not prepared.params.MEASURES:
+        return
+    from secoverhead.suite.learned import FILE  # deferred: see _learned
+
+    terms = run.dir / FILE
+    record.fields.update(status="interrupted", error=ending.error)
+    try:
+        record.write()
+        log.info("%s: reporting the %d runs it recorded (Ctrl-C again skips)", prepared.study.id, recorded)
+        _notebook(prepared, run, record, kernel, terms if terms.is_file() else None)
+    except (Exception, KeyboardInterrupt) as exc:  # a second Ctrl-C or SIGTERM (Terminated) among them
+        log.warning("%s: the report shows what the run reached (%s)", prepared.study.id, _one_line(exc)[:200])
+
+
+def _notebook(
+    prepared: Prepared, run: ClaimedRun, record: ReportRecord, kernel: str, learned_terms: Path | None
+) -> None:
+    """papermill, cell by cell into run.log, the kernel in this run's environment."""
     import papermill  # deferred: the CLI answers bad input before papermill loads (seconds)
 
     study = prepared.study
-    _note_concurrent(record, log)
     parameters = notebook_parameters(study, prepared.values, run.results, record.path)
-    learned_terms = _learned(run, study.id, record) if prepared.params.MEASURES else None
     with (
         _cells_into(run.dir / "run.log"),
         _kernel_environment(run, prepared.params, learned_terms),
-        _watching(run, study.id),
+        kernel_manager(kernel, run.dir / "run.log") as km,
     ):
-        log.info("running %s (%s) into %s", study.id, record.name, run.dir)
-        with kernel_manager(kernel, run.dir / "run.log") as km:
-            papermill.execute_notebook(
-                str(study.notebook_path),
-                str(run.dir / "report.ipynb"),
-                parameters=parameters,
-                kernel_name=kernel,
-                km=km,
-                cwd=str(run.dir),
-                progress_bar=False,
-                log_output=True,
-                execution_timeout=cell_bound_s(prepared.params),
-            )
+        papermill.execute_notebook(
+            str(study.notebook_path),
+            str(run.dir / "report.ipynb"),
+            parameters=parameters,
+            kernel_name=kernel,
+            km=km,
+            cwd=str(run.dir),
+            progress_bar=False,
+            log_output=True,
+            execution_timeout=cell_bound_s(prepared.params),
+        )
 
 
 def cell_bound_s(p: Any) -> int | None:

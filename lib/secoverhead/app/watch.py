@@ -35,6 +35,11 @@ def line(study: str, s: dict[str, Any]) -> str:
     return f"{study}: {s.get('experiment')} {done}/{total} runs{eta_txt}{now}"
 
 
+def _ended(s: dict[str, Any]) -> tuple[Any, ...]:
+    """An experiment's final state as its progress.json says it (which a later attempt's differs from)."""
+    return s.get("experiment"), s.get("status"), s.get("done"), s.get("updated")
+
+
 class Watch(threading.Thread):
     def __init__(self, results: Path, study: str, *, tty: bool | None = None) -> None:
         super().__init__(daemon=True)
@@ -44,6 +49,8 @@ class Watch(threading.Thread):
         self.closed: set[str] = set()  # experiments whose bar ended
         self.waiting: tqdm | None = None  # the line shown while no experiment runs
         self.reported: set[str] = set()  # experiments whose final line a log already has
+        # what an earlier attempt left (a resumed run): not said again as if it had just ended
+        self.earlier = {_ended(s) for s in self.states() if s.get("final")}
 
     def states(self) -> list[dict[str, Any]]:
         found = [read_json(p) for p in sorted(self.results.glob("*/progress.json"))]
@@ -65,11 +72,13 @@ class Watch(threading.Thread):
             self._end_waiting()  # the waiting line is cleared before a bar takes its place, never drawn over one
         for s in states:
             name = s["experiment"]
-            if name in self.closed:  # a finished bar is left as it ended: its clock does not run on
+            if name in self.closed or _ended(s) in self.earlier:  # a finished bar is left as it ended
                 continue
             bar = self.bars.get(name)
-            if bar is None:
-                bar = self.bars[name] = tqdm(desc=name, total=s.get("planned", 0), unit="run", file=sys.stderr)
+            if bar is None:  # a resumed part starts from the runs it has: its rate counts only the new ones
+                done = s.get("done", 0)
+                bar = tqdm(desc=name, total=s.get("planned", 0), initial=done, unit="run", file=sys.stderr)
+                self.bars[name] = bar
             bar.total = s.get("planned", 0)
             bar.n = s.get("done", 0)
             eta = s.get("eta_s")
@@ -104,7 +113,7 @@ class Watch(threading.Thread):
 
     def _log(self, states: list[dict[str, Any]], last: float) -> float:
         for s in states:
-            if s.get("final") and s["experiment"] not in self.reported:
+            if s.get("final") and s["experiment"] not in self.reported and _ended(s) not in self.earlier:
                 self.reported.add(s["experiment"])
                 say(line(self.study, s))
         running = [s for s in states if not s.get("final")]

@@ -45,6 +45,8 @@ def shown(x: float, quantity: str, unit: str = "", *, exact: bool = False) -> st
     1.0526x) with every digit it was declared with."""
     if quantity not in QUANTITIES:
         raise ValueError(f"quantity {quantity!r}: one of {QUANTITIES}")
+    if math.isnan(x):  # an end one run per arm cannot give: no end, not minus infinity
+        return "n/a"
     if not math.isfinite(x):
         return "∞" if x > 0 else "-∞"
     if exact:

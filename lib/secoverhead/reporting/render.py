@@ -77,7 +77,8 @@ def is_signed(notebook: Path) -> bool:
 
 
 STATUS_BANNERS = {
-    "interrupted": "This run was interrupted: the report holds what was measured before it stopped; "
+    "interrupted": "This run was interrupted: its tables hold every run it recorded before it stopped, and its "
+    "verdicts are partial (judged on those runs, at no planned look, so not at the study's stated error rate); "
     "`secoverhead run --resume` with this report's folder continues it where it stopped.",
     "failed": "This run failed: the report holds what was measured before the failure; its verdicts are not the "
     "study's.",
