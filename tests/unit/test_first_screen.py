@@ -38,3 +38,41 @@ def test_a_failure_that_stays_is_one_line_with_its_message_not_the_call_log(monk
 
     monkeypatch.setattr(browser, "first_screen", broken)
     assert review.first_screen(tmp_path) == {"error": "TimeoutError: Page.goto: Timeout 30000ms exceeded."}
+
+
+def test_a_verdict_line_shows_the_reading_that_decided_it():
+    """Two readings: the line shows the one that refuted the claim (its refuting intervals, which are what was
+    judged), the one still undecided, or the first when every reading reproduced; a verdict from before readings
+    recorded their own verdicts shows its first."""
+    from secoverhead.reporting.summary import deciding, numbers_shown
+
+    ratio = {"effect": "TPS ratio", "quantity": "ratio", "intervals": [[0.918, 1.03]], "verdict": "inconclusive"}
+    loss = {
+        "effect": "TPS loss, %",
+        "quantity": "loss",
+        "intervals": [[-0.5, 4.0]],
+        "refuting": [[-0.7, 4.4]],
+        "verdict": "not reproduced",
+    }
+    refuted = {"verdict": "not reproduced", "judged": [ratio, loss]}
+    assert deciding(refuted)["effect"] == "TPS loss, %" and deciding(refuted)["intervals"] == [[-0.7, 4.4]]
+    assert numbers_shown(refuted) == ["-0.7 %", "+4.4 %"]
+    undecided = {"verdict": "inconclusive", "judged": [loss | {"verdict": "reproduced"}, ratio]}
+    assert deciding(undecided)["effect"] == "TPS ratio" and numbers_shown(undecided) == ["0.918×", "1.03×"]
+    both = {"verdict": "reproduced", "judged": [ratio | {"verdict": "reproduced"}, loss | {"verdict": "reproduced"}]}
+    assert deciding(both)["effect"] == "TPS ratio"
+    old = {
+        "verdict": "not reproduced",
+        "judged": [{k: v for k, v in r.items() if k != "verdict"} for r in (ratio, loss)],
+    }
+    assert deciding(old)["effect"] == "TPS ratio" and deciding({"verdict": "reproduced"}) is None
+
+
+def test_each_judged_reading_records_its_own_verdict_and_the_claims_is_decided_by_them():
+    from secoverhead.analysis import claim_registry, claimcheck
+
+    claim = claim_registry.get("tde", "low-concurrency-loss")  # a TPS ratio below 0.98x, and a loss in [5, 25] %
+    intervals = (([(0.90, 0.95)], None), ([(-0.7, 4.4)], None))
+    judged = claimcheck.judged(claim, intervals)
+    assert [j["verdict"] for j in judged] == ["reproduced", "not reproduced"]
+    assert str(claim.decide(*intervals)) == "not reproduced"

@@ -12,6 +12,7 @@ from typing import Any
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis import pooling
+from secoverhead.analysis.readings import verdict_from
 from secoverhead.analysis.reads import Cell, Kind, Ratio, cell_of, finite, level_of, widened
 from secoverhead.analysis.stats import t_quantile
 from secoverhead.analysis.verdicts import ClaimVerdict, Verdict
@@ -156,7 +157,8 @@ def judged(
     """Per reading: its effect, regions and the intervals that were read against them (what a picture of the
     claim against its thresholds draws), with each interval's cell name where the study gave them, and the
     quantity its numbers are on (ratio, loss in %, difference, share as a fraction), so they show as measured;
-    and each cell's estimate over the run's rounds alone on the pooling scale (analysis/pooling.py)."""
+    each cell's estimate over the run's rounds alone on the pooling scale (analysis/pooling.py); and the
+    reading's own verdict, so a page shows the reading that decided the claim."""
     out = []
     for k, (reading, (each, refuting)) in enumerate(zip(c.readings(), intervals, strict=False)):
         names = [str(n) for n in cells[k]] if k < len(cells) else []
@@ -168,6 +170,7 @@ def judged(
                 "cells": names if len(names) == len(each) else [],
                 **({"quantity": quantities[k]} if k < len(quantities) else {}),
                 **({"estimates": estimates[k]} if k < len(estimates) and len(estimates[k]) == len(each) else {}),
+                "verdict": str(verdict_from(*reading.holds(each, refuting), what=f"{c.study}:{c.id}")),
             }
         )
     return out

@@ -134,14 +134,27 @@ def measured(judged: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(out)
 
 
+def deciding(verdict: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reading that decided a claim, with the intervals judged: the first that refuted it (its refuting
+    intervals, where the claim judges refutation on its own), the first still undecided, else the first.
+    A verdict from before readings recorded their own verdicts: its first."""
+    judged = [j for j in verdict.get("judged") or [] if isinstance(j, Mapping)]
+    if not judged:
+        return None
+    said = str(verdict.get("verdict", ""))
+    k = next((i for i, j in enumerate(judged) if j.get("verdict") == said), 0)
+    refuting = judged[k].get("refuting")
+    return dict(judged[k]) | ({"intervals": refuting} if said == "not reproduced" and refuting else {})
+
+
 def numbers_shown(verdict: Mapping[str, Any]) -> list[str]:
-    """The numbers a verdict's line must show, from verdicts.json: its first reading's recorded interval ends (of
-    more than three cells, the lowest and highest), each as core.units.shown writes it."""
-    judged = verdict.get("judged") or []
-    if not judged or any(c.get("holds") is False for c in verdict.get("preconditions") or []):
+    """The numbers a verdict's line must show, from verdicts.json: its deciding reading's recorded interval ends
+    (of more than three cells, the lowest and highest), each as core.units.shown writes it."""
+    reading = deciding(verdict)
+    if reading is None or any(c.get("holds") is False for c in verdict.get("preconditions") or []):
         return []  # no interval, or a failed precondition's line says what it needs instead
-    quantity, unit = reading_quantity(judged[0])
-    each = _intervals(judged[0])
+    quantity, unit = reading_quantity(reading)
+    each = _intervals(reading)
     if len(each) > SUMMED_UP:
         low, high = _ends(each)
         each = [(each[low][0], each[high][1])]
@@ -189,7 +202,7 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "claim": str(d.get("claim", "")),
         "verdict": str(d.get("verdict", "")),
         "chip": chip(str(d.get("verdict", ""))),
-        "measured": measured((d.get("judged") or [])[:1]),  # the first reading; the detail has the rest
+        "measured": measured([r] if (r := deciding(d)) else []),  # the reading that decided; the detail has all
         "reading": reg.get("reading_text", ""),
         "why": reg.get("why", ""),
         "metric": d.get("measure") or reg.get("metric_text", ""),

@@ -177,7 +177,8 @@ def across_builds(verdicts: Sequence[ClaimVerdict]) -> pd.DataFrame:
         build = v.server.get("build")
         part = v.part if not build or build in v.part else f"{v.part} ({build})"
         claim = v.registered.get("id") or v.id.rsplit(":", 1)[-1]  # the claim itself, whatever part it was read on
-        cell = str(v.verdict) + (f": {m}" if (m := summary.measured(v.judged)) else "")
+        read = summary.deciding({"verdict": str(v.verdict), "judged": v.judged})
+        cell = str(v.verdict) + (f": {m}" if (m := summary.measured([read] if read else [])) else "")
         rows.setdefault(part, {"part": part})[claim] = cell
     return pd.DataFrame(list(rows.values()))
 
