@@ -510,7 +510,36 @@ def aa_rates(experiments: int, processes: int = 1, **kw) -> dict[str, tuple[int,
     return out
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["aa"]:
+def record(s: Scenario, experiments: int, wrong: int, path: Path = paths.ERROR_RATES) -> None:
+    """One scenario's measured rate into data/claims/error_rates.json (replacing its earlier record), with the
+    commit and date it was measured at: the reports warn beside a verdict whose rule errs credibly above alpha."""
+    import datetime as dt
+    import json
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=paths.ROOT).stdout
+    entry = {
+        "study": PLANS[s.plan].study,
+        "claim": s.claim_id,
+        "scenario": s.name,
+        "verdict": s.wrong,
+        "wrong": wrong,
+        "experiments": experiments,
+        "commit": commit.strip(),
+        "recorded": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    doc = json.loads(path.read_text()) if path.exists() else {"rates": []}
+    doc["rates"] = [r for r in doc["rates"] if r["scenario"] != s.name] + [entry]
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["record"]:  # record N NAME-SUBSTRING: the scenarios matching it
+    n, like = int(sys.argv[2]), sys.argv[3]
+    for s in (s for s in (*SCENARIOS, *AT_MEASURED_NOISE) if like in s.name):
+        k, p, se = rate(s, n, processes=os.cpu_count() or 1)
+        record(s, n, k)
+        print(f"[{s.family}] {s.name}: wrong '{s.wrong}' {k} of {n} = {p * 100:.1f} % (+-{se * 100:.1f}), recorded")
+elif __name__ == "__main__" and sys.argv[1:2] == ["aa"]:
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     for cid, (k, q, se) in aa_rates(n, processes=os.cpu_count() or 1).items():
         print(f"A/A {cid}: wrong '{aa_wrong()[cid]}' {k} of {n} = {q * 100:.1f} % (+-{se * 100:.1f})")

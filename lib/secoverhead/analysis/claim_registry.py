@@ -295,3 +295,46 @@ def _between_entry(d: Any, where: str) -> tuple[tuple[str, str], BetweenRuns]:
     if not isinstance(d.get("estimated"), str) or not d["estimated"].strip():
         raise ConfigError(f"{where}: estimated (when, from which runs) is missing")
     return (d["study"], d["metric"]), BetweenRuns(float(sd), runs, d["estimated"])
+
+
+@dataclass(frozen=True)
+class ErrorRate:
+    """Wrong verdicts of one claim's rule in one scenario, as `make error-rates` measured them through the real
+    path (benchmarks/claim_error_rates.py): `wrong` of `experiments` came out `verdict` where the truth is not."""
+
+    study: str
+    claim: str
+    scenario: str
+    verdict: str
+    wrong: int
+    experiments: int
+    commit: str
+    recorded: str
+
+    @property
+    def rate(self) -> float:
+        return self.wrong / self.experiments
+
+    def warning(self) -> str:
+        return (
+            f"Read this '{self.verdict}' with care: in {self.experiments:,} simulated experiments of this plan "
+            f"({self.scenario}) the rule gave it wrongly {self.wrong:,} times ({self.rate:.1%}; `make error-rates` "
+            f"at {self.commit[:10]}, {self.recorded[:10]})."
+        )
+
+
+def error_rates() -> list[ErrorRate]:
+    """The recorded error rates, each entry checked (counts whole, wrong within experiments); one ConfigError
+    naming the file and entry otherwise. None recorded: an empty list."""
+    doc = read_json(paths.ERROR_RATES) if paths.ERROR_RATES.exists() else {"rates": []}
+    out = []
+    for i, e in enumerate(doc.get("rates", []) if isinstance(doc, dict) else [None]):
+        try:
+            rate = ErrorRate(**{k: e[k] for k in ErrorRate.__dataclass_fields__})
+        except (KeyError, TypeError):
+            raise ConfigError(f"{paths.ERROR_RATES.name} entry {i + 1}: not an error-rate record") from None
+        ok = all(isinstance(x, int) and not isinstance(x, bool) for x in (rate.wrong, rate.experiments))
+        if not ok or not 0 <= rate.wrong <= rate.experiments or rate.experiments < 1:
+            raise ConfigError(f"{paths.ERROR_RATES.name} entry {i + 1}: {rate.wrong!r} wrong of {rate.experiments!r}")
+        out.append(rate)
+    return out

@@ -397,3 +397,14 @@ def widen(lo: float, hi: float, tau: float, n: int, confidence: float, *, log: b
     half = math.sqrt(half**2 + (t_quantile(n - 1, 0.5 + confidence / 2) * tau) ** 2)
     a, b = centre - half, centre + half
     return (math.exp(a), math.exp(b)) if log else (a, b)
+
+
+CREDIBLE = 0.001  # a rate is credibly above alpha when so many wrong verdicts would be this rare at alpha
+
+
+def credibly_above(wrong: int, experiments: int, alpha: float = 0.05) -> bool:
+    """Whether `wrong` of `experiments` is credibly more than alpha: the exact binomial tail P(X >= wrong) at
+    alpha is below CREDIBLE (a rule that errs at alpha passes whatever the count, one at 30 % fails at 24)."""
+    from scipy import stats as scipy_stats
+
+    return wrong > 0 and float(scipy_stats.binom.sf(wrong - 1, experiments, alpha)) < CREDIBLE

@@ -19,6 +19,7 @@ PARAMS = ROOT / "papermill-params"
 PUBLISHED = ROOT / "data" / "published"
 CLAIMS = ROOT / "data" / "claims" / "registry.yaml"  # the claims and their readings, fixed before the data
 BETWEEN_RUNS = ROOT / "data" / "claims" / "between_runs.yaml"  # what varies between runs, as declared sds
+ERROR_RATES = ROOT / "data" / "claims" / "error_rates.json"  # wrong verdicts measured by `make error-rates`
 LEVEL_SPREAD = ROOT / "data" / "claims" / "between_runs_levels.yaml"  # what compare adds between two reports
 LEARNED_ENV = "SECOVERHEAD_BETWEEN_RUNS"  # the pipeline points a report's kernel at the sds learned before it
 

@@ -12,7 +12,9 @@ from typing import Any
 import pandas as pd
 from IPython.display import HTML, display
 
+from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import ALPHA, LOOKS, look_confidence
+from secoverhead.analysis.stats import credibly_above
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
@@ -24,6 +26,19 @@ from secoverhead.reporting.profiles import section as profile_section
 def figures(items: Sequence[tuple[Any, str]]) -> None:
     for fig, caption in items:
         show(fig, caption)
+
+
+def error_rate_warnings(verdicts: Sequence[ClaimVerdict], alpha: float = 0.05) -> list[str]:
+    """A verdict of this report that its rule gives wrongly credibly more often than alpha, as `make error-rates`
+    recorded it (data/claims/error_rates.json): said on the first screen, where a DBA reads the verdict."""
+    rates = claim_registry.error_rates()
+    out = []
+    for v in verdicts:
+        key = (v.registered.get("study"), v.registered.get("id"), str(v.verdict))
+        for r in rates:
+            if (r.study, r.claim, r.verdict) == key and credibly_above(r.wrong, r.experiments, alpha):
+                out.append(f"{v.id}: {r.warning()}")
+    return out
 
 
 def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
@@ -40,6 +55,8 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
     counts = summary.tally(dicts)
     if counts:
         say(f"**{counts}.**")
+    for warning in error_rate_warnings(verdicts):
+        say(f"**{warning}**")
     display(HTML(summary.claims_html(dicts)))
     fig = summary.figure(dicts)
     if fig is not None:
