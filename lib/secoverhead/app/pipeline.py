@@ -309,8 +309,8 @@ def run_study(
             raise  # no run directory of ours yet: nothing to record
         stop = signals.as_terminated(exc) if isinstance(exc, KeyboardInterrupt) else exc
         ending = ended_by(stop)
-        if ending.status == "interrupted":
-            replay_partial(prepared, run, record, kernel, log, ending)
+        if isinstance(stop, signals.Terminated) and stop.name == "SIGINT":  # SIGTERM, SIGHUP: a scheduler's stop,
+            replay_partial(prepared, run, record, kernel, log, ending)  # kept prompt; its --resume reports all
         if isinstance(stop, signals.Terminated):
             resume_with = f"`secoverhead run --resume {run.dir}` continues it"
             stop.outcome = f"{prepared.study.id}: interrupted  {run.dir}; {resume_with}"

@@ -77,8 +77,9 @@ def is_signed(notebook: Path) -> bool:
 
 
 STATUS_BANNERS = {
-    "interrupted": "This run was interrupted: its tables hold every run it recorded before it stopped, and its "
-    "verdicts are partial (judged on those runs, at no planned look, so not at the study's stated error rate); "
+    "interrupted": "This run was interrupted: after Ctrl-C its tables hold every run it recorded before it stopped "
+    "(after SIGTERM, what its cells reached), and its verdicts are partial (judged at no planned look, so not at the "
+    "study's stated error rate); "
     "`secoverhead run --resume` with this report's folder continues it where it stopped.",
     "failed": "This run failed: the report holds what was measured before the failure; its verdicts are not the "
     "study's.",
