@@ -213,13 +213,13 @@ def test_auth_predicts_the_seeded_bar_from_a_logins_cpu_less_its_random_reads():
 
 
 def test_tdes_conclusions_say_which_of_the_originals_instances_no_verdict_speaks_for():
-    from secoverhead.studies.tde.tables import conclusion_notes
+    from secoverhead.studies.tde.tables import scope_notes
 
     one = _tde_result()
-    (note,) = conclusion_notes(one)
+    (note,) = scope_notes(one)
     assert "emulated 4c16g" in note and "8c32g was not run" in note
     both = StudyResult("tde", None, {n: _part(n, [{"arm": "x"}]) for n in ("4c16g", "8c32g on MariaDB")})
-    assert conclusion_notes(both) == []
+    assert scope_notes(both) == []
 
 
 def test_an_interval_end_a_single_run_cannot_give_is_shown_as_none_not_as_minus_infinity():

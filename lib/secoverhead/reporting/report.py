@@ -41,12 +41,15 @@ def error_rate_warnings(verdicts: Sequence[ClaimVerdict], alpha: float = 0.05) -
     return out
 
 
-def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = ()) -> pd.DataFrame:
+def conclusions(
+    result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Sequence[str] = (), scope: Sequence[str] = ()
+) -> pd.DataFrame:
     """The summary first: per claim one sentence with its verdict chip (how it is read in a collapsible
     detail) and its verdict over the reports of its series, this one included; one picture of every claim against
-    its thresholds; written to verdicts.json for the index."""
+    its thresholds; written to verdicts.json for the index. `scope`: what the run's scale left out, said under
+    the tally, where a reader takes the verdicts in; `notes`, what they rest on, after the picture."""
     if not result.recorded:  # a finished report read back is never written into
-        write_verdicts(result.params.results_dir(), result.study, verdicts, notes)
+        write_verdicts(result.params.results_dir(), result.study, verdicts, [*scope, *notes])
     pooled = over_reports.lines(result.params.results_dir().parent, result.study)
     dicts = []
     for v in verdicts:
@@ -57,6 +60,8 @@ def conclusions(result: StudyResult, verdicts: Sequence[ClaimVerdict], notes: Se
         say(f"**{counts}.**")
     for warning in error_rate_warnings(verdicts):
         say(f"**{warning}**")
+    for line in scope:
+        say(line)
     display(HTML(summary.claims_html(dicts)))
     fig = summary.figure(dicts)
     if fig is not None:

@@ -89,8 +89,8 @@ def _threads(n: float) -> str:
     return f"{int(n)} thread{'s' if n > 1 else ''}"
 
 
-def conclusion_notes(result: StudyResult) -> list[str]:
-    """What the verdicts rest on: the original's instances this run emulated, and those it left out."""
+def scope_notes(result: StudyResult) -> list[str]:
+    """What the verdicts cover: the original's instances this run emulated, and those its scale left out."""
     ran = sorted({instance_of(part.name) for part in result if instance_of(part.name) in ORIGINAL})
     left = [name for name in ORIGINAL if name not in ran]
     if not ran or not left:
