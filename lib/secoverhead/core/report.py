@@ -97,11 +97,6 @@ class Report:
         return list(dict.fromkeys(b for b in named if b))
 
     @property
-    def parts(self) -> list[str]:
-        """The experiments it measured (a part its scale left out has none)."""
-        return list(self.servers)
-
-    @property
     def commit(self) -> str:
         return str(self.environment.get("git_commit") or "")[:10]
 
