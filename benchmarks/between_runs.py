@@ -5,7 +5,7 @@ server instances, data loads, placement, the partner in a duet) and its interval
 
 For every claim whose readings compare arms on instances of their own (beside builds' too), each cell's
 estimate and standard error per run as its verdicts recorded them, and per study and metric the term the
-pipeline learns once five reports of a series exist (suite/learned.py: Paule-Mandel per cell, the root mean
+pipeline learns once five reports of a series exist (series/learned.py: Paule-Mandel per cell, the root mean
 square over cells), here from three runs or more: the entries data/claims/between_runs.yaml takes as its prior.
 Then the same for each arm's level, as `compare` learns it (suite/crossrun.py: Paule-Mandel per level of the
 study's primary metrics, the root mean square over levels): the entries data/claims/between_runs_levels.yaml takes.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.pooling import paule_mandel
-from secoverhead.studies import STUDIES
-from secoverhead.suite import learned
+from secoverhead.series import learned
+from secoverhead.studies import STUDIES, between_instances
 from secoverhead.suite.crossrun import level_estimates, load_report
 
 
@@ -42,13 +42,13 @@ def _part(study: str, experiment: str) -> str:
 
 def claim_terms(report_dirs: list[str]) -> tuple[list[str], list[dict]]:
     """Per cell, each run's estimate and se as its verdicts recorded them and Paule-Mandel's sd between the runs;
-    per study and metric, the term the pipeline's learner (suite/learned.py) gives over three runs or more."""
+    per study and metric, the term the pipeline's learner (series/learned.py) gives over three runs or more."""
     by_study: dict[tuple[Path, str], list[str]] = defaultdict(list)
     for d in map(Path, report_dirs):
         by_study[(d.parent.parent, load_report(d)[0])].append(d.name)
     lines, entries = [], []
     for (root, study), runs in sorted(by_study.items()):
-        by_cell = learned.cells(root, study, sorted(runs))
+        by_cell = learned.cells(root, study, sorted(runs), between_instances(study))
         for (metric, claim, reading, cell), xs in sorted(by_cell.items()):
             tau = math.sqrt(paule_mandel([v for _, v, _ in xs], [se * se for _, _, se in xs]))
             spread = ", ".join(f"{v:+.3f}±{se:.3f}" for _, v, se in xs)

@@ -48,7 +48,7 @@ def test_the_readme_answers_its_follow_up_questions_through_load(made):
     script = block + "\nimport matplotlib.pyplot as plt\nassert len(mysql) and mysql.arm.nunique() >= 2\n"
     script += "loss = newest[newest.quantity == 'loss']\nassert len(loss) and loss.shown.str.endswith('%').all()\n"
     script += "assert len(setup) and setup.shown.str.endswith('×').all(), setup\nprint('axes', len(plt.gcf().axes))\n"
-    script += "assert (pooled['reports pooled'] == 2).any(), pooled\n"
+    script += "assert (standing['reports pooled'] == 2).any(), standing\n"
     res = subprocess.run([sys.executable, "-c", script], cwd=made, env=_env(), capture_output=True, text=True,
                          timeout=300)  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
@@ -57,7 +57,7 @@ def test_the_readme_answers_its_follow_up_questions_through_load(made):
 
 def test_the_questions_notebook_answers_each_from_notebooks_with_intervals_and_units(made, tmp_path):
     """Executed where JupyterLab opens it (notebooks/), the reports found through $SECOVERHEAD_REPORTS; each answer
-    is at most five lines of code and shows judged intervals in their unit, and the pooled verdict of two runs."""
+    is at most five lines of code and shows judged intervals in their unit, and the standing verdict of two runs."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -73,4 +73,4 @@ def test_the_questions_notebook_answers_each_from_notebooks_with_intervals_and_u
     shown = ["".join(o.get("data", {}).get("text/html", "") for o in c.outputs) for c in answers]  # as JupyterLab
     assert " %" in shown[0] and "oltp_read_only" in shown[0]  # a TPS loss per workload, in %
     assert "×" in shown[1] and "MySQL" in shown[1]  # set-up as a ratio, on the build that ran it
-    assert "<td>2</td>" in shown[2], shown[2]  # the two TLS reports pooled
+    assert "<td>2 of 2</td>" in shown[2], shown[2]  # the two TLS reports, both tested

@@ -1,5 +1,5 @@
 """Intervals that cover a rerun: what varies between runs (the server instances a run's rounds all share) is
-estimated from repeated runs (Paule-Mandel, as suite/learned.py and benchmarks/between_runs.py do) and added to
+estimated from repeated runs (Paule-Mandel, as series/learned.py and benchmarks/between_runs.py do) and added to
 every interval of the study's comparisons between arms (claimcheck.Rule, data/claims/between_runs.yaml)."""
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def _series_report(root, k, rng, level, revision=None):
 def test_reports_measured_before_a_fix_to_a_metric_teach_compare_nothing_about_it_and_are_said_to_differ(
     tmp_path, capsys, monkeypatch
 ):
-    from secoverhead.reporting import series
+    from secoverhead.series import reports as series
     from secoverhead.suite import crossrun
 
     rng = np.random.default_rng(7)

@@ -149,15 +149,15 @@ def test_the_random_source_table_shows_the_system_share_with_its_sampling_interv
 
 
 def test_a_share_pooled_over_runs_is_wilsons_over_their_ticks_shrunk_by_their_overdispersion():
-    from secoverhead.analysis.stats import pooled_share
+    from secoverhead.analysis.stats import combined_share
 
-    agree = pooled_share([15, 15, 15, 15], [50, 50, 50, 50])  # runs that differ by less than their ticks say
+    agree = combined_share([15, 15, 15, 15], [50, 50, 50, 50])  # runs that differ by less than their ticks say
     assert agree == pytest.approx((0.3, *wilson(60, 200), 200.0))
-    share, lo, hi, draws = pooled_share([5, 25, 5, 25], [50, 50, 50, 50])  # same pooled share, runs far apart
+    share, lo, hi, draws = combined_share([5, 25, 5, 25], [50, 50, 50, 50])  # same pooled share, runs far apart
     assert share == pytest.approx(0.3) and draws < 50 and lo < agree[1] and hi > agree[2]
-    assert pooled_share([7], [20])[1:3] == pytest.approx(wilson(7, 20))  # one run: its own ticks
-    assert pooled_share([0, 0], [0, 0])[1:] == (0.0, 1.0, 0.0)  # no tick: says nothing
-    assert pooled_share([0, 0], [40, 40])[:2] == (0.0, 0.0)  # all user: a share of 0 with an upper end
+    assert combined_share([7], [20])[1:3] == pytest.approx(wilson(7, 20))  # one run: its own ticks
+    assert combined_share([0, 0], [0, 0])[1:] == (0.0, 1.0, 0.0)  # no tick: says nothing
+    assert combined_share([0, 0], [40, 40])[:2] == (0.0, 0.0)  # all user: a share of 0 with an upper end
 
 
 def _runs(ticks: bool):
@@ -172,7 +172,7 @@ def _runs(ticks: bool):
     return pd.DataFrame(rows)
 
 
-def test_the_cpu_split_figure_splits_the_median_at_the_pooled_share_and_draws_its_interval():
+def test_the_cpu_split_figure_splits_the_median_at_the_combined_share_and_draws_its_interval():
     import matplotlib
 
     matplotlib.use("Agg")

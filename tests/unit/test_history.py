@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from secoverhead.reporting import plots, series
+from secoverhead.reporting import plots
+from secoverhead.series import reports as series
 from secoverhead.suite import expected, history
 from tests.records import run_json
 
@@ -197,7 +198,7 @@ def test_nights_of_reports_like_their_series_raise_an_alarm_no_more_often_than_s
 
 def test_a_series_server_is_the_build_its_verdict_ran_on():
     """Not the machine's mariadbd for every study (FerretDB's, mongod's and nginx's series said MariaDB 10.11)."""
-    from secoverhead.reporting.series import server_of
+    from secoverhead.series.reports import server_of
 
     assert server_of({"server": {"build": "mongod 4.2", "version": "4.2.6"}}) == "mongod 4.2 4.2.6"
     assert server_of({"server": {"build": "nginx 1.22.1", "version": "1.22.1"}}) == "nginx 1.22.1"

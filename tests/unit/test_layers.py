@@ -19,6 +19,7 @@ LAYERS = (
     "workloads",  # the load generators and probes, and the Measurement they return
     "analysis",  # statistics and claim readings: pure functions of run tables
     "measurement",  # experiments: rounds, arms, sequential looks, the result store
+    "series",  # across reports: a study's series, each claim's standing verdict, the between-run sd learned
     "reporting",  # one study's tables, plots and report
     "studies",  # the study protocol and the five study packages
     "sizing",  # the cost calculator: the studies' measured costs priced for a DBA's workload and machine

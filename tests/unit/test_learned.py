@@ -5,6 +5,7 @@ one by name."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -13,8 +14,12 @@ import pytest
 
 from secoverhead.analysis import claim_registry
 from secoverhead.core.errors import ConfigError
-from secoverhead.suite import learned
+from secoverhead.series import learned
+from secoverhead.studies import between_instances
 from tests.records import run_json
+
+KINDS = functools.partial(between_instances, "tde")  # the study's rules, as the pipeline passes them
+HERE = "this machine's servers"
 
 
 def _report(
@@ -40,9 +45,9 @@ def test_a_term_is_learned_once_enough_reports_measured_it_and_only_between_inst
     values = (-0.05, 0.03, -0.02, 0.06, 0.0)
     for k, v in enumerate(values[:-1]):
         _report(tmp_path, k, v)
-    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers") == []  # four reports: the prior stands
+    assert learned.learn(tmp_path, "tde", "quick", HERE, KINDS) == []  # four reports: the prior stands
     _report(tmp_path, 4, values[-1])
-    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    (term,) = learned.learn(tmp_path, "tde", "quick", HERE, KINDS)
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
     # the reports spread far beyond their own se (0.01): tau is nearly their sd, and the contrast (x3) is not read
@@ -56,10 +61,10 @@ def test_reports_that_agree_within_their_own_errors_learn_no_spread_and_scales_l
         _report(tmp_path, k, 0.01 * (-1) ** k, se=0.05)
     for k in range(5, 8):
         _report(tmp_path, k, 0.5 * (-1) ** k, scale="smoke")
-    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    (term,) = learned.learn(tmp_path, "tde", "quick", HERE, KINDS)
     assert term["sd"] == 0.0
-    assert learned.learn(tmp_path, "tde", "smoke", "this machine's servers") == []  # three smoke reports
-    assert learned.learn(tmp_path, "tde", "quick", "db.example:3306") == []  # another target: none of its own
+    assert learned.learn(tmp_path, "tde", "smoke", HERE, KINDS) == []  # three smoke reports
+    assert learned.learn(tmp_path, "tde", "quick", "db.example:3306", KINDS) == []  # another target: none of its own
 
 
 def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_refuses_a_broken_file(
@@ -69,10 +74,10 @@ def test_the_registry_adds_the_learned_term_in_place_of_the_declared_one_and_ref
         _report(tmp_path, k, 0.04 * (-1) ** k)
     run_dir = tmp_path / "tde" / "20261102T000000Z-vm-quick"
     run_dir.mkdir()
-    path = learned.write(run_dir, tmp_path, "tde", "quick", "this machine's servers")
+    path = learned.write(run_dir, tmp_path, "tde", "quick", HERE, KINDS)
     written = path.read_text()
     _report(tmp_path, 6, 0.5)
-    assert learned.write(run_dir, tmp_path, "tde", "quick", "this machine's servers").read_text() == written  # resumed
+    assert learned.write(run_dir, tmp_path, "tde", "quick", HERE, KINDS).read_text() == written  # resumed
     monkeypatch.setenv(claim_registry.paths.LEARNED_ENV, str(path))
     claim_registry.between_runs.cache_clear()
     try:
@@ -106,9 +111,9 @@ def test_reports_measured_at_an_older_revision_teach_nothing_about_the_new_measu
     reports that spread widely count for nothing, and five new ones that agree learn no spread."""
     for k in range(5):
         _report(tmp_path, k, 0.3 * (-1) ** k)
-    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers")[0]["sd"] > 0.2
+    assert learned.learn(tmp_path, "tde", "quick", HERE, KINDS)[0]["sd"] > 0.2
     monkeypatch.setattr(claim_registry, "revision", lambda study, claim_id: 2)
-    assert learned.learn(tmp_path, "tde", "quick", "this machine's servers") == []
+    assert learned.learn(tmp_path, "tde", "quick", HERE, KINDS) == []
     new = [_report(tmp_path, k, 0.01 * (-1) ** k, se=0.05, revision=2) for k in range(5, 10)]
-    (term,) = learned.learn(tmp_path, "tde", "quick", "this machine's servers")
+    (term,) = learned.learn(tmp_path, "tde", "quick", HERE, KINDS)
     assert term["sd"] == 0.0 and term["reports"] == new

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.readings import GAP, REFUTE, REPRODUCE, Reading
+from secoverhead.analysis.stats import sequence_half, t_quantile
 from secoverhead.analysis.verdicts import Verdict
 
 R, N, U = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE
@@ -222,8 +223,12 @@ def test_a_between_run_floor_takes_rounds_or_every_hope_of_them(floor, expected)
         assert math.sqrt((100 - floor**2) * 8 / got + floor**2) <= 5
 
 
-def test_runs_pooled_where_rounds_cannot():
+def test_reports_to_decide_are_the_fewest_whose_confidence_sequence_fits_the_room():
     reading = Reading.band("x", 15, 45)
-    assert reading.runs_to_decide(10, 30, 8) == 4  # half 10 over room 5: four runs halve it
-    assert reading.runs_to_decide(15.5, 16.5, 8) == 2  # a pooled verdict needs two runs at least
+    spread = 10 / t_quantile(7, 0.975)  # a report's half-width of 10 over 8 rounds, read back as its spread
+    k = reading.runs_to_decide(10, 30, 8)  # centre 20, room 5 to the cut at 15
+    assert k is not None and sequence_half(spread, k, 0.95) < 5 <= sequence_half(spread, k - 1, 0.95)
+    assert k > 4  # more than a fixed-sample interval's four: the sequence holds at every look, so it is wider
+    narrow = reading.runs_to_decide(15.5, 16.5, 8)
+    assert narrow is not None and 3 <= narrow < k  # finite from three reports, fewer where the room is wider
     assert Reading.above("x", 1.3).runs_to_decide(1.1, 1.5, 4) is None  # on the line: runs never decide it

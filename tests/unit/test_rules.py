@@ -11,7 +11,7 @@ import pytest
 
 from secoverhead.analysis.claimcheck import Rule, intervals_of, judge
 from secoverhead.analysis.readings import Reading
-from secoverhead.analysis.reads import Contrast, Pooled, Ratio, Relative, Share, finite
+from secoverhead.analysis.reads import Combined, Contrast, Ratio, Relative, Share, finite
 from secoverhead.analysis.verdicts import Verdict
 
 
@@ -100,7 +100,7 @@ def test_relative_contrast_pooled_and_share_give_the_effect_they_name():
     )  # fmt: skip
     contrast = Contrast("off", "on", "threads", by=("workload",)).cells(grid, "m", 0.95, 1)
     assert {c.name: round(c.point, 2) for c in contrast} == pytest.approx({"w": 0.84, "r": 0.99}, abs=0.03)
-    (pooled,) = Pooled("off", "on", "workload", ("w",), ("r",), over=("threads",)).cells(grid, "m", 0.95, 1)
+    (pooled,) = Combined("off", "on", "workload", ("w",), ("r",), over=("threads",)).cells(grid, "m", 0.95, 1)
     assert pooled.point == pytest.approx(math.sqrt(0.8 / 0.98 * 0.95 / 0.99), abs=0.03)
     cpu = runs_of({("http",): 10.0, ("full",): 110.0, ("cache",): 30.0})
     (share,) = Share("http", "full", "cache").cells(cpu, "m", 0.95, 1)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from secoverhead.analysis.compare import compare_arms, interaction, per_round, pooled_interaction
+from secoverhead.analysis.compare import combined_interaction, compare_arms, interaction, per_round
 from secoverhead.analysis.stats import (
     PAIRED,
     UNPAIRED,
@@ -219,7 +219,7 @@ def test_interaction_is_a_ratio_of_ratios_per_round():
     assert len(per_round(runs[runs["workload"] == "write"], "tps", ["off", "on"])) == 6
 
 
-def test_pooled_interaction_is_the_per_round_mean_over_cells():
+def test_combined_interaction_is_the_per_round_mean_over_cells():
     """One comparison for a claim about levels: per round the mean over thread counts of the log ratio of
     ratios; its geometric mean equals the mean of the per-cell ones, and it is one family member."""
     rng = np.random.default_rng(5)
@@ -241,12 +241,12 @@ def test_pooled_interaction_is_the_per_round_mean_over_cells():
     runs = pd.DataFrame(rows).assign(run_id=range(len(rows)))
     kw = dict(baseline="off", candidate="on", factor="workload")
     per = interaction(runs, "x", level="write", reference="read", by=["threads"], **kw)
-    pooled = pooled_interaction(runs, "x", pairs=[("write", "read")], over=["threads"], **kw)
-    assert pooled.ratio == pytest.approx(np.exp(np.mean([np.log(c.ratio) for c in per.values()])), rel=1e-9)
-    assert pooled.family == 1 and pooled.n_pairs == 8 and "averaged over threads" in pooled.test
+    combined = combined_interaction(runs, "x", pairs=[("write", "read")], over=["threads"], **kw)
+    assert combined.ratio == pytest.approx(np.exp(np.mean([np.log(c.ratio) for c in per.values()])), rel=1e-9)
+    assert combined.family == 1 and combined.n_pairs == 8 and "averaged over threads" in combined.test
     widths = [np.log(c.ci_high / c.ci_low) for c in per.values()]
-    assert np.log(pooled.ci_high / pooled.ci_low) < min(widths)  # the mean of two cells is the tighter
-    assert pooled_interaction(runs.iloc[0:0], "x", pairs=[("write", "read")], over=["threads"], **kw) is None
+    assert np.log(combined.ci_high / combined.ci_low) < min(widths)  # the mean of two cells is the tighter
+    assert combined_interaction(runs.iloc[0:0], "x", pairs=[("write", "read")], over=["threads"], **kw) is None
 
 
 def test_tukey_outliers_are_counted():

@@ -221,7 +221,7 @@ def of_study(study: str) -> list[Claim]:
 @dataclass(frozen=True)
 class BetweenRuns:
     """The sd between runs of a study's effect on one metric: declared (data/claims/between_runs.yaml, a prior),
-    or learned from the reports before this one (suite/learned.py, named by paths.LEARNED_ENV)."""
+    or learned from the reports before this one (series/learned.py, named by paths.LEARNED_ENV)."""
 
     sd: float
     runs: int

@@ -333,7 +333,7 @@ def interaction(
     return out
 
 
-def pooled_interaction(
+def combined_interaction(
     runs: pd.DataFrame,
     metric: str,
     *,
@@ -359,7 +359,7 @@ def pooled_interaction(
     levels = " / ".join(dict.fromkeys(str(lv) for lv, _ in pairs))
     refs = " / ".join(dict.fromkeys(str(r) for _, r in pairs))
     return Contrast(baseline, candidate, factor, levels, refs).comparison(
-        {factor: f"{levels} vs {refs}", **({o: "pooled" for o in over})},
+        {factor: f"{levels} vs {refs}", **({o: "combined" for o in over})},
         np.exp(d.to_numpy()),
         np.ones(len(d)),
         metric=metric,

@@ -3,21 +3,18 @@ the claim's reading judges as it judges one report's.
 
 Each report gives an estimate on the analysis scale (the log ratio for a ratio or a loss, the difference itself in
 points) and its own standard error (its rounds only). Reports differ by more than their rounds say (instances,
-the machine's day), so they are pooled by a random-effects model: the between-run variance tau^2 by
-Paule-Mandel, which the reports themselves estimate (no declared value), and the interval by Hartung-Knapp with the
-modification that never lets it be narrower than the plain random-effects one (Roever, Knapp & Friede 2015),
-on t with k-1 degrees of freedom, which keeps its level at two or three reports where a normal interval does not.
-The interval also reaches at least as far as the reports' plain t interval (their mean, their sd over sqrt(k), on
-k-1 degrees of freedom), which needs no report's own error: a report of 3 rounds knows its standard error on 2
-degrees of freedom, and weights built on so rough an error let one report that underestimated its own dominate
-(benchmarks/look_boundary.py: any of ten looks missed in 6.4 % of series at Bonferroni's level, 0.8 % with this).
+the machine's day), so a series' verdict rests on the reports' estimates alone, their spread measured from
+themselves (no report's own error, no declared between-run sd: a report of 3 rounds knows its own error on 2
+degrees of freedom, and weights built on so rough an error let one report that underestimated its own dominate).
 
-A series is judged again after every report. Each of these looks reads its interval at one level, calibrated by
-simulation so that the chance that ANY look at k = 2..LOOKS reports misses the truth stays within alpha (a constant
-boundary, as Pocock's): the looks are nested, each pooling every report before it, so they are strongly correlated
-and Bonferroni's alpha / (LOOKS - 1) spends a fraction of alpha (benchmarks/look_boundary.py; a test checks the
-family-wise rate through pool itself). For an alpha not calibrated, Bonferroni. A series that reaches LOOKS reports
-is closed there; the next report opens a new one (the verdict of a closed series stands).
+A series is read every morning, for as long as it runs: its verdict is a **standing verdict**, judged on a
+confidence sequence (stats.confidence_sequence), an interval that misses the truth at ANY look with chance at most
+alpha, however many reports the series holds and however often it is read. So the series never closes and never
+restarts its error budget; a claim on its line shows a decided verdict some morning of a year with chance at most
+alpha (benchmarks/standing_error.py simulates it through pooled_verdict; a unit test holds it).
+
+`pool` is the random-effects estimate read once (the calculator prices from it): Paule-Mandel's tau^2 and the
+modified Hartung-Knapp interval (Roever, Knapp & Friede 2015), never narrower than the reports' plain t interval.
 """
 
 from __future__ import annotations
@@ -27,15 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from secoverhead.analysis import claim_registry as registry
-from secoverhead.analysis.stats import t_quantile
+from secoverhead.analysis.readings import GAP, Reading
+from secoverhead.analysis.stats import confidence_sequence, reports_to_decide, t_quantile
 from secoverhead.analysis.verdicts import Verdict
 
-ALPHA = 0.05  # a series' chance of any wrong verdict over all its looks
-LOOKS = 10  # reports a series pools before it closes
-# alpha -> each look's alpha, calibrated: benchmarks/look_boundary.py's worst case, 0.0118, where the between-run sd
-# dominates (the reports' plain t interval decides), rounded down for its Monte-Carlo error (2026-11-28, 48
-# scenarios of 20,000 series: between-run sd 0-16x a report's own error, 3 or 5 rounds, normal or t3 strays)
-CALIBRATED_LOOK_ALPHA = {0.05: 0.011}
+ALPHA = 0.05  # a series' chance of any wrong standing verdict over all its looks, however many
 
 
 @dataclass(frozen=True)
@@ -54,7 +47,7 @@ class Pooled:
     estimate: float
     low: float
     high: float
-    tau: float  # between-run sd, as these reports estimate it
+    tau: float  # between-run sd as these reports estimate it (pool); the sd of their estimates (sequence)
     confidence: float
 
 
@@ -102,13 +95,6 @@ def pool(runs: Sequence[RunEstimate], confidence: float) -> Pooled | None:
     return Pooled(k, mu, min(mu - half, mean - plain), max(mu + half, mean + plain), math.sqrt(tau2), confidence)
 
 
-def look_confidence(alpha: float, looks: int = LOOKS) -> float:
-    """The confidence every look of a series reads its interval at: the calibrated level for LOOKS looks, else
-    alpha split over its looks at 2..looks reports (Bonferroni)."""
-    calibrated = CALIBRATED_LOOK_ALPHA.get(alpha) if looks == LOOKS else None
-    return 1 - (calibrated if calibrated is not None else alpha / (looks - 1))
-
-
 # From an interval a report judged on a reading's quantity to the analysis scale and back: a ratio and a loss are
 # pooled on the log ratio (a loss in % is 1 - ratio), a difference in points and a share won back (a mean of
 # per-round shares with its t interval, reads.Share) as they are.
@@ -152,54 +138,97 @@ def run_estimate(quantity: str, lo: float, hi: float, rounds: int, confidence: f
 
 @dataclass(frozen=True)
 class PooledCell:
-    """One cell of one reading over the reports pooled, on the reading's quantity: estimate, interval, tau (on the
-    analysis scale) and the interval that may refute, where it differs."""
+    """One cell of one reading over the reports pooled, on the reading's quantity: estimate, interval, the sd of
+    the reports' estimates (on the analysis scale) and the interval that may refute, where it differs."""
 
     name: str
     point: float
     low: float
     high: float
-    tau: float
+    sd: float
     refuting: tuple[float, float]
 
 
 @dataclass(frozen=True)
 class PooledVerdict:
-    """A claim judged on its reports pooled: the verdict the registry's readings give the pooled intervals."""
+    """A claim's standing verdict: the verdict the registry's readings give its series' confidence sequences."""
 
     verdict: Verdict
     reports: int
-    confidence: float  # each look's, before any split over cells or readings
+    confidence: float  # every look's, before any split over cells or readings
     readings: tuple[tuple[PooledCell, ...], ...]
 
 
 def pooled_verdict(study: str, claim_id: str, judged_reports: Sequence[list[dict]], alpha: float = ALPHA
                    ) -> PooledVerdict | None:  # fmt: skip
-    """The claim's verdict on the reports of one series (each one's `judged` readings, oldest first, at most
-    LOOKS): each cell pooled over the reports, read at the look's confidence split as one report splits it
-    (intervals_of: a reading that every cell must reproduce refutes on Bonferroni-widened intervals, one that any
-    cell may reproduce reproduces on them; refuting splits over the readings). None where they cannot be pooled:
-    fewer than two, cells that differ between them, or one without estimates."""
+    """The claim's standing verdict on the reports of one series (each one's `judged` readings, oldest first):
+    each cell's confidence sequence over the reports, its level split as one report splits it (intervals_of: a
+    reading that every cell must reproduce refutes on Bonferroni-widened intervals, one that any cell may
+    reproduce reproduces on them; refuting splits over the readings). None where they cannot be pooled: fewer
+    than two, cells that differ between them, or one without estimates."""
     claim = registry.get(study, claim_id)
     readings = claim.readings()
     if len(judged_reports) < 2 or any(len(j) < len(readings) for j in judged_reports):
         return None
-    look = look_confidence(alpha)
+    level = 1 - alpha
     sets, shown = [], []
     for k, reading in enumerate(readings):
         cells = _cells(k, judged_reports)
         if cells is None:
             return None
-        m = len(cells)
-        each_conf = look if reading.combine == "all" or m == 1 else 1 - (1 - look) / m
-        refute_conf = 1 - (1 - look) / len(readings) / (m if reading.combine == "all" else 1)
-        pooled = [(name, pool(ests, each_conf), pool(ests, refute_conf)) for name, ests in cells]
-        if any(p is None or r is None for _, p, r in pooled):
-            return None
-        row = tuple(_shown(reading.quantity, name, p, r) for name, p, r in pooled)
+        each_conf, refute_conf = _levels(reading.combine, len(cells), len(readings), alpha)
+        row = tuple(
+            _shown(reading.quantity, name, sequence(ests, each_conf), sequence(ests, refute_conf))
+            for name, ests in cells
+        )
         sets.append(([(c.low, c.high) for c in row], [c.refuting for c in row]))
         shown.append(row)
-    return PooledVerdict(claim.decide(*sets), len(judged_reports), look, tuple(shown))
+    return PooledVerdict(claim.decide(*sets), len(judged_reports), level, tuple(shown))
+
+
+def _levels(combine: str, cells: int, readings: int, alpha: float) -> tuple[float, float]:
+    """(each cell's, the refuting) confidence: alpha split over a reading's cells and the claim's readings as one
+    report splits it."""
+    each = 1 - alpha if combine == "all" or cells == 1 else 1 - alpha / cells
+    return each, 1 - alpha / readings / (cells if combine == "all" else 1)
+
+
+def more_reports(study: str, claim_id: str, pv: PooledVerdict, alpha: float = ALPHA) -> int | None:
+    """Reports more than the series holds after which every undecided cell's confidence sequence would lie in one
+    region, were its estimate and the reports' spread to stay (stats.reports_to_decide); None where one sits on a
+    cut or in a gap, where no number of reports decides it."""
+    readings = registry.get(study, claim_id).readings()
+    need = [0]
+    for reading, cells in zip(readings, pv.readings, strict=True):
+        each, _ = _levels(reading.combine, len(cells), len(readings), alpha)
+        for c in cells:
+            if reading.label_of(c.low, c.high) is not None:
+                continue
+            room = _room(reading, c.point)
+            k = reports_to_decide(c.sd, room, each) if room is not None else None
+            if k is None:
+                return None
+            need.append(k - pv.reports)
+    return max(max(need), 1)
+
+
+def _room(reading: Reading, point: float) -> float | None:
+    """How far a point lies from the nearest cut of its region, on the analysis scale (None in a gap, on a cut)."""
+    i = reading.region(point)
+    if reading.labels[i] == GAP:
+        return None
+    centre = to_scale(reading.quantity, point, point)
+    if centre is None:
+        return None
+    cuts = [to_scale(reading.quantity, c, c) for c in reading.cuts]
+    room = min((abs(centre[0] - c[0]) for c in cuts if c is not None), default=math.inf)
+    return room if room > 0 else None
+
+
+def sequence(runs: Sequence[RunEstimate], confidence: float) -> Pooled:
+    """The reports' confidence sequence at `confidence` (valid at every look), on the analysis scale."""
+    mean, lo, hi, sd = confidence_sequence([r.value for r in runs], confidence) or (math.nan,) * 4
+    return Pooled(len(runs), mean, lo, hi, sd, confidence)
 
 
 def _shown(quantity: str, name: str, p: Pooled, r: Pooled) -> PooledCell:

@@ -16,10 +16,11 @@ intersection-union test's), each wide interval contains its narrow one, so the r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from secoverhead.analysis.stats import reports_to_decide, t_quantile
 from secoverhead.analysis.verdicts import Verdict
 from secoverhead.core.units import QUANTITIES, shown
 
@@ -148,11 +149,15 @@ class Reading:
         own = max(half**2 - floor**2, 0.0)  # the run's own part of the half-width, squared
         return max(n, math.ceil(n * own / (room**2 - floor**2) - 1e-9))  # not one more for a rounding error
 
-    def runs_to_decide(self, lo: float, hi: float, n: int) -> int | None:
-        """Runs like this one whose pooled interval (each run's half-width over sqrt(runs)) would lie in one
-        region, were the estimate to stay; None where no number of runs decides it (a gap, a cut, no interval)."""
+    def runs_to_decide(self, lo: float, hi: float, n: int, confidence: float = 0.95) -> int | None:
+        """Reports like this one whose standing verdict (a confidence sequence over their estimates: each
+        report's spread read from this interval's half-width at t(n-1)) would lie in one region, were the estimate
+        and the spread to stay; None where no number of reports decides it (a gap, a cut, no interval)."""
         room = self._room(lo, hi, n)
-        return None if room is None else max(2, math.ceil(((hi - lo) / 2 / room) ** 2 - 1e-9))
+        if room is None or n < 2:
+            return None
+        spread = (hi - lo) / 2 / t_quantile(n - 1, 0.5 + confidence / 2)
+        return reports_to_decide(spread, room, confidence)
 
     def _room(self, lo: float, hi: float, n: int) -> float | None:
         """How far the interval's centre lies from the nearest edge of its region, or None (no region to reach)."""
@@ -200,3 +205,17 @@ def verdict_from(reproduces: bool, refutes: bool, *, what: str) -> Verdict:
 
 def _finite(x: Any) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
+
+
+def reading_quantity(reading: Mapping[str, Any]) -> tuple[str, str]:
+    """(quantity, unit) of a judged reading, as the registry declares them (verdicts of before issue 42 call the
+    quantity "scale"); guessed from the effect's words only for verdicts written before readings declared theirs."""
+    declared = str(reading.get("quantity", reading.get("scale", "")))
+    if declared in QUANTITIES:
+        return declared, str(reading.get("unit", "") or ("pp" if declared == "difference" else ""))
+    e = str(reading.get("effect", "")).lower()
+    if "percentage point" in e or e.endswith(" pp"):
+        return "difference", "pp"
+    if "share" in e or "recovers" in e:
+        return "share", "%"
+    return ("loss", "%") if "%" in e else ("ratio", "×")

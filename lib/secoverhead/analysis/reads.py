@@ -9,7 +9,7 @@ keeps its error rate the same way. Kinds:
   highest or lowest level of a factor, or through a third arm when the two never ran together;
 - ``Relative``: each of several arms against a reference arm, through the baseline;
 - ``Contrast``: the candidate's effect at one level of a factor over its effect at another (a ratio of ratios);
-- ``Pooled``: such contrasts between groups of levels, averaged per round into one interval;
+- ``Combined``: such contrasts between groups of levels, averaged per round into one interval;
 - ``Share``: per round, the share of a costly arm's extra cost over the baseline that a candidate wins back.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from secoverhead.analysis.compare import compare_arms, interaction, per_round, pooled_interaction, relative
+from secoverhead.analysis.compare import combined_interaction, compare_arms, interaction, per_round, relative
 from secoverhead.analysis.stats import Comparison, mean_interval, widen
 
 Levels = Mapping[str, Any]  # a factor's level the plan fixes (e.g. the highest concurrency planned)
@@ -232,7 +232,7 @@ class Contrast(PerCell):
 
 
 @dataclass(frozen=True)
-class Pooled(Kind):
+class Combined(Kind):
     """The candidate's effect at each of `levels` of `factor` over its effect at each of `references`, averaged
     per round over every such pair and every cell of `over`: one interval for a claim about the levels."""
 
@@ -254,7 +254,7 @@ class Pooled(Kind):
             return []
         present = set(runs[self.factor])
         pairs = [(a, b) for a in self.levels if a in present for b in self.references if b in present]
-        c = pooled_interaction(
+        c = combined_interaction(
             runs, metric, baseline=self.baseline, candidate=self.candidate, factor=self.factor, pairs=pairs,
             over=list(self.over), confidence=confidence,
         )  # fmt: skip

@@ -54,7 +54,7 @@ from secoverhead.core.signals import Terminated as Terminated  # re-exported: ca
 from secoverhead.host import calibration, leaks
 from secoverhead.host.process import sweep_stale
 from secoverhead.servers.journal import recover
-from secoverhead.studies import StudySpec
+from secoverhead.studies import StudySpec, between_instances
 from secoverhead.studies.protocol.spec import SMOKE
 from secoverhead.suite.notebooks import NOTEBOOKS
 
@@ -384,7 +384,7 @@ def replay_partial(
     recorded = sum(1 for _ in run.results.glob("*/runs/*.json"))
     if not recorded or not prepared.params.MEASURES:
         return
-    from secoverhead.suite.learned import FILE  # deferred: see _learned
+    from secoverhead.series.learned import FILE  # deferred: see _learned
 
     terms = run.dir / FILE
     record.fields.update(status="interrupted", error=ending.error)
@@ -475,11 +475,12 @@ def _cells_into(path: Path) -> Iterator[None]:
 
 def _learned(run: ClaimedRun, study_id: str, record: ReportRecord) -> Path:
     """The between-run terms learned from the reports before this one, of its scale and target, written into it
-    before its kernel starts (suite/learned.py)."""
-    from secoverhead.suite import learned  # deferred: pandas and the studies' rules, past the parameters
+    before its kernel starts (series/learned.py)."""
+    from secoverhead.series import learned  # deferred: pandas and the studies' rules, past the parameters
 
     target = str(record.fields.get("target") or EMBEDDED)
-    return learned.write(run.dir, run.dir.parent.parent, study_id, str(record.fields["scale"]), target)
+    kinds = functools.partial(between_instances, study_id)
+    return learned.write(run.dir, run.dir.parent.parent, study_id, str(record.fields["scale"]), target, kinds)
 
 
 @contextlib.contextmanager

@@ -13,14 +13,15 @@ import pandas as pd
 from IPython.display import HTML, display
 
 from secoverhead.analysis import claim_registry
-from secoverhead.analysis.pooling import ALPHA, LOOKS, look_confidence
+from secoverhead.analysis.pooling import ALPHA
 from secoverhead.analysis.stats import credibly_above
 from secoverhead.analysis.verdicts import ClaimVerdict, write_verdicts
 from secoverhead.host import calibration
 from secoverhead.measurement.parts import StudyResult
-from secoverhead.reporting import over_reports, summary, tables
+from secoverhead.reporting import summary, tables
 from secoverhead.reporting.display import say, show, show_folded
 from secoverhead.reporting.profiles import section as profile_section
+from secoverhead.series import standing
 
 
 def figures(items: Sequence[tuple[Any, str]]) -> None:
@@ -50,14 +51,12 @@ def conclusions(
     the tally, where a reader takes the verdicts in; `notes`, what they rest on, after the picture."""
     if not result.recorded:  # a finished report read back is never written into
         write_verdicts(result.params.results_dir(), result.study, verdicts, [*scope, *notes])
-    pooled = over_reports.lines(result.params.results_dir().parent, result.study)
-    dicts = []
-    for v in verdicts:
-        line = pooled.get(v.id, over_reports.Line(""))
-        dicts.append(v.as_dict() | {"over_reports": line.text, "over_reports_beside": line.beside})
+    series = standing.lines(result.params.results_dir().parent, result.study)
+    dicts = standing.attach([v.as_dict() for v in verdicts], series)
     counts = summary.tally(dicts)
     if counts:
-        say(f"**{counts}.**")
+        note = summary.counted_as(dicts)
+        say(f"**{counts}.**" + (f" <small>({note}.)</small>" if note else ""))
     for warning in error_rate_warnings(verdicts):
         say(f"**{warning}**")
     for line in scope:
@@ -88,13 +87,13 @@ def conclusions(
             + ", ".join(f"alpha = {a:g}" for a in sorted(alphas))
             + " (the sequential design's last look; see <i>Design</i>), widened further where a claim rests on "
             "several comparisons: the error rate holds per claim, not across a study's claims. "
-            f"<i>Over reports</i>: this report's estimates pooled with those of the reports before it in its series "
-            f"(one scale, target, server build, machine speed class and measurement revision; a series closes at "
-            f"{LOOKS} reports) by a "
-            "random-effects model (Paule-Mandel), each interval Hartung-Knapp (never narrower than the reports' "
-            f"plain t interval) at {look_confidence(ALPHA) * 100:.3g} %, a level calibrated by simulation so that "
-            "looking again after every report keeps the chance of "
-            f"any wrong verdict in a series within alpha = {ALPHA:g}.</p></details>"
+            "<i>Standing verdict</i>: where two reports or more of its series (one scale, target, server build, "
+            "machine speed class and measurement revision) tested a claim, its line leads with their verdict "
+            "together: a confidence sequence over the reports' estimates, whose chance of ever showing a wrong "
+            f"verdict stays within alpha = {ALPHA:g} however many reports the series holds and however often it "
+            "is read; this report's own verdict beside it is one look, which on a claim near its line shows a "
+            "decided verdict on some night far more often. A report whose precondition failed leaves the pool, "
+            "not the series.</p></details>"
         )
     )
     for n in notes:

@@ -16,8 +16,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from secoverhead.analysis.readings import reading_quantity
 from secoverhead.analysis.verdicts import Verdict
-from secoverhead.core.units import QUANTITIES, shown, shown_interval
+from secoverhead.core.units import shown, shown_interval
 from secoverhead.servers.builds import BESIDE_MARK
 
 COLOURS = {
@@ -34,6 +35,9 @@ SOURCES = {
 }
 # The mark a claim of each source carries beside its words (a published one none)
 SOURCE_MARKS = {"extension": "(an extension: the original did not measure this)", "suite": "(the suite's own)"}
+
+
+SUMMED_UP = 3  # a reading over more cells than this is shown by its two ends, each named
 
 
 def source_rank(v: Mapping[str, Any]) -> int:
@@ -80,23 +84,6 @@ def chip(verdict: str) -> str:
         f'<span class="chip" style="background:{colour};color:#fff;border-radius:0.8em;padding:0.05em 0.6em;'
         f'font-size:0.85em;white-space:nowrap">{html.escape(verdict)}</span>'
     )
-
-
-def reading_quantity(reading: Mapping[str, Any]) -> tuple[str, str]:
-    """(quantity, unit) of a judged reading, as the registry declares them (verdicts of before issue 42 call the
-    quantity "scale"); guessed from the effect's words only for verdicts written before readings declared theirs."""
-    declared = str(reading.get("quantity", reading.get("scale", "")))
-    if declared in QUANTITIES:
-        return declared, str(reading.get("unit", "") or ("pp" if declared == "difference" else ""))
-    e = str(reading.get("effect", "")).lower()
-    if "percentage point" in e or e.endswith(" pp"):
-        return "difference", "pp"
-    if "share" in e or "recovers" in e:
-        return "share", "%"
-    return ("loss", "%") if "%" in e else ("ratio", "×")
-
-
-SUMMED_UP = 3  # a reading over more cells than this is shown by its two ends, each named
 
 
 def _intervals(reading: Mapping[str, Any]) -> list[tuple[float, float]]:
@@ -195,13 +182,24 @@ def _of(name: str) -> str:
     return f" ({name})" if name else ""
 
 
+def headline(d: Mapping[str, Any]) -> str:
+    """The verdict a claim's line leads with: its series' standing verdict where two reports or more judged it
+    (series/standing.py, attached as "standing"), else the report's own."""
+    stands = d.get("standing") or {}
+    return str(stands.get("verdict") or d.get("verdict", ""))
+
+
 def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
     reg = d.get("registered") or {}
     checks = [c for c in d.get("preconditions") or [] if isinstance(c, Mapping)]
+    stands = d.get("standing") or {}
     return {
         "claim": str(d.get("claim", "")),
-        "verdict": str(d.get("verdict", "")),
-        "chip": chip(str(d.get("verdict", ""))),
+        "verdict": headline(d),
+        "chip": chip(headline(d)),
+        "standing": str(stands.get("text") or "") if stands.get("verdict") else "",
+        "tonight": str(d.get("verdict", "")),
+        "series_text": str(stands.get("text") or ""),
         "measured": measured([r] if (r := deciding(d)) else []),  # the reading that decided; the detail has all
         "reading": reg.get("reading_text", ""),
         "why": reg.get("why", ""),
@@ -233,8 +231,6 @@ def _plain(d: Mapping[str, Any]) -> dict[str, Any]:
         "engine_note": d.get("engine_note", ""),
         "server": server_name(d.get("server") or {}),
         "on": _on(d),
-        "over_reports": str(d.get("over_reports") or ""),
-        "pooled": bool(d.get("over_reports_beside")),
         "before": before_text(d),
         "before_detail": [b for b in d.get("before") or [] if isinstance(b, Mapping)],
     }
@@ -271,14 +267,24 @@ def claims_html(verdicts: Sequence[Mapping[str, Any]], *, details: bool = True) 
 
 def tally(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """'published claims: 3 reproduced, 1 not testable here; the suite's own: 2 reproduced': each source apart,
-    each verdict counted apart (not testable here is neither decided nor inconclusive)."""
+    each verdict counted apart (not testable here is neither decided nor inconclusive), each claim by the verdict
+    its line leads with (headline: the standing one where its series has one)."""
     out = []
     for rank, name in enumerate(SOURCES.values()):
-        mine = [str(v.get("verdict")) for v in verdicts if source_rank(v) == rank]
+        mine = [headline(v) for v in verdicts if source_rank(v) == rank]
         if mine:
             counts = ", ".join(f"{mine.count(k)} {k}" for k in COLOURS if k in mine)
             out.append(f"{name}: {counts}")
     return "; ".join(out)
+
+
+def counted_as(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    """What a tally counted, when some of its claims lead with a standing verdict ('' when none does)."""
+    n = sum(1 for v in verdicts if (v.get("standing") or {}).get("verdict"))
+    if not n:
+        return ""
+    return (f"{n} of {len(verdicts)} counted by their standing verdict (every report of their series that tested "
+            "them, valid however often it is read), the rest by this report's own")  # fmt: skip
 
 
 def figure(verdicts: Sequence[Mapping[str, Any]]):

@@ -15,7 +15,7 @@ import pandas as pd
 
 from secoverhead.analysis.compare import block_log_ratios
 from secoverhead.analysis.design import aa_floor
-from secoverhead.analysis.stats import median_ci, pooled_share
+from secoverhead.analysis.stats import combined_share, median_ci
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.core.params import specs
 from secoverhead.core.units import figure, p_text, unit
@@ -212,7 +212,7 @@ TICKS = ("server_cpu_user_ticks", "server_cpu_system_ticks")
 def cpu_split(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Per group: the median server CPU per operation, split at the system share of the kernel ticks pooled over
     its runs (one run's split rests on a few dozen: host/metrics.py), with that share's 95 % interval
-    (stats.pooled_share); a group whose runs counted no ticks is split by their summed user and system time."""
+    (stats.combined_share); a group whose runs counted no ticks is split by their summed user and system time."""
     rows = []
     for key, g in runs.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -220,7 +220,7 @@ def cpu_split(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         counted = g.dropna(subset=list(TICKS)) if set(TICKS) <= set(g) else g.iloc[:0]
         if len(counted):
             system = counted[TICKS[1]].to_numpy(dtype=int)
-            share, lo, hi, draws = pooled_share(system, counted[TICKS[0]].to_numpy(dtype=int) + system)
+            share, lo, hi, draws = combined_share(system, counted[TICKS[0]].to_numpy(dtype=int) + system)
         else:  # records from before ticks were counted: their summed split, no interval
             share = g["server_system_us_per_op"].sum() / g["server_cpu_us_per_op"].sum()
             lo, hi, draws = math.nan, math.nan, 0.0

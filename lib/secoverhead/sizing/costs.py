@@ -11,7 +11,7 @@ Where the study's claims add a between-run sd on the metric (its arms ran on ins
 claim_registry.between_runs, learned or declared), the difference adds it too, as the arm's level times that sd of
 the log ratio: another run of the study would move the extra by that much.
 
-Where the run's series (reporting.series: one scale, target, server build and machine speed class; a report that
+Where the run's series (series.reports: one scale, target, server build and machine speed class; a report that
 measured the metric at an older revision left out) holds POOL_FROM reports or more up to it that priced the
 comparison, the cost is theirs pooled (analysis.pooling: random effects, Paule-Mandel's between-run sd from those
 reports, the interval pool draws, at the stated confidence), not the newest report's alone: an answer read once, so
@@ -30,13 +30,13 @@ import pandas as pd
 
 from secoverhead.analysis import claim_registry as registry
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.pooling import LOOKS, RunEstimate, pool, run_estimate
+from secoverhead.analysis.pooling import RunEstimate, pool, run_estimate
 from secoverhead.analysis.stats import mean_interval, widen
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting.series import collect, reports_like, stale_metrics
+from secoverhead.series.reports import collect, reports_like, stale_metrics
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
 from secoverhead.sizing.scaling import Primitives
@@ -92,6 +92,7 @@ def interval_level(lines: Sequence[Line], confidence: float, joint: bool) -> flo
 
 
 POOL_FROM = 3  # reports of a series from which a cost is theirs pooled (two: Hartung-Knapp's t on 1 df, far wider)
+PRICED_FROM = 10  # the newest reports of a series a cost pools at most: a machine's costs drift over weeks
 
 
 class Book:
@@ -115,12 +116,13 @@ class Book:
         return self._runs[key]
 
     def series(self, study: str, part: str) -> list[Path]:
-        """The reports of the series of the run a part is read from, up to it, oldest first, at most LOOKS."""
+        """The reports of the series of the run a part is read from, up to it, oldest first, the newest PRICED_FROM
+        at most."""
         run_dir = self.sources[study].run_of(part)
         if run_dir not in self._series:
             names = reports_like(collect(run_dir.parent.parent, study), run_dir.name)
             names = names[: names.index(run_dir.name) + 1] if run_dir.name in names else [run_dir.name]
-            self._series[run_dir] = [run_dir.parent / n for n in names[-LOOKS:]]
+            self._series[run_dir] = [run_dir.parent / n for n in names[-PRICED_FROM:]]
         return self._series[run_dir]
 
     def price(self, m: Measure, confidence: float) -> Priced:
@@ -132,7 +134,7 @@ class Book:
         reports = tuple(ests)
         why = (
             f"pooled over {len(reports)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
-            f"between reports {significant(p.tau, 3)} µs (Paule-Mandel), the interval as pooled verdicts draw it"
+            f"between reports {significant(p.tau, 3)} µs (Paule-Mandel), the random-effects interval (Hartung-Knapp)"
         )
         return replace(one, point=p.estimate, lo=p.low, hi=p.high, n=len(reports), design="reports pooled",
                        between=why, pooled=reports)  # fmt: skip

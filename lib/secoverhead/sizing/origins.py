@@ -16,7 +16,7 @@ from typing import Any
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.report import build_name, readable
 from secoverhead.measurement.parts import part_slug
-from secoverhead.reporting.series import vcpu_slowdown
+from secoverhead.series.reports import vcpu_slowdown
 from secoverhead.sizing.estimate import LineResult
 from secoverhead.sizing.sources import Source
 

@@ -44,3 +44,9 @@ def one_line_errors() -> None:
         return stb
 
     shell.set_custom_exc((SecoverheadError,), one_line)
+
+
+def between_instances(study_id: str) -> dict[str, tuple[bool, ...]]:
+    """Claim id -> per reading, whether it compares arms on instances of their own (what series/learned.py learns
+    a between-run sd for)."""
+    return {r.id: tuple(bool(k.between_instances) for k in r.reads) for r in load(study_id).every_rule()}

@@ -36,9 +36,9 @@ from secoverhead.core.paths import user_path
 from secoverhead.core.report import read_report, readable
 from secoverhead.core.units import unit
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting.series import collect, reports_like, revision_of, stale_metrics
+from secoverhead.series.learned import MIN_REPORTS, NEWEST
+from secoverhead.series.reports import collect, reports_like, revision_of, stale_metrics
 from secoverhead.studies import STUDIES
-from secoverhead.suite.learned import MIN_REPORTS, NEWEST
 
 ALPHA = 0.05  # a row is worse or better only where its Holm-adjusted p is below this
 ROUND_OFFSET = 1_000_000  # B's rounds moved out of A's range: rounds of two reports are not blocks

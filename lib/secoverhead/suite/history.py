@@ -1,5 +1,5 @@
 """Results over time (after asv and conbench; change detection after MongoDB's CI and Apache Otava): each claim's
-series of reports (reporting/series.py: one scale, target, server version and machine speed class). Over each whole
+series of reports (series/reports.py: one scale, target, server version and machine speed class). Over each whole
 series, E-divisive means finds the reports where the effect changed (analysis/changepoints.py), each flagged better
 or worse for the DBA; a change marked expected (`secoverhead expect`) is shown as such, not as an alarm. The x-axis
 is the reports' dates.
@@ -29,7 +29,7 @@ from secoverhead.core.runs import EMBEDDED
 from secoverhead.core.units import significant, unit
 from secoverhead.reporting import summary
 from secoverhead.reporting.plots import readable_log
-from secoverhead.reporting.series import SERIES, collect
+from secoverhead.series.reports import SERIES, collect
 from secoverhead.suite import expected as expected_marks
 
 

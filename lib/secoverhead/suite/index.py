@@ -22,9 +22,10 @@ from secoverhead.core.runs import (
     runs_of,
     status_of,
 )
-from secoverhead.reporting import series, summary
+from secoverhead.reporting import summary
+from secoverhead.series import reports
 from secoverhead.studies import STUDIES
-from secoverhead.suite import history, pooled
+from secoverhead.suite import history, standing
 from secoverhead.suite.notebooks import NOTEBOOKS
 
 
@@ -49,6 +50,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
                 glance = (run, listed)
         if glance is not None:  # the run that counts: a smoke run never displaces a quick or full one
             run, listed = glance
+            listed = _standing(run, study.id, listed, skipped)
             everything += listed
             summaries.append(
                 {
@@ -62,12 +64,12 @@ def build_index(reports_root: str | Path = "reports") -> Path:
         hist = ""
         if rows and study.id in STUDIES:
             try:
-                df = series.collect(root, study.id)
+                df = reports.collect(root, study.id)
                 if len(df):
                     history.export_csv(df, root / "history" / f"{study.id}.csv")
                     detected += history.changes(df, root)
                     tonight.append(df)
-                hist = pooled.section(root, study.id, df) + history.section(root, study.id, study.title, df)
+                hist = standing.section(root, study.id, df) + history.section(root, study.id, study.title, df)
             except Exception as exc:  # history is a view; a corrupt old run must not cost the index
                 hist = f"<p><small>history unavailable: {html.escape(str(exc)[:200])}</small></p>"
         rows.sort(key=lambda r: (r["target"] != EMBEDDED, r["target"]))  # stable: newest first per target
@@ -76,7 +78,7 @@ def build_index(reports_root: str | Path = "reports") -> Path:
     page = summary.template("index.html.j2").render(
         studies=studies,
         summaries=summaries,
-        tally=summary.tally(everything),
+        tally=_glance_tally(everything),
         skipped=skipped,
         changes=sorted(detected, key=lambda c: (bool(c.expected), c.date), reverse=False),
     )
@@ -167,6 +169,22 @@ def _row(root: Path, study: str, run: Path, skipped: list[str]) -> tuple[dict[st
         ],
     }
     return row, listed
+
+
+def _glance_tally(verdicts: list[dict]) -> str:
+    """The first screen's tally, and what it counted each claim by."""
+    note = summary.counted_as(verdicts)
+    return summary.tally(verdicts) + (f" ({note}.)" if note else "")
+
+
+def _standing(run: Path, study: str, listed: list[dict], skipped: list[str]) -> list[dict]:
+    """The run's verdicts with their series' standing verdicts; as they are where the series cannot be read (the
+    history is a view: a corrupt old report must not cost the first screen)."""
+    try:
+        return standing.glance(run, study, listed)
+    except Exception as exc:
+        skipped.append(f"{study}: standing verdicts unavailable ({str(exc)[:120]})")
+        return listed
 
 
 def _headline(run: Path) -> list[str]:

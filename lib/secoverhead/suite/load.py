@@ -4,7 +4,7 @@
     r = secoverhead.load("tde")              # every run of a study under ./reports
     r = secoverhead.load("reports/tls/...")  # one run directory
     r.runs, r.verdicts, r.cells              # tidy frames; r.samples(), r.intervals() read on demand
-    r.pooled()                               # each claim's verdict over the reports of its series
+    r.standing()                             # each claim's standing verdict over the reports of its series
 
 Every frame carries the run (its directory's name), the study, its scale (smoke, quick, full, or the parameter
 set's name), the run's status and the experiment, so runs of several scales never mix unseen. The `latest`
@@ -29,9 +29,12 @@ from secoverhead.core.runs import check_inside, leaving, status_of
 from secoverhead.core.units import shown_interval
 from secoverhead.measurement.parts import server_of
 from secoverhead.measurement.results import ResultStore
-from secoverhead.reporting import over_reports, series
+from secoverhead.series import standing
+from secoverhead.series.reports import collect
 from secoverhead.suite.notebooks import NOTEBOOKS
 
+RUN_IDS = ("run", "study", "scale", "status")
+STANDING_COLUMNS = ("standing", "standing_reports")  # its series' standing verdict at that report, over so many
 VERDICT_COLUMNS = ("id", "claim", "verdict", "source", "ratio", "ci_low", "ci_high", "evidence", "testable_where")
 SERVER_COLUMNS = {"build": "server_build", "version": "server_version", "tls_library": "server_tls_library"}
 CELL_COLUMNS = ("run", "study", "scale", "status", "id", "verdict", "part", "reading", "effect", "cell", "quantity",
@@ -44,20 +47,21 @@ class Results:
 
     runs: pd.DataFrame  # one row per measured run: run, study, scale, status, experiment, arm, factors, metrics,
     # and retake_of (the run_id a noisy run was taken again for; the statistics average the two within their block)
-    verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict, interval, source, part,
-    # and the server build that produced it
+    verdicts: pd.DataFrame  # one row per claim verdict: run, study, scale, id, claim, verdict (the report's own, one
+    # look), interval, source, part, the server build that produced it, and "standing": its series' standing verdict
+    # as it stood at that report (None before two of its reports tested the claim), over "standing_reports"
     cells: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per judged cell of a verdict: its reading's
     # effect, the cell (a workload, an approach; "" for a claim of one comparison), quantity, unit and interval
     # (the one judged, between-run term included) as the page shows it
     stores: list[tuple[dict, ResultStore]] = field(default_factory=list, repr=False)
     dirs: list[Path] = field(default_factory=list, repr=False)  # the report directories read
 
-    def pooled(self, alpha: float = ALPHA) -> pd.DataFrame:
-        """Each claim's verdict over the reports of its series, as the index's *Verdicts over reports* shows it,
-        for every study these reports belong to (pooled over the reports beside them under the same root)."""
+    def standing(self, alpha: float = ALPHA) -> pd.DataFrame:
+        """Each claim's standing verdict over the reports of its series, as the index's *Standing verdicts* shows
+        it, for every study these reports belong to (over the reports beside them under the same root)."""
         frames = []
         for root, study in dict.fromkeys((d.parent.parent, d.parent.name) for d in self.dirs):
-            df = over_reports.pooled(root, study, series.collect(root, study), alpha)
+            df = standing.table(root, study, collect(root, study), alpha)
             if len(df):
                 frames.append(df.assign(study=study))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -158,17 +162,19 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
                 server = _server(_first_server(store))
                 retake_of = frame.run_id.map(_retakes(store)).astype("Int64")
                 runs.append(frame.assign(**ids, experiment=exp.name, retake_of=retake_of, **server))
-        for v in (read_verdicts(d) or {}).get("verdicts", []):
-            if isinstance(v, dict):
-                where = {"part": v.get("part", ""), **_server(v.get("server") or {})}
-                verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}, **where})
-                cells += _cells(ids, v)
+        listed = [v for v in (read_verdicts(d) or {}).get("verdicts", []) if isinstance(v, dict)]
+        for v in standing.attach(listed, standing.lines(d, report.study)) if listed else []:
+            where = {"part": v.get("part", ""), **_server(v.get("server") or {})}
+            stands = {"standing": v["standing"]["verdict"], "standing_reports": v["standing"]["reports"]}
+            verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}, **where, **stands})
+            cells += _cells(ids, v)
     if skipped:  # never empty frames without a word
         warnings.warn(f"secoverhead.load skipped {len(skipped)}: {'; '.join(skipped[:5])}", stacklevel=2)
     return Results(
         runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
         verdicts=pd.DataFrame(
-            verdicts, columns=[*("run", "study", "scale", "status"), *VERDICT_COLUMNS, "part", *SERVER_COLUMNS.values()]
+            verdicts,
+            columns=[*RUN_IDS, *VERDICT_COLUMNS, "part", *SERVER_COLUMNS.values(), *STANDING_COLUMNS],
         ),
         cells=pd.DataFrame(cells, columns=CELL_COLUMNS),
         stores=stores,

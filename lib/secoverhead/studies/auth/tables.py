@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from secoverhead.analysis.compare import compare_arms, table
-from secoverhead.analysis.stats import pooled_share
+from secoverhead.analysis.stats import combined_share
 from secoverhead.measurement.parts import Part
 from secoverhead.reporting import plots
 from secoverhead.reporting.tables import cpu_split, summarize_runs
@@ -113,7 +113,7 @@ def system_share(row: dict[str, Any]) -> str:
     n = int(user) + int(system)
     if not n:
         return "no tick"
-    share, lo, hi, _ = pooled_share([int(system)], [n])  # one batch: Wilson on its own ticks
+    share, lo, hi, _ = combined_share([int(system)], [n])  # one batch: Wilson on its own ticks
     return f"{100 * share:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}], {n}"
 
 

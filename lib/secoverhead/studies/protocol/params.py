@@ -110,7 +110,7 @@ class NotebookParams:
     PLANS: ClassVar[tuple] = ()
     PRIMARY_METRICS: ClassVar[tuple[str, ...]] = ()
     AA_METRICS: ClassVar[tuple[str, ...]] = ()  # shown in the A/A table beside the primary ones
-    AA_CELLS: ClassVar[tuple[str, ...]] = ()  # the factors the A/A table gives a row per cell of (default: pooled)
+    AA_CELLS: ClassVar[tuple[str, ...]] = ()  # the factors the A/A table gives a row per cell of (default: combined)
     MEASURES: ClassVar[bool] = True  # whether it measures this machine (then the run records its speed reference)
 
     @classmethod

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from secoverhead.analysis.claimcheck import Rule, as_judged, judge
 from secoverhead.analysis.compare import compare_arms
-from secoverhead.analysis.reads import Contrast, Pooled, Ratio, cell_name
+from secoverhead.analysis.reads import Combined, Contrast, Ratio, cell_name
 from secoverhead.analysis.verdicts import ClaimVerdict
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.studies.protocol.conditions import highest_cell, host, lowest_cell
@@ -159,7 +159,7 @@ RULES = (  # words, metrics, readings and preconditions: data/claims/registry.ya
     Rule(
         STUDY,
         "write-heavy-worst",
-        (Pooled(OFF, ON, "workload", WRITE_HEAVY, READ_ONLY, over=("threads",)),),
+        (Combined(OFF, ON, "workload", WRITE_HEAVY, READ_ONLY, over=("threads",)),),
         measure="TPS ratio on/off of a write-heavy workload over that of a read-only one, per round, averaged "
         "over threads (below 1: the write-heavy workload loses more)",
         engine_note=ENGINE,

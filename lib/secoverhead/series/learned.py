@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +21,27 @@ import pandas as pd
 from secoverhead.analysis.pooling import paule_mandel, recorded
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import SCHEMA, atomic_write_json
-from secoverhead.reporting.series import collect, measured_now, reports_like
-from secoverhead.studies import STUDIES
+from secoverhead.series.reports import collect, measured_now, reports_like
 
 MIN_REPORTS = 5  # four degrees of freedom per cell before a learned term replaces the declared one
 NEWEST = 20  # reports read at most, the newest of the series: a machine's spread drifts over weeks
 FILE = "between_runs.json"
 
 Cell = tuple[str, str, int, int]  # (metric, verdict id, reading, cell)
+# claim id -> per reading, whether it compares arms on instances of their own: the study's rules say, and the caller
+# (above this floor) reads them, only once there are enough reports to learn from
+Between = Mapping[str, tuple[bool, ...]]
+Kinds = Callable[[], Between]
 Estimate = tuple[str, float, float]  # (report, estimate, its se)
 
 
-def learn(root: Path, study: str, scale: str, target: str) -> list[dict[str, Any]]:
+def learn(root: Path, study: str, scale: str, target: str, kinds: Kinds) -> list[dict[str, Any]]:
     """The learned terms of a study's newest series at this scale and target, one entry per metric with enough
     reports (entries as between_runs.yaml's, and the reports they came from)."""
     runs = _newest_series(collect(root, study), scale, target)
     if len(runs) < MIN_REPORTS:  # nothing to learn yet: the study's rules (its code) need not load
         return []
-    return terms(cells(root, study, runs), study)
+    return terms(cells(root, study, runs, kinds()), study)
 
 
 def terms(by_cell: dict[Cell, list[Estimate]], study: str, min_reports: int = MIN_REPORTS) -> list[dict[str, Any]]:
@@ -78,10 +82,9 @@ def _newest_series(df: pd.DataFrame, scale: str, target: str) -> list[str]:
     return reports_like(df, df.sort_values(["date", "run"]).iloc[-1]["run"])[-NEWEST:]
 
 
-def cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]:
+def cells(root: Path, study: str, runs: list[str], between: Between) -> dict[Cell, list[Estimate]]:
     """Per cell of a comparison between arms on instances of their own (a beside build's too): each report's
     (estimate, se), as its verdicts recorded them; a claim's reports measured at its registry revision only."""
-    between = _between_instances(study)
     out: dict[Cell, list[Estimate]] = defaultdict(list)
     for run in runs:
         for v in (read_verdicts(root / study / run) or {}).get("verdicts", []):
@@ -98,16 +101,11 @@ def cells(root: Path, study: str, runs: list[str]) -> dict[Cell, list[Estimate]]
     return out
 
 
-def _between_instances(study: str) -> dict[str, tuple[bool, ...]]:
-    """Claim id -> per reading, whether it compares arms on instances of their own (the study's rules say)."""
-    return {r.id: tuple(bool(k.between_instances) for k in r.reads) for r in STUDIES[study].load().every_rule()}
-
-
-def write(run_dir: Path, root: Path, study: str, scale: str, target: str) -> Path:
+def write(run_dir: Path, root: Path, study: str, scale: str, target: str, kinds: Kinds) -> Path:
     """between_runs.json in a report about to run: what was learned before it (kept as it was on a resume)."""
     path = run_dir / FILE
     if not path.exists():
         atomic_write_json(
-            path, {"schema": SCHEMA, "min_reports": MIN_REPORTS, "terms": learn(root, study, scale, target)}
+            path, {"schema": SCHEMA, "min_reports": MIN_REPORTS, "terms": learn(root, study, scale, target, kinds)}
         )
     return path

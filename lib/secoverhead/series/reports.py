@@ -15,13 +15,13 @@ import pandas as pd
 
 from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import recorded
+from secoverhead.analysis.readings import reading_quantity
 from secoverhead.analysis.verdicts import read_verdicts
 from secoverhead.core.files import read_json, within
 from secoverhead.core.report import Report, build_name, readable
 from secoverhead.core.runs import EMBEDDED, leaving, status_of
 from secoverhead.host import environment
 from secoverhead.host.calibration import slowdown
-from secoverhead.reporting.summary import reading_quantity
 
 RUN_SERIES = ["scale", "target", "server", "speed class"]  # what a report's series is, whatever its claims
 SERIES = ["claim id", *RUN_SERIES, "revision"]  # a claim's: its reports measured the same way (registry revision)
