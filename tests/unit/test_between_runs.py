@@ -99,7 +99,7 @@ def test_a_declared_term_needs_three_runs_and_a_date(tmp_path, monkeypatch):
     from secoverhead.core import paths
 
     bad = tmp_path / "between_runs.yaml"
-    bad.write_text("- {study: tde, metric: tps, sd: 0.02, runs: 2, estimated: today}\n")
+    bad.write_text("- {study: tde, metric: tps, sd: 0.02, runs: 2, estimated: today, engine: MySQL 8.0.33}\n")
     monkeypatch.setattr(paths, "BETWEEN_RUNS", bad)
     registry.between_runs.cache_clear()
     try:
@@ -109,7 +109,7 @@ def test_a_declared_term_needs_three_runs_and_a_date(tmp_path, monkeypatch):
         registry.between_runs.cache_clear()
 
 
-GOOD = "{study: tde, metric: tps, sd: 0.02, runs: 3, estimated: today}"
+GOOD = "{study: tde, metric: tps, sd: 0.02, runs: 3, estimated: today, engine: MySQL 8.0.33}"
 
 
 @pytest.mark.parametrize(
@@ -124,6 +124,8 @@ GOOD = "{study: tde, metric: tps, sd: 0.02, runs: 3, estimated: today}"
         (GOOD.replace("3,", "3.5,"), "runs 3.5"),
         (GOOD.replace("estimated: today", "estimated: ''"), "estimated"),
         (GOOD.replace("study: tde, ", ""), "a mapping with study"),
+        (GOOD.replace(", engine: MySQL 8.0.33", ""), "engine (the server build its runs measured) is missing"),
+        (GOOD.replace("engine: MySQL 8.0.33", "engine: [8]"), "engine [8] is not a server build"),
         (GOOD + "\n- " + GOOD, "tde tps is declared twice"),
         ("- {study: tde, metric: [tps", "between-run terms"),  # a broken line: YAML's own error, the file named
         ("- &a [1]\n- *a\n", "alias"),  # no aliases, at any depth
@@ -166,14 +168,15 @@ def test_a_broken_between_run_file_stops_a_run_before_any_server(tmp_path, monke
 
 def test_an_undecided_verdict_never_promises_rounds_the_floor_forbids(monkeypatch):
     """With a between-run sd whose floor alone is wider than the room to the claim's line, the evidence says no
-    number of rounds in one run decides it and how many runs pooled would; without one, it names rounds."""
+    number of rounds in one run decides it and how many reports of its series would; without one, it names rounds."""
     runs = rerun(3)
     monkeypatch.setattr(registry, "between_runs", lambda: {})
     plain = RULE.judge(runs, 0.05)
     monkeypatch.setattr(registry, "between_runs", lambda: {("audit", "tps"): registry.BetweenRuns(0.2, 20, "t")})
     floored = RULE.judge(runs, 0.05)
     assert floored.verdict.value == "inconclusive", floored.evidence
-    assert "no number of rounds in one run decides it" in floored.evidence and "runs pooled" in floored.evidence
+    assert "no number of rounds in one run decides it" in floored.evidence
+    assert "reports of its series would" in floored.evidence
     assert floored.rounds_needed is None
     if plain.verdict.value == "inconclusive":
         assert plain.rounds_needed and f"about {plain.rounds_needed} would decide it" in plain.evidence

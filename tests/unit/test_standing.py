@@ -218,3 +218,16 @@ def test_a_claim_measured_otherwise_since_a_fix_starts_a_series_and_the_old_one_
     )
     old, new = (tmp_path / "audit" / name for name in (before[0], me))
     assert series.stale_metrics(old) == {"tps"} and series.stale_metrics(new) == set()  # what compare leaves out
+
+
+def test_two_reports_stand_unbounded_and_the_first_bounded_count_is_the_sequences_own(tmp_path):
+    """Two reports give their spread one difference: the sequence is unbounded and says so, in words, from how
+    many it is bounded (the constant the page prints is the statistic's, not a number typed twice)."""
+    from secoverhead.analysis.stats import sequence_half
+
+    assert math.isinf(sequence_half(1.0, standing.FIRST_BOUNDED - 1, 1 - ALPHA))
+    assert math.isfinite(sequence_half(1.0, standing.FIRST_BOUNDED, 1 - ALPHA))
+    for k, r in enumerate((0.95, 0.97)):
+        _run(tmp_path, k, r)
+    row = _table(tmp_path).loc["quick"]
+    assert row["standing verdict"] == "inconclusive" and row["standing"].endswith("[not bounded before 3 reports]")

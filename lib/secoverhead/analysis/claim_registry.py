@@ -97,7 +97,8 @@ class Claim:
         return _most(self._undecided(interval_sets, lambda r, lo, hi, k: r.rounds_to_decide(lo, hi, n, _at(floors, k))))
 
     def runs_to_decide(self, *interval_sets: tuple[list, list | None], n: int) -> int | None:
-        """Rough runs like this one that pooled would decide every undecided cell (Reading.runs_to_decide)."""
+        """Reports like this one that, judged together as a standing verdict, would decide every undecided cell
+        (Reading.runs_to_decide)."""
         return _most(self._undecided(interval_sets, lambda r, lo, hi, k: r.runs_to_decide(lo, hi, n)))
 
     def _undecided(self, interval_sets: tuple, need: Any) -> list[int | None]:
@@ -227,11 +228,13 @@ class BetweenRuns:
     runs: int
     estimated: str
     learned: bool = False
+    engine: str = ""  # the server build(s) the runs that estimated it measured (declared priors name theirs)
 
     def text(self) -> str:
         if self.learned:
             return f"between-run sd {significant(self.sd, 3)} added ({self.estimated})"
-        return f"between-run sd {significant(self.sd, 3)} added (declared from {self.runs} runs, {self.estimated})"
+        on = f" on {self.engine}" if self.engine else ""
+        return f"between-run sd {significant(self.sd, 3)} added (declared from {self.runs} runs{on}, {self.estimated})"
 
 
 # A between-run sd is of a log ratio or of a metric's own unit: no spread between runs of one plan reaches 100 of
@@ -245,7 +248,7 @@ def between_runs() -> dict[tuple[str, str], BetweenRuns]:
     """Every declared between-run term, by (study, metric): read like user input (bounded YAML, no aliases), each
     entry checked (an sd finite in [0, MAX_BETWEEN_SD], three runs or more, a date), one ConfigError naming the file
     and the entry otherwise. The pipeline reads it before any server starts."""
-    return _declared(paths.BETWEEN_RUNS, "between-run terms") | _learned()
+    return _declared(paths.BETWEEN_RUNS, "between-run terms", named_engine=True) | _learned()
 
 
 @functools.cache
@@ -256,13 +259,17 @@ def level_spread() -> dict[tuple[str, str], BetweenRuns]:
     return _declared(paths.LEVEL_SPREAD, "between-run sds of levels")
 
 
-def _declared(path: Path, what: str) -> dict[tuple[str, str], BetweenRuns]:
+def _declared(path: Path, what: str, *, named_engine: bool = False) -> dict[tuple[str, str], BetweenRuns]:
+    """The file's entries, checked; `named_engine`: each must name the server build its runs measured (a prior
+    estimated on another engine than the claims now run on is stale, and a reader must be able to tell)."""
     entries = read_yaml(path, what) or []
     if not isinstance(entries, list):
         raise ConfigError(f"{path.name}: a list of entries, got {type(entries).__name__}")
     out = {}
     for i, d in enumerate(entries, 1):
         key, term = _between_entry(d, f"{path.name} entry {i}")
+        if named_engine and not term.engine:
+            raise ConfigError(f"{path.name} entry {i}: engine (the server build its runs measured) is missing")
         if key in out:
             raise ConfigError(f"{path.name} entry {i}: {key[0]} {key[1]} is declared twice")
         out[key] = term
@@ -294,7 +301,10 @@ def _between_entry(d: Any, where: str) -> tuple[tuple[str, str], BetweenRuns]:
         raise ConfigError(f"{where}: runs {runs!r} is not a whole number of runs, 3 or more")
     if not isinstance(d.get("estimated"), str) or not d["estimated"].strip():
         raise ConfigError(f"{where}: estimated (when, from which runs) is missing")
-    return (d["study"], d["metric"]), BetweenRuns(float(sd), runs, d["estimated"])
+    engine = d.get("engine", "")
+    if not isinstance(engine, str):
+        raise ConfigError(f"{where}: engine {engine!r} is not a server build's name")
+    return (d["study"], d["metric"]), BetweenRuns(float(sd), runs, d["estimated"], engine=engine.strip())
 
 
 @dataclass(frozen=True)

@@ -92,14 +92,15 @@ def _before(c: registry.Claim, verdict: Verdict, g: Grounds) -> list[dict[str, A
 
 
 def _what_would_decide(c: registry.Claim, g: Grounds, rounds: int | None) -> str:
-    """More rounds, more runs pooled, or nothing: what an undecided verdict could still be decided by."""
+    """More rounds, more reports of its series, or nothing: what an undecided verdict could still be decided by."""
     if rounds:
         return f"about {rounds} would decide it, were the estimate to stay"
     runs = c.runs_to_decide(*g.intervals, n=g.rounds) if any(g.floors) else None
     if runs:
         return (
             "no number of rounds in one run decides it (the between-run sd alone keeps its interval too wide); "
-            f"about {runs} runs pooled would, were the estimate to stay"
+            f"about {runs} reports of its series would, judged together as its standing verdict, were the estimate "
+            "and their spread to stay"
         )
     return "the estimate sits on the claim's line, where more rounds may never decide it"
 

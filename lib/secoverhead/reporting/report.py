@@ -56,7 +56,7 @@ def conclusions(
     counts = summary.tally(dicts)
     if counts:
         note = summary.counted_as(dicts)
-        say(f"**{counts}.**" + (f" <small>({note}.)</small>" if note else ""))
+        say(f"**{counts}.**" + (f" ({note}.)" if note else ""))
     for warning in error_rate_warnings(verdicts):
         say(f"**{warning}**")
     for line in scope:
@@ -66,9 +66,10 @@ def conclusions(
     if fig is not None:
         show(
             fig,
-            "Each claim's intervals (the ones its verdict reads) against the regions its reading drew before the "
-            "data: green reproduces, red refutes, grey decides nothing. An interval decides only when it lies "
-            "wholly in one colour.",
+            "This report's own intervals (the ones its own verdict, one look, reads) against the regions each "
+            "claim's reading drew before the data: green reproduces, red refutes, grey decides nothing. An interval "
+            "decides only when it lies wholly in one colour; a claim's standing verdict reads its series' interval "
+            "(the line above).",
             alt="Every claim's measured intervals against its thresholds",
         )
     alphas = {round(part.alpha, 5) for part in result}

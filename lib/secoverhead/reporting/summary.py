@@ -82,6 +82,7 @@ def chip(verdict: str) -> str:
     colour = COLOURS.get(verdict, "#555")
     return (
         f'<span class="chip" style="background:{colour};color:#fff;border-radius:0.8em;padding:0.05em 0.6em;'
+        "print-color-adjust:exact;-webkit-print-color-adjust:exact;"  # printed, a chip keeps its colour
         f'font-size:0.85em;white-space:nowrap">{html.escape(verdict)}</span>'
     )
 
@@ -283,8 +284,8 @@ def counted_as(verdicts: Sequence[Mapping[str, Any]]) -> str:
     n = sum(1 for v in verdicts if (v.get("standing") or {}).get("verdict"))
     if not n:
         return ""
-    return (f"{n} of {len(verdicts)} counted by their standing verdict (every report of their series that tested "
-            "them, valid however often it is read), the rest by this report's own")  # fmt: skip
+    rest = "" if n == len(verdicts) else "; the rest by this report's own"
+    return f"{n} of {len(verdicts)} counted by their standing verdict, valid however often it is read{rest}"
 
 
 def figure(verdicts: Sequence[Mapping[str, Any]]):

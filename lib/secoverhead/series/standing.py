@@ -11,6 +11,7 @@ report by its directory, `run`.)"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ KEY = [c for c in SERIES if c != "claim id"]
 NOT_TESTABLE = Verdict.NOT_TESTABLE.value
 NOT_YET = "not yet"  # fewer than two reports of the series tested the claim
 DECIDED = (Verdict.REPRODUCED.value, Verdict.NOT_REPRODUCED.value)
+FIRST_BOUNDED = 3  # reports before a confidence sequence (stats.sequence_half) is finite at alpha
 
 
 def _judged_by_run(root: Path, study: str, runs: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -161,8 +163,16 @@ def _interval_text(pv: PooledVerdict | None, registered: dict[str, Any]) -> str:
     for reading, cells in zip(readings, pv.readings, strict=True):
         for c in cells:
             name = f"{c.name}: " if c.name else ""
-            parts.append(f"{name}{reading.shown(c.point)} [{reading.shown(c.low)}, {reading.shown(c.high)}]")
+            parts.append(f"{name}{reading.shown(c.point)} {_bounds(reading, c.low, c.high)}")
     return "; ".join(parts)
+
+
+def _bounds(reading: Any, low: float, high: float) -> str:
+    """A cell's interval as the reading shows it; unbounded while the reports are too few to bound their spread
+    (two: the sequence takes the spread from the reports themselves, and two give it one difference)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or (reading.quantity == "ratio" and low <= 0):
+        return f"[not bounded before {FIRST_BOUNDED} reports]"
+    return f"[{reading.shown(low)}, {reading.shown(high)}]"
 
 
 @dataclass(frozen=True)

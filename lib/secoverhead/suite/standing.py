@@ -26,7 +26,8 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
             f"Each claim judged on every report of its series that could test it (scale, target, server version, "
             f"machine speed class, the claim's measurement revision): a confidence sequence over the reports' "
             f"estimates, whose chance of ever showing a wrong verdict stays within {alpha:g} however many reports "
-            f"the series holds and however often it is read. A report whose precondition failed leaves the pool, "
+            f"the series holds and however often it is read (a new server version, speed class, scale or revision "
+            f"starts a series of its own, with its own). A report whose precondition failed leaves the pool, "
             f"not the series. The newest report's own verdict is one look: a claim on its line shows a decided "
             f"verdict on some night far more often than {alpha:g}."
         )
