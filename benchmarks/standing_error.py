@@ -3,7 +3,7 @@ every night: the error a reader who looks every morning for a month or a year is
 adds one report whose estimate is the truth, plus a between-report shift (the claim's between-run sd) and its own
 error; every look from the second report on goes through analysis.pooling.pooled_verdict, the code the index, the
 reports and `secoverhead.load` judge with. Beside it, the rate at which a night's own verdict (that report alone,
-its interval as claimcheck widens it) decides on some night: the headline before standing verdicts.
+each calibrated at alpha on its own) decides on some night: the headline before standing verdicts.
 
     .venv/bin/python benchmarks/standing_error.py [NIGHTS] [HISTORIES]   # default 365 nights, 400 histories
 
@@ -14,25 +14,24 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
 from secoverhead.analysis import claim_registry
 from secoverhead.analysis.pooling import ALPHA, from_scale, pooled_verdict
-from secoverhead.analysis.stats import t_quantile
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A claim on its line: each cell's truth on the analysis scale, the between-report sd and each report's own
-    standard error (both on that scale), and its rounds (the night's own interval is read on t(rounds - 1))."""
+    """A claim on its line: its cells, the between-report sd and each report's own standard error (both on the
+    analysis scale)."""
 
     study: str
     claim: str
     cells: tuple[str, ...]
     between: float
     own: float
-    rounds: int = 3
 
     def truth(self) -> float:
         """The line of the claim's reading on the analysis scale (a ratio's log; a loss's ratio's log)."""
@@ -78,12 +77,12 @@ def history(s: Scenario, nights: int, rng: np.random.Generator) -> tuple[bool, b
 
 
 def _nightly(s: Scenario, values: np.ndarray) -> bool:
-    """Whether a night's own intervals (its own error and the between-run sd added, at t(rounds - 1), split over
-    the cells as one report splits it), judged by the claim's reading, decided on some night."""
+    """Whether a night's own intervals, each calibrated at alpha on its own (the report's spread known: its own error
+    and the between-run sd, split over the cells as one report splits it), judged by the claim's reading, decided on
+    some night: each night a fresh test at alpha, as a headline of each night's own verdict was."""
     claim = claim_registry.get(s.study, s.claim)
     quantity = claim.reading.quantity
-    conf = 1 - ALPHA / len(s.cells)
-    half = t_quantile(s.rounds - 1, 0.5 + conf / 2) * math.sqrt(s.own**2 + s.between**2)
+    half = NormalDist().inv_cdf(1 - ALPHA / 2 / len(s.cells)) * math.hypot(s.own, s.between)
     for night in values:
         intervals = [from_scale(quantity, v - half, v + half) for v in night]
         if claim.decide((intervals, None)).decided:
@@ -92,8 +91,9 @@ def _nightly(s: Scenario, values: np.ndarray) -> bool:
 
 
 def rates(s: Scenario, nights: int, histories: int, seed: int = 78) -> tuple[int, int]:
-    """(histories whose standing verdict ever decided, those whose night's own verdict ever did), of `histories`."""
-    rng = np.random.default_rng(seed)
+    """(histories whose standing verdict ever decided, those whose night's own verdict ever did), of `histories`
+    (each claim's histories drawn apart: the seed and the claim's name)."""
+    rng = np.random.default_rng([seed, *map(ord, s.claim)])
     got = [history(s, nights, rng) for _ in range(histories)]
     return sum(a for a, _ in got), sum(b for _, b in got)
 
