@@ -33,3 +33,18 @@ def test_a_run_that_recorded_nothing_prints_nothing(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "verdicts.json").write_text("{not json")
     assert answer.lines(tmp_path) == []
+
+
+def test_a_report_of_a_series_is_counted_by_its_standing_verdict_and_says_so(tmp_path, monkeypatch):
+    """The terminal counts as the report's first screen does: six reports of one series stand reproduced where the
+    newest alone is inconclusive, and the line says what it counted by."""
+    from secoverhead.series import reports
+    from tests.unit.test_standing import BUILD, SIX, _run
+
+    monkeypatch.setattr(reports.environment, "tool_version", lambda tool: BUILD)
+    names = [_run(tmp_path, k, r) for k, r in enumerate(SIX)]
+    out = answer.lines(tmp_path / "audit" / names[-1])
+    assert out[0] == "  published claims: 1 reproduced", out
+    assert out[1].startswith("  (1 of 1 counted by their standing verdict"), out
+    first = answer.lines(tmp_path / "audit" / names[0])  # its series had nothing to stand on yet
+    assert first == ["  published claims: 1 inconclusive"], first
