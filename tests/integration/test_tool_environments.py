@@ -64,6 +64,8 @@ class Watch(threading.Thread):
             env = (entry / "environ").read_bytes()
         except OSError:
             return
+        if not cmd:  # no command line: a process exiting (its memory going) or not yet one; read it again next poll
+            return
         self.read.add((pid, cmd))
         name = cmd.split(b"\0")[0].rsplit(b"/", 1)[-1]
         self.seen.add(name)
