@@ -10,7 +10,7 @@ from pathlib import Path
 from secoverhead.core.files import read_json
 from secoverhead.core.report import readable
 from secoverhead.reporting.summary import counted_as, tally
-from secoverhead.series import standing
+from secoverhead.series.standing import with_standing
 
 WIDTH = 100
 
@@ -38,7 +38,7 @@ def _standing(run_dir: Path, listed: list[dict]) -> list[dict]:
     if report is None or not report.study:
         return listed
     try:
-        return standing.attach(listed, standing.lines(run_dir, report.study))
+        return with_standing(run_dir, report.study, listed)
     except Exception:  # a view: a corrupt neighbour must not cost the answer
         return listed
 

@@ -26,7 +26,6 @@ from secoverhead.series.reports import SERIES, collect
 KEY = [c for c in SERIES if c != "claim id"]
 NOT_TESTABLE = Verdict.NOT_TESTABLE.value
 NOT_YET = "not yet"  # fewer than two reports of the series tested the claim
-DECIDED = (Verdict.REPRODUCED.value, Verdict.NOT_REPRODUCED.value)
 FIRST_BOUNDED = 3  # reports before a confidence sequence (stats.sequence_half) is finite at alpha
 
 
@@ -190,12 +189,15 @@ class Line:
         return self.verdict is not None
 
 
-def lines(report_dir: Path, study: str, alpha: float = ALPHA) -> dict[str, Line]:
+def lines(report_dir: Path, study: str, alpha: float = ALPHA, df: pd.DataFrame | None = None) -> dict[str, Line]:
     """Verdict id -> what its claim's series says over its reports, the report in `report_dir` (being written or
-    read back) included: the standing verdict and interval over two or more, else what it waits for."""
+    read back) included: the standing verdict and interval over two or more, else what it waits for. `df`: the
+    study's reports as reports.collect read them, where the caller already has them (read again when it lacks
+    this report: one still being written counts only as `this`)."""
     report_dir = report_dir.resolve()  # the kernel's is relative ("results/..", where the report is written)
     root = report_dir.parent.parent
-    df = collect(root, study, this=report_dir)
+    if df is None or not len(df) or report_dir.name not in set(df["run"]):
+        df = collect(root, study, this=report_dir)
     if not len(df) or report_dir.name not in set(df["run"]):
         return {}  # not under reports/<study>/ (an interactive run), or no verdict recorded
     upto = df[df["run"].isin(_upto(df, report_dir.name))]  # as it stood when this report was the newest
@@ -225,6 +227,13 @@ def _line(row: dict[str, Any]) -> Line:
     if row["reports without estimates"] and row["of reports"] <= 1:
         return Line("no standing verdict yet: the reports before this one recorded no estimates")
     return Line(f"no standing verdict yet: {row['why not pooled']}")
+
+
+def with_standing(
+    report_dir: Path, study: str, verdicts: list[dict[str, Any]], df: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """A report's verdicts with its claims' series lines as they stood at it (lines, then attach)."""
+    return attach(verdicts, lines(report_dir, study, df=df))
 
 
 def attach(verdicts: list[dict[str, Any]], by_id: dict[str, Line]) -> list[dict[str, Any]]:

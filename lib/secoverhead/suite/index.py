@@ -24,6 +24,7 @@ from secoverhead.core.runs import (
 )
 from secoverhead.reporting import summary
 from secoverhead.series import reports
+from secoverhead.series.standing import with_standing
 from secoverhead.studies import STUDIES
 from secoverhead.suite import history, standing
 from secoverhead.suite.notebooks import NOTEBOOKS
@@ -181,7 +182,7 @@ def _standing(run: Path, study: str, listed: list[dict], skipped: list[str]) -> 
     """The run's verdicts with their series' standing verdicts; as they are where the series cannot be read (the
     history is a view: a corrupt old report must not cost the first screen)."""
     try:
-        return standing.glance(run, study, listed)
+        return with_standing(run, study, listed)
     except Exception as exc:
         skipped.append(f"{study}: standing verdicts unavailable ({str(exc)[:120]})")
         return listed

@@ -133,6 +133,13 @@ def _shown(lo: Any, hi: Any, quantity: str, unit: str) -> str:
         return ""
 
 
+def _series(cache: dict[tuple[Path, str], pd.DataFrame], root: Path, study: str) -> pd.DataFrame:
+    """The study's reports under root as reports.collect reads them, read once per load."""
+    if (root, study) not in cache:
+        cache[(root, study)] = collect(root, study)
+    return cache[(root, study)]
+
+
 def _retakes(store: ResultStore) -> dict[int, int]:
     """run_id -> the run_id it was taken again for (a run the noise monitor flagged)."""
     return {r.run_id: r.info["retake_of"] for r in store.records() if isinstance(r.info.get("retake_of"), int)}
@@ -142,6 +149,7 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
     """Runs and verdicts of a run directory, or of every run of a study under `reports` (only `scale`'s, when
     given), read-only. Without `reports`: $SECOVERHEAD_REPORTS, ./reports, or the checkout's reports."""
     runs, verdicts, cells, stores, skipped, read = [], [], [], [], [], []
+    series_read: dict[tuple[Path, str], pd.DataFrame] = {}  # each study's reports read once, not once a report
     for d in run_dirs(what, reports):
         if outside := leaving(d):  # a report is read only inside itself
             skipped.append(f"{d.name}/{outside[0]} (a link out of its run folder)")
@@ -163,7 +171,8 @@ def load(what: str | Path, *, reports: str | Path | None = None, scale: str | No
                 retake_of = frame.run_id.map(_retakes(store)).astype("Int64")
                 runs.append(frame.assign(**ids, experiment=exp.name, retake_of=retake_of, **server))
         listed = [v for v in (read_verdicts(d) or {}).get("verdicts", []) if isinstance(v, dict)]
-        for v in standing.attach(listed, standing.lines(d, report.study)) if listed else []:
+        series = _series(series_read, d.parent.parent, report.study) if listed else None
+        for v in standing.with_standing(d, report.study, listed, series) if listed else []:
             where = {"part": v.get("part", ""), **_server(v.get("server") or {})}
             stands = {"standing": v["standing"]["verdict"], "standing_reports": v["standing"]["reports"]}
             verdicts.append({**ids, **{k: v.get(k) for k in VERDICT_COLUMNS}, **where, **stands})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from secoverhead.analysis.pooling import ALPHA
-from secoverhead.series.standing import NOT_YET, attach, lines, table
+from secoverhead.series.standing import NOT_YET, table
 
 
 def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALPHA) -> str:
@@ -33,12 +33,6 @@ def section(root: Path, study: str, history_df: pd.DataFrame, alpha: float = ALP
         )
         + f"</small></p>{_table(df[list(cols)].rename(columns=cols))}"
     )
-
-
-def glance(run: Path, study: str, verdicts: list[dict]) -> list[dict]:
-    """A report's verdicts as the index's first screen leads with them: each with its series' standing verdict as
-    it stood at that report (series/standing.attach)."""
-    return attach(verdicts, lines(run, study))
 
 
 def _table(df: pd.DataFrame) -> str:
