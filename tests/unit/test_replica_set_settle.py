@@ -8,9 +8,10 @@ import contextlib
 from typing import Any
 
 import pytest
-from pymongo.errors import AutoReconnect, OperationFailure
+from pymongo.errors import AutoReconnect, NotPrimaryError, OperationFailure
 
-from secoverhead.servers.replica_set import KEY_NOT_FOUND, MongodReplicaSet
+from secoverhead.servers.mongod import USER_EXISTS
+from secoverhead.servers.replica_set import KEY_NOT_FOUND, WRITE_TRIES, MongodReplicaSet
 
 CLOCK = {"clusterTime": 7, "signature": {"keyId": 42}}
 
@@ -121,3 +122,78 @@ def test_a_member_that_does_not_answer_yet_is_waited_for() -> None:
     members[2].down = True
     state = _set(members)._state()
     assert state["ready"] is False and "does not answer yet" in state["why"]
+
+
+def test_a_set_up_write_that_meets_an_election_is_tried_again_once_the_set_has_settled() -> None:
+    rs, calls, settled = _set([Member()]), [], []
+    rs.settle = lambda timeout=0: settled.append(1)  # type: ignore[method-assign]
+
+    def write() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise NotPrimaryError("not master")
+
+    rs._on_primary(write)
+    assert calls == [1, 1] and settled == [1]
+
+
+def test_a_set_whose_primary_keeps_going_fails_after_its_tries() -> None:
+    rs, settled = _set([Member()]), []
+    rs.settle = lambda timeout=0: settled.append(1)  # type: ignore[method-assign]
+
+    def write() -> None:
+        raise NotPrimaryError("not master")
+
+    with pytest.raises(NotPrimaryError):
+        rs._on_primary(write)
+    assert len(settled) == WRITE_TRIES - 1
+
+
+def test_any_other_write_error_is_not_retried() -> None:
+    rs, settled = _set([Member()]), []
+    rs.settle = lambda timeout=0: settled.append(1)  # type: ignore[method-assign]
+
+    def write() -> None:
+        raise OperationFailure("unauthorized", code=13)
+
+    with pytest.raises(OperationFailure):
+        rs._on_primary(write)
+    assert settled == []
+
+
+class UserAdmin:
+    def __init__(self, exists: set[str], fails: int | None = None) -> None:
+        self.exists, self.fails, self.commands = exists, fails, []
+
+    def command(self, name: str, user: str, **spec: Any) -> dict[str, Any]:
+        self.commands.append(name)
+        if name == "createUser" and self.fails is not None:
+            raise OperationFailure("no", code=self.fails)
+        if name == "createUser" and user in self.exists:
+            raise OperationFailure("User already exists", code=USER_EXISTS)
+        return {"ok": 1}
+
+
+class UserClient:
+    def __init__(self, admin: UserAdmin) -> None:
+        self.admin, self.closed = admin, False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(
+    ("exists", "fails", "want"),
+    [(set(), None, ["createUser"]), ({"u"}, None, ["createUser", "updateUser"]), (set(), 13, OperationFailure)],
+)
+def test_a_user_is_made_or_set_where_a_retried_write_made_it_already(exists, fails, want) -> None:
+    client = UserClient(UserAdmin(exists, fails))
+    rs = _set([Member()])
+    rs.admin = lambda **_: client  # type: ignore[method-assign]
+    if want is OperationFailure:
+        with pytest.raises(OperationFailure):
+            rs._user(None, "u", "pw", roles=[])
+    else:
+        rs._user(None, "u", "pw", roles=[])
+        assert client.admin.commands == want
+    assert client.closed

@@ -164,3 +164,17 @@ def test_a_part_whose_vcpu_ran_in_its_slow_state_says_so_above_its_tables(monkey
     rows = report._noise_of(Part())
     assert rows[0][tables.SLOWDOWN] == pytest.approx(loop_ms / 62.0)
     assert any("slow state" in line and "(2 of 2 such checks" in line for line in lines) is said
+
+
+def test_the_design_table_counts_the_runs_an_interrupted_part_recorded(tmp_path):
+    """An interrupted part has no end-of-run note (its metadata's completed_runs): the table counts its store."""
+    from secoverhead.measurement.parts import Part
+    from secoverhead.measurement.results import ResultStore, RunRecord
+
+    store = ResultStore(tmp_path / "results", "tls")
+    store.write_metadata({"status": "running"})
+    for i in range(3):
+        store.append(RunRecord(i, "plain", {}, i, i, False, "", "", 1.0, metrics={"x": 1.0}))
+    store.append(RunRecord(3, "plain", {}, 3, 3, False, "", "", 1.0, status="error", metrics={}))
+    t = tables.design_table({"tls": Part(name="tls", store=store, arms=["plain"], servers={})})
+    assert t.loc[0, "runs (incl. warm-up, profiling)"] == 3 and t.loc[0, "rounds measured"] == 3

@@ -318,6 +318,7 @@ def design_table(parts: Mapping[str, Any]) -> pd.DataFrame:
         looks = meta.get("looks") or {}
         done = meta.get("looks_done") or []
         runs = part.runs()
+        # runs counted from the store: an interrupted part never wrote its end-of-run count
         rows.append(
             {
                 "experiment": name,
@@ -326,7 +327,7 @@ def design_table(parts: Mapping[str, Any]) -> pd.DataFrame:
                 "why it stopped": meta.get("stop_reason")
                 or ("all planned rounds ran" if meta.get("status") == "complete" else ""),
                 "rounds measured": int(runs["round"].nunique()) if len(runs) else 0,
-                "runs (incl. warm-up, profiling)": meta.get("completed_runs"),
+                "runs (incl. warm-up, profiling)": len(part.store.completed_keys()),
                 "looks planned (rounds)": ", ".join(map(str, looks.get("rounds", []))) or "-",
                 "looks taken": ", ".join(f"{d['rounds']} ({d['undecided_cells']} undecided cells)" for d in done)
                 or "-",

@@ -4,9 +4,13 @@ administrator made through the localhost exception."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+from pymongo.errors import OperationFailure
 
 from secoverhead.core.errors import ConfigError, ServerStartError
 from secoverhead.core.secrets import generate_password
@@ -19,6 +23,7 @@ from secoverhead.servers.labels import transport_counts
 
 USERS = {"SCRAM-SHA-256": "bench_sha256", "SCRAM-SHA-1": "bench_sha1"}
 ADMIN = "secoverhead_admin"
+USER_EXISTS = 51003  # mongod's error code for createUser of a user that exists
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -103,22 +108,37 @@ class MongodServer(Server):
         admin_pw, bench_pw = generate_password(), generate_password()
         e = self.endpoint
         common = {"host": e.host, "port": e.port, "tls_port": e.tls_port, "ca_file": e.ca_file}
-        client = self.endpoint.client()
-        try:
-            client.admin.command("createUser", ADMIN, pwd=admin_pw.reveal(), roles=["root"])
-        finally:
-            client.close()
+        first = self.endpoint  # through the localhost exception
+        self._on_primary(functools.partial(self._user, first, ADMIN, admin_pw.reveal(), roles=["root"]))
         self.admin_endpoint = MongoEndpoint(**common, users={"SCRAM-SHA-256": ADMIN}, password=admin_pw)
-        client = self.admin()
+        roles = [{"role": "readWriteAnyDatabase", "db": "admin"}]
         try:
             for mech, user in USERS.items():
-                roles = [{"role": "readWriteAnyDatabase", "db": "admin"}]
-                client.admin.command("createUser", user, pwd=bench_pw.reveal(), roles=roles, mechanisms=[mech])
+                made = functools.partial(self._user, None, user, bench_pw.reveal(), roles=roles, mechanisms=[mech])
+                self._on_primary(made)
         except Exception as exc:
             raise ServerStartError(f"{self.engine.server}: creating the SCRAM users failed: {exc}") from None
+        self.endpoint = MongoEndpoint(**common, users=dict(USERS), password=bench_pw)
+
+    def _user(self, through: MongoEndpoint | None, name: str, pwd: str, **spec: Any) -> None:
+        """The user made (through `through`, else as the administrator), or set to this password and these roles
+        where it exists: a retried write whose first try was applied (its answer lost to an election) ends as the
+        first try would have."""
+        client = through.client() if through is not None else self.admin()
+        try:
+            try:
+                client.admin.command("createUser", name, pwd=pwd, **spec)
+            except OperationFailure as exc:
+                if exc.code != USER_EXISTS:
+                    raise
+                client.admin.command("updateUser", name, pwd=pwd, **spec)
         finally:
             client.close()
-        self.endpoint = MongoEndpoint(**common, users=dict(USERS), password=bench_pw)
+
+    def _on_primary(self, write: Callable[[], None]) -> None:
+        """A set-up write (one server: its only member is its primary; a replica set retries it after an
+        election)."""
+        write()
 
     def transport(self) -> dict[str, int]:
         """Connections created so far and, of them, those per TLS version (servers.labels.transport_counts), read

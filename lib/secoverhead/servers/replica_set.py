@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pymongo.errors import ConnectionFailure, OperationFailure
+from pymongo.errors import AutoReconnect, ConnectionFailure, NotPrimaryError, OperationFailure
 
 from secoverhead.core.errors import ServerStartError
 from secoverhead.host.process import pick_port
@@ -28,6 +29,7 @@ SET_NAME = "secoverhead"
 READ_PREFERENCE = "secondary"
 ELECTION_TIMEOUT_MS = 3000  # a set restarted with its key file elects within seconds (the default waits 10 s)
 PRIMARY_WAIT_S = 60.0
+WRITE_TRIES = 3
 KEY_NOT_FOUND = 211  # mongod's error code for a signed cluster time whose key it does not hold
 
 
@@ -114,6 +116,17 @@ class MongodReplicaSet(MongodServer):
         for i, argv in enumerate(argvs):
             self._launch([*argv, "--keyFile", str(key)], self._member(i))
         self.settle()
+
+    def _on_primary(self, write: Callable[[], None]) -> None:
+        """A set-up write on member 0, tried again once the set has settled where an election took its primary
+        away meanwhile ("not master": heartbeats missed on a loaded machine, a CI run's, call one)."""
+        for attempt in range(WRITE_TRIES):
+            try:
+                return write()
+            except (NotPrimaryError, AutoReconnect):
+                if attempt == WRITE_TRIES - 1:
+                    raise
+                self.settle()
 
     def settle(self, timeout: float = PRIMARY_WAIT_S) -> None:
         """Wait until the set has a primary and every member has applied what it wrote (after an election, or
