@@ -32,19 +32,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import http.client
 import json
 import os
-import ssl
 import statistics
 import sys
-import threading
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import pymongo
 from scipy import stats
 
 from secoverhead import sizing
@@ -52,7 +46,6 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import build
 from secoverhead.core.report import read_report
-from secoverhead.host.metrics import CpuMeter
 from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.mariadb import MariaDBServer
@@ -62,6 +55,8 @@ from secoverhead.sizing import recipes
 from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
 from secoverhead.studies.tde import declarations as tde
 from secoverhead.studies.tde.runner import as_instance
+from secoverhead.workloads import mongo_wire, paced
+from secoverhead.workloads.short_connections import ConnectSpec
 from secoverhead.workloads.sysbench import SysbenchOptions, sbtest_table
 
 FEATURE_STUDY = {"tls": "tls", "audit": "audit", "https": "https", "scram": "auth", "tde": "tde"}
@@ -103,128 +98,23 @@ class Round:
     mechanism: dict[str, float] = field(default_factory=dict)  # TDE: what the server did, for a residual's why
 
 
-def _paced(rate: float, seconds: float, op, stop: threading.Event) -> int:
-    """op() at `rate` per second for `seconds` (catching up when late, never ahead): how many ran."""
-    start, done = time.monotonic(), 0
-    while not stop.is_set() and (now := time.monotonic()) - start < seconds:
-        due = start + done / rate
-        if due > now:
-            time.sleep(min(due - now, 0.05))
-            continue
-        op()
-        done += 1
-    return done
-
-
-class _Sql:
-    """A MySQL-family server's two operations: the point select on the kept connection, and a new connection
-    that runs it once and closes."""
-
-    def __init__(self, server, tls: bool) -> None:
-        self.endpoint, self.tls = server.endpoint, tls
-        self.kept = self.endpoint.connect(tls=tls)
-        self.cur = self.kept.cursor()
-
-    def query(self) -> None:
-        self.cur.execute(QUERY)
-        self.cur.fetchall()
-
-    def connect(self) -> None:
-        conn = self.endpoint.connect(tls=self.tls)
-        c = conn.cursor()
-        c.execute(QUERY)
-        c.fetchall()
-        conn.close()
-
-    def close(self) -> None:
-        self.kept.close()
-
-
-class _Http:
-    """nginx's two operations: a GET on the kept-alive connection, and a new connection (over TLS 1.3 a full
-    handshake: no session is offered) that GETs once and closes."""
-
-    def __init__(self, server, tls: bool) -> None:
-        e = server.endpoint
-        self.host, self.port = e.host, e.https_port if tls else e.http_port
-        self.context = None
-        if tls:
-            self.context = ssl.create_default_context(cafile=str(e.ca_file))
-            self.context.check_hostname = False  # the CA is checked; the name is the loopback address
-            self.context.minimum_version = self.context.maximum_version = ssl.TLSVersion.TLSv1_3
-        self.kept = self._connection()
-
-    def _connection(self):
-        if self.context is None:
-            return http.client.HTTPConnection(self.host, self.port, timeout=10)
-        return http.client.HTTPSConnection(self.host, self.port, timeout=10, context=self.context)
-
-    @staticmethod
-    def _get(conn) -> None:
-        conn.request("GET", "/")
-        r = conn.getresponse()
-        r.read()
-        if r.status != 200:
-            raise RuntimeError(f"nginx answered {r.status}")
-
-    def query(self) -> None:
-        self._get(self.kept)
-
-    def connect(self) -> None:
-        conn = self._connection()
-        try:
-            self._get(conn)
-        finally:
-            conn.close()
-
-    def close(self) -> None:
-        self.kept.close()
-
-
-class _Mongo:
-    """A mongod's one operation here, as the auth study's short connections run it: a new client (its login, with
-    SCRAM or none) that reads one document and closes. No client is kept open: a login is per connection, and a
-    kept client's monitor would only add its heartbeats to both servers."""
-
-    def __init__(self, server, auth: bool) -> None:
-        self.args = server.endpoint.client_args(tls=False, mechanism=SCRAM if auth else None)
-
-    def connect(self) -> None:
-        client = pymongo.MongoClient(**self.args)
-        try:
-            client["ycsb"]["usertable"].find_one()
-        finally:
-            client.close()
-
-    def close(self) -> None:
-        pass
-
-
-def _client(feature: str, server, on: bool):
-    """The feature's operations on `server`, with the feature on or off in the client where it lives there."""
+def _operations(feature: str, server, on: bool):
+    """The feature's two operations on `server` (workloads/paced.py: the studies' own), the feature on or off in
+    the client where it lives there: TLS the connections' setting, HTTPS the port, SCRAM the login."""
+    e = server.endpoint
     if feature == "https":
-        return _Http(server, tls=on)
-    if feature == "scram":
-        return _Mongo(server, auth=on)
-    return _Sql(server, tls=on and feature == "tls")
+        return paced.http_operations(e.host, e.https_port if on else e.http_port, e.ca_file if on else None)
+    if feature == "scram":  # one wire-client connection per login, as the auth study's short connections
+        args = e.client_args(tls=False, mechanism=SCRAM if on else None)
+        return paced.sql_operations(ConnectSpec("mongo", args, wire=mongo_wire.usable(args)), kinds=("new",))
+    return paced.sql_operations(ConnectSpec("mysql", e.connect_args(tls=on and feature == "tls"), query=QUERY))
 
 
-def one_round(client, new_per_s: float, queries_per_s: float, seconds: float, on: bool, server) -> Round:
+def one_round(ops: dict, new_per_s: float, queries_per_s: float, seconds: float, on: bool, server) -> Round:
     """Both rates at once for `seconds` (none of a kind at a rate of 0); the server's CPU over that time."""
-    stop = threading.Event()
-    counts, threads = {"new": 0, "q": 0}, []
-    for key, rate, name in (("q", queries_per_s, "query"), ("new", new_per_s, "connect")):
-        if rate > 0:  # a rate of 0: that half of the workload is left out (and its operation never looked up)
-            op = getattr(client, name)
-            work = functools.partial(lambda k, r, o: counts.__setitem__(k, _paced(r, seconds, o, stop)), key, rate, op)
-            threads.append(threading.Thread(target=work))
-    with CpuMeter(server.cpu) as meter:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    wall = meter.server.wall_s
-    return Round(on, wall, meter.server.cores, counts["new"] / wall, counts["q"] / wall)
+    kinds = {k: (rate, ops[k]) for k, rate in (("new", new_per_s), ("query", queries_per_s)) if rate > 0}
+    r = paced.paced_round(kinds, seconds, server.cpu)
+    return Round(on, r.seconds, r.server_cores, r.met.get("new", 0.0), r.met.get("query", 0.0))
 
 
 @contextlib.contextmanager
@@ -300,10 +190,11 @@ def _servers(feature: str, a: argparse.Namespace, order: list[bool], rate: dict[
             servers = {on: stack.enter_context(mongod.server(tls=True, auth=on)) for on in (False, True)}
         else:
             servers = {on: stack.enter_context(MariaDBServer(audit="server_audit" if on else "none")) for on in (0, 1)}
-        clients = {on: stack.enter_context(contextlib.closing(_client(feature, servers[on], on))) for on in servers}
-        for on, server in servers.items():
+        for server in servers.values():
             if feature not in ("https", "scram"):
                 sbtest_table(server.endpoint)
+        clients = {on: stack.enter_context(_operations(feature, servers[on], on)) for on in servers}
+        for on, server in servers.items():
             one_round(clients[on], new, queries, 2.0, on, server)  # warm: caches, hashes, TLS context
         rounds = [one_round(clients[on], new, queries, a.seconds, on, servers[on]) for on in order]
         return rounds, servers[True].describe()

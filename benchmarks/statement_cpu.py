@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from secoverhead.host.metrics import ProcCpu
 from secoverhead.servers.mysql import MySQLServer
+from secoverhead.workloads import paced
+from secoverhead.workloads.short_connections import ConnectSpec
 
 SUM_CPU = "SELECT SUM(SUM_CPU_TIME) FROM performance_schema.events_statements_summary_global_by_event_name"
 
@@ -36,25 +38,16 @@ def shares(queries: int = 20000, connections: int = 300) -> dict[str, tuple[floa
             s1, p1 = statement_s(), proc.take()
             return s1 - s0, sum(proc.seconds(p0, p1))
 
-        def reused() -> None:
-            conn = server.endpoint.connect(tls=False)
-            c = conn.cursor()
-            for _ in range(queries):
-                c.execute("SELECT 1")
-                c.fetchall()
-            conn.close()
-
-        def short(tls: bool) -> Callable[[], None]:
+        def times(kind: str, n: int, tls: bool) -> Callable[[], None]:  # the studies' own operations, n of them
             def work() -> None:
-                for _ in range(connections):
-                    conn = server.endpoint.connect(tls=tls)
-                    c = conn.cursor()
-                    c.execute("SELECT 1")
-                    c.fetchall()
-                    conn.close()
+                spec = ConnectSpec("mysql", server.endpoint.connect_args(tls=tls), query="SELECT 1")
+                with paced.sql_operations(spec, kinds=(kind,)) as ops:
+                    for _ in range(n):
+                        ops[kind]()
 
             return work
 
+        reused, short = times("query", queries, False), lambda tls: times("new", connections, tls)
         out["reused connection, point selects"] = measured(reused)
         out["short connections, plain"] = measured(short(False))
         out["short connections, TLS"] = measured(short(True))

@@ -455,7 +455,7 @@ def test_per_statement_and_per_query_prices_say_they_are_a_floor_and_a_login_a_c
     assert {"tls_setup", "tls_client", "scram_client"} <= {ln.key for ln in lines}
     assert all(any(n in ln.notes for n in recipes.BUSY_PRICE.values()) == bool(ln.busy_price) for ln in lines)
     assert replace(lines[1], notes=(*lines[1].notes, "x")).notes.count(recipes.BUSY_PRICE["floor"]) == 1
-    calc = SimpleNamespace(lines=[SimpleNamespace(line=ln) for ln in lines])
+    calc = SimpleNamespace(lines=[SimpleNamespace(line=ln, at_load=False) for ln in lines])
     assert calculator._busy(calc, "tls") == " (per query as on a busy server: on a quieter one, a floor)"
     assert calculator._busy(calc, "scram") == " (per connection as on a busy server: on a quieter one, a ceiling)"
     assert "per statement" in calculator._busy(calc, "audit") and calculator._busy(calc, "https") == ""
@@ -554,3 +554,59 @@ def test_every_line_names_its_report_and_build_and_a_report_that_could_not_test_
     printed = " ".join(line.strip() for line in answer.lines(results.parent))
     assert "Priced from: auditing with general_log: audit/20260101T000000Z-host-quick" in printed
     assert (warned in printed) == (verdict == "not testable here")
+
+
+def _curve(rates_us: dict[float, float], pairs: int = 3) -> dict:
+    """A recorded load curve (protocol/loads.py) of general_log against no audit: at each rate the audit costs
+    `us` more per statement, with a little noise."""
+    rng = np.random.default_rng(3)
+    rounds = []
+    for rate, us in rates_us.items():
+        for pair in range(pairs):
+            for arm, cost in (("A: no audit", 40.0), ("general_log", 40.0 + us)):
+                rounds.append({"rate": rate, "pair": pair, "arm": arm, "seconds": 2.0, "server_cores": 0.1,
+                               "rate_met": rate, "cpu_us_per_op": cost * (1 + rng.normal(0, 0.01))})  # fmt: skip
+    return {"schema": 1, "kind": "query", "per": "statement", "arm": "general_log", "baseline": "A: no audit",
+            "rates": list(rates_us), "seconds": 2.0, "pairs": pairs, "cores": 2.0, "rounds": rounds}  # fmt: skip
+
+
+@pytest.mark.parametrize(("rate", "where"), [(200.0, "below"), (1000.0, "inside"), (20000.0, "above")])
+def test_a_statement_is_priced_at_the_users_load_where_its_study_measured_a_load_curve(tmp_path, rate, where):
+    """The audit line on the curve at the user's rate per core (cores 2: the measuring machine's own), its note
+    the load's in place of the back-to-back floor; cost.json says where on the curve it sits."""
+    from secoverhead.sizing import recipes
+    from secoverhead.sizing import tables as sizing_tables
+
+    run = _audit_report(tmp_path, "reproduced")
+    store = ResultStore(run / "results", "audit-mysql")
+    store.update_metadata(load_curves={"general_log": _curve({600.0: 30.0, 2400.0: 20.0, 9600.0: 10.0})})
+    inputs = {"features": ["audit"], "audit_approach": "general_log", "audited_statements_per_s": rate, "cores": 2}
+    calc = sizing.calculate(reports_dir=str(tmp_path), **inputs)
+    (line,) = calc.lines
+    (priced,) = line.priced
+    assert priced.load is not None and priced.load.where == where and priced.design == "paced at load"
+    assert recipes.BUSY_PRICE["floor"] not in line.notes and any("your load" in n for n in line.notes)
+    extra = priced.point
+    if where == "inside":  # between 600/s (30 µs) and 2,400/s (20 µs) a statement, in log rate
+        assert 20 < extra < 30 and priced.lo < extra < priced.hi
+    if where == "below":
+        assert extra == pytest.approx(30, rel=0.05) and priced.hi > priced.load.levels[0].extra.hi
+    if where == "above":  # up to the back-to-back price the study measured (~15 µs here)
+        assert priced.lo <= min(priced.load.levels[-1].extra.lo, 15 * 0.97)
+    results = tmp_path / "cost" / "results"
+    sizing_tables.save(calc, results)
+    saved = json.loads((results / "cost.json").read_text())["lines"][0]["priced_at_load"]
+    assert saved["where"] == where and len(saved["levels"]) == 3
+    assert not sizing_tables.loads(calc).empty and sizing_tables.load_figure(calc) is not None
+
+
+def test_without_a_load_curve_or_a_rate_per_core_the_back_to_back_price_stays(tmp_path):
+    _audit_report(tmp_path, "reproduced")
+    inputs = {"features": ["audit"], "audit_approach": "general_log", "audited_statements_per_s": 1000.0}
+    calc = sizing.calculate(reports_dir=str(tmp_path), **inputs)
+    (line,) = calc.lines
+    assert line.priced[0].load is None and not line.at_load
+    from secoverhead.sizing import recipes
+    from secoverhead.sizing import tables as sizing_tables
+
+    assert recipes.BUSY_PRICE["floor"] in line.notes and sizing_tables.load_figure(calc) is None

@@ -169,7 +169,8 @@ def _busy(c: Calculation, feature: str) -> str:
     """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE)."""
     out = []
     for kind in recipes.BUSY_PRICE:
-        per = sorted({r.line.per for r in c.lines if r.line.feature == feature and r.line.busy_price == kind})
+        mine = (r for r in c.lines if r.line.feature == feature and r.line.busy_price == kind and not r.at_load)
+        per = sorted({r.line.per for r in mine})
         if per:
             out.append(f" (per {' and per '.join(per)} as on a busy server: on a quieter one, a {kind})")
     return "".join(out)
@@ -212,7 +213,7 @@ def run(p: Params) -> Calculation:
     root = p.reports_root()
     src = sources.sources(root, p.studies(), p.runs)
     target = sources.target_calibration(p.calibration_file, p.speed)
-    book = Book(src)
+    book = Book(src, target)
     lines = recipes.lines(p, src, target)
     level = interval_level(lines, p.confidence, p.joint)
     priced = book.price_all(lines, level)

@@ -37,9 +37,11 @@ from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
 from secoverhead.series.reports import collect, reports_like, stale_metrics
+from secoverhead.sizing import curves
+from secoverhead.sizing.curves import AtLoad
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
-from secoverhead.sizing.scaling import Primitives
+from secoverhead.sizing.scaling import Primitives, speed_factor
 from secoverhead.sizing.sources import Source, experiments_of
 
 
@@ -61,6 +63,7 @@ class Priced:
     run_dir: Path
     between: str = ""  # the between-run sd added, as its claims say it, or the reports pooled ("" when neither)
     pooled: tuple[Path, ...] = ()  # the reports of the series pooled, oldest first (empty: the newest alone)
+    load: AtLoad | None = None  # priced on the part's load curve at the user's load (None: back to back)
 
     @property
     def reports(self) -> tuple[Path, ...]:
@@ -98,8 +101,9 @@ PRICED_FROM = 10  # the newest reports of a series a cost pools at most: a machi
 class Book:
     """The runs of the studies a calculation reads, loaded once, and the comparisons priced from them."""
 
-    def __init__(self, sources: Mapping[str, Source]) -> None:
+    def __init__(self, sources: Mapping[str, Source], target: Mapping[str, Any] | None = None) -> None:
         self.sources = dict(sources)
+        self.target = dict(target or {})  # the user's machine's speed reference (a load moves by it)
         self._runs: dict[tuple[Path, str], pd.DataFrame] = {}
         self._series: dict[Path, list[Path]] = {}
         self._stale: dict[Path, set[str]] = {}
@@ -126,6 +130,34 @@ class Book:
         return self._series[run_dir]
 
     def price(self, m: Measure, confidence: float) -> Priced:
+        """At the user's load where the part measured a load curve for it; else the newest report's cost, or
+        where POOL_FROM reports of its series priced it, theirs pooled."""
+        busy = self._price_busy(m, confidence)
+        return self._at_load(m, busy, confidence) or busy
+
+    def _at_load(self, m: Measure, busy: Priced, confidence: float) -> Priced | None:
+        """The cost on the curve the source run measured for the arm (None: none, or no rate given): the user's
+        rate per core moved to the measuring machine by the general speed factor, the back-to-back price the
+        curve's end above its heaviest rate."""
+        recorded = self.load_curve(m)
+        lv = curves.levels(recorded, confidence) if recorded and m.load_rate else ()
+        if not lv:
+            return None
+        cores = m.load_cores or float(recorded.get("cores") or 1.0)  # unknown: as many as the measuring server's
+        per_core = m.load_rate / cores * speed_factor(busy.calibration, busy.calibration | self.target)
+        got = curves.at(lv, per_core, Interval(busy.point, busy.lo, busy.hi))
+        e = got.extra
+        return replace(busy, point=e.point, lo=e.lo, hi=e.hi, n=min(v.pairs for v in lv), design="paced at load",
+                       load=got, pooled=(), between="")  # fmt: skip
+
+    def load_curve(self, m: Measure) -> dict[str, Any]:
+        """The load curve the source run's part recorded for the arm against the same baseline ({} where none)."""
+        exp = self.sources[m.study].experiment(m.part)
+        meta = ResultStore(exp.path.parent, exp.path.name, readonly=True).metadata() if exp is not None else {}
+        curve = (meta.get("load_curves") or {}).get(m.arm) or {}
+        return curve if curve.get("baseline") == m.baseline and curve.get("rounds") else {}
+
+    def _price_busy(self, m: Measure, confidence: float) -> Priced:
         """The newest report's cost, or where POOL_FROM reports of its series priced it, theirs pooled."""
         one = self._price_one(m, confidence)
         ests = {r: e for r in self.series(m.study, m.part) if (e := self._estimate(m, r)) is not None}

@@ -10,7 +10,7 @@ from typing import Any
 
 from secoverhead.sizing.costs import Priced
 from secoverhead.sizing.interval import Interval, total
-from secoverhead.sizing.recipes import Line
+from secoverhead.sizing.recipes import BUSY_PRICE, Line
 from secoverhead.sizing.scaling import GENERAL, rescale, speed_factor, spread
 
 
@@ -25,6 +25,19 @@ class LineResult:
     cores: Interval
     latency_ms: Interval  # the CPU time on the operation's path plus its round trips
     scaled_by: list[str] = field(default_factory=list)  # the references that moved it, with their factors
+
+    @property
+    def at_load(self) -> bool:
+        """Priced on a load curve at the user's load (else as measured back to back)."""
+        return any(p.load is not None for p in self.priced)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The line's notes; priced at the user's load, that load's note in place of the back-to-back caveat."""
+        if not self.at_load:
+            return self.line.notes
+        kept = tuple(n for n in self.line.notes if n != BUSY_PRICE.get(self.line.busy_price))
+        return (*kept, *(p.load.note(self.line.per) for p in self.priced if p.load is not None))
 
 
 def target_for(priced: Priced, target: Mapping[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,10 @@ class Measure:
     primitives: Primitives = ()  # the cryptography in the arm's extra, per operation (calibration keys)
     to_primitives: Primitives | None = None  # the configuration priced, where a neighbour was measured
     pages: bool = False  # TDE: the extra's cryptography is the arm's pages and log bytes per transaction
+    # the user's rate of the operation and their server's cores (None: unknown), where the part measured a load
+    # curve for the arm: priced at that load (sizing/curves.py), else as measured back to back
+    load_rate: float | None = None
+    load_cores: float | None = None
 
 
 @dataclass(frozen=True)
@@ -332,12 +336,14 @@ def audit_part(approach: str) -> str:
     return next((x for x, arms in AUDIT.parts.items() if approach in arms), next(iter(AUDIT.parts)))
 
 
-def _audit(p: Params, src: Mapping[str, Source]) -> list[Line]:
+def _audit(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] | None = None) -> list[Line]:
     if p.audited_statements_per_s <= 0:
         return []
     part = audit_part(p.audit_approach)
     arm = _arm(src, "audit", part, p.audit_approach)  # each approach against its own engine's baseline
-    measure = Measure("audit", part, arm, AUDIT["no audit"], AUDIT.metric("server cpu per query"))
+    cores, _ = your_cores(p.cores, calibration or {})
+    measure = Measure("audit", part, arm, AUDIT["no audit"], AUDIT.metric("server cpu per query"),
+                      load_rate=p.audited_statements_per_s, load_cores=cores)  # fmt: skip
     return [
         Line(
             "audit",
@@ -425,7 +431,7 @@ def lines(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] |
     if "encryption_at_rest" in p.features:
         out += _tde(p, src, calibration or {})
     if "audit" in p.features:
-        out += _audit(p, src)
+        out += _audit(p, src, calibration)
     if "https" in p.features:
         out += _https(p, src)
     for m in {m for ln in out for m in ln.measures}:  # the baseline too: every comparison has both arms

@@ -3,6 +3,7 @@ every cost came from and how it was moved to the user's machine, and one picture
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from secoverhead.core.files import atomic_write_json
 from secoverhead.core.report import Report, readable
 from secoverhead.core.units import figure as four_digits
 from secoverhead.sizing.calculator import Calculation, number
+from secoverhead.sizing.estimate import LineResult
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.scaling import GENERAL, REFERENCES, speed_factor
 
@@ -221,7 +223,7 @@ def comparisons(calc: Calculation) -> pd.DataFrame:
                     "confidence": f"{p.confidence:.4f}",
                     "cryptography in it": ", ".join(f"{four_digits(float(f'{n:.3g}'))} x {k}" for k, n in p.primitives)
                     or "-",
-                    "notes": "; ".join([*r.line.notes, *([p.between] if p.between else [])]),
+                    "notes": "; ".join([*r.notes, *([p.between] if p.between else [])]),
                 }
             )
     return pd.DataFrame(rows)
@@ -287,6 +289,62 @@ def figure(calc: Calculation):
     return fig
 
 
+def _at_load(r: LineResult) -> Mapping[str, Any] | None:
+    """Where a line priced at the user's load sits on its curve, for cost.json (None: priced back to back)."""
+    at = next((p.load for p in r.priced if p.load is not None), None)
+    if at is None:
+        return None
+    return {
+        "per_core_on_the_measuring_machine": at.per_core,
+        "where": at.where,
+        "levels": [
+            {"rate": v.rate, "per_core": v.per_core, "pairs": v.pairs} | dataclasses.asdict(v.extra) for v in at.levels
+        ],
+    }
+
+
+def loads(calc: Calculation) -> pd.DataFrame:
+    """Each line priced at your load: its measured curve's levels and the price at your load among them."""
+    rows = []
+    for r in calc.lines:
+        for p in r.priced:
+            if p.load is None:
+                continue
+            per = r.line.per
+            for v in p.load.levels:
+                rows.append({"line": r.line.label, f"{per}s/s a core": number(v.per_core),
+                             "extra (µs/op)": ci(v.extra), "pairs": v.pairs, "": ""})  # fmt: skip
+            rows.append({"line": r.line.label, f"{per}s/s a core": number(p.load.per_core),
+                         "extra (µs/op)": ci(p.load.extra), "pairs": "-",
+                         "": f"your load ({p.load.where} what was measured)"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def load_figure(calc: Calculation):
+    """Each curve: the extra µs per operation against the load per core, its band, and your load on it (None
+    where no line was priced at load)."""
+    at = [(r, p) for r in calc.lines for p in r.priced if p.load is not None]
+    if not at:
+        return None
+    fig, axes = plt.subplots(1, len(at), figsize=(5 * len(at), 3.4), squeeze=False)
+    for ax, (r, p) in zip(axes[0], at, strict=True):
+        lv = p.load.levels
+        x = [v.per_core for v in lv]
+        ax.fill_between(x, [v.extra.lo for v in lv], [v.extra.hi for v in lv], color="#4c72b0", alpha=0.25, lw=0)
+        ax.plot(x, [v.extra.point for v in lv], "o-", color="#4c72b0", label="measured, paced")
+        e = p.load.extra
+        ax.errorbar([p.load.per_core], [e.point], yerr=[[e.point - e.lo], [e.hi - e.point]], fmt="D", color="#c44e52",
+                    capsize=4, label=f"your load ({p.load.where})")  # fmt: skip
+        ax.set_xscale("log")
+        ax.axhline(0, color="#888", lw=0.8)
+        ax.set_xlabel(f"{r.line.per}s a second a core (the measuring machine)")
+        ax.set_ylabel(f"extra server CPU (µs per {r.line.per})")
+        ax.set_title(r.line.label, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def save(calc: Calculation, results_dir: str | Path) -> Path:
     """The calculation's figures as JSON beside the report (the index reads the headline from it); a finished
     report's notebook run again writes nothing into it."""
@@ -318,7 +376,8 @@ def save(calc: Calculation, results_dir: str | Path) -> Path:
                     "round_trips": r.line.round_trips,
                     "sources": sorted({str(d) for p in r.priced for d in p.reports}),
                     "priced_from": [o.as_dict() for o in calc.origins.get(r.line.key, [])],
-                    "notes": list(r.line.notes),
+                    "notes": list(r.notes),
+                    "priced_at_load": _at_load(r),
                 }
                 for r in calc.lines
             ],

@@ -89,7 +89,7 @@ def _own_cpu() -> tuple[float, float]:
     return r.ru_utime, r.ru_stime
 
 
-def _operation(spec: ConnectSpec, pooled: bool) -> tuple[Callable[[], Any], Any]:
+def operation(spec: ConnectSpec, pooled: bool) -> tuple[Callable[[], Any], Any]:
     """One operation of the load, and the connection it keeps (pooled: one per worker, opened before the clock
     starts; otherwise none, each operation connecting afresh)."""
     if not pooled:
@@ -119,7 +119,7 @@ def _worker(spec: ConnectSpec, ops: int, deadline: float, pooled: bool, start: A
     errors, first_error = 0, None
     keep = cpu0 = None
     try:
-        op, keep = _operation(spec, pooled)
+        op, keep = operation(spec, pooled)
         start.wait()
         cpu0 = _own_cpu()
         for _ in range(ops):

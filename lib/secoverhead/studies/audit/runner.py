@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import gzip
+import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from secoverhead.studies.audit.claims import (
 )
 from secoverhead.studies.audit.declarations import (
     BASELINE,
+    LOAD_STATEMENT,
     NOT_RUN,
     NULL_SINKS,
     PART_BUILDS,
@@ -38,9 +40,13 @@ from secoverhead.studies.audit.declarations import (
     Arm,
     Params,
     Rig,
+    load_curve,
 )
+from secoverhead.studies.protocol import load_runs, loads
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
+from secoverhead.workloads import paced
 from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.short_connections import ConnectSpec
 from secoverhead.workloads.sysbench import Sysbench, SysbenchOptions
 
 
@@ -131,6 +137,7 @@ def _plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPlan:
         finish=lambda store: {
             "compression": {a: _compression(t.logs, p.compress_sample_mb << 20) for a, t in targets.items() if t.logs},
             "null_sink": _null_sinks(targets, dataclasses.replace(opts, time=_sink_seconds(opts.time)), p.sink_rounds),
+            "load_curves": _load_curves(p, targets),
         },
     )
 
@@ -254,6 +261,25 @@ def _sink_seconds(run_seconds: int) -> int:
 # What the hook apart from the write is read on: per transaction, of each run of A, of the sink discarding and of the
 # real log (medians over the rounds)
 SINK_METRICS = ("tps", "server_cpu_us_per_op", "log_io_us_per_txn", "log_wait_share", "audit_bytes_per_transaction")
+
+
+def _load_curves(p: Params, targets: dict[str, Rig]) -> dict[str, Any]:
+    """Each approach in load_arms against the baseline, paced at the run's rates (protocol/loads.py), on the
+    servers the rounds measured, before they stop."""
+    base = targets.get(BASELINE)
+    if not p.load_rates or base is None or base.db is None:
+        return {}
+    cores = p.server_cpu_limit or float(os.cpu_count() or 1)
+
+    def side(db: Any) -> loads.Side:
+        spec = ConnectSpec("mysql", db.endpoint.connect_args(tls=False), query=LOAD_STATEMENT)
+        return loads.Side(functools.partial(paced.sql_operations, spec), db.cpu, cores)
+
+    return {
+        arm: load_runs.measure(load_curve(p, arm), side(base.db), side(targets[arm].db))
+        for arm in p.load_arms
+        if arm in targets and targets[arm].db is not None
+    }
 
 
 def _null_sinks(targets: dict[str, Rig], opts: SysbenchOptions, rounds: int) -> dict[str, Any]:
