@@ -92,3 +92,34 @@ def test_a_curve_that_cannot_give_an_interval_is_refused(bad) -> None:
     ok = {"kind": "query", "per": "statement", "arm": "B", "baseline": "A", "rates": (1.0,), "seconds": 1, "pairs": 2}
     with pytest.raises(ValueError):
         Curve(**(ok | bad))
+
+
+def test_a_curve_that_fails_midway_keeps_the_rounds_it_took_and_says_what_failed() -> None:
+    """No server: set-up logic (the rounds with a stand-in operation that fails on its 40th call)."""
+    import contextlib
+
+    from secoverhead.studies.protocol.load_runs import measure
+    from secoverhead.studies.protocol.loads import Side
+
+    calls = []
+
+    def op() -> None:
+        calls.append(1)
+        if len(calls) >= 40:
+            raise ConnectionError("server went away")
+
+    side = Side(lambda: contextlib.nullcontext({"query": op}), None, 2.0)
+    got = measure(Curve("query", "query", "B", "A", (100.0,), 0.1, 3), side, side)
+    assert got["error"] == "ConnectionError: server went away"
+    assert 1 <= len(got["rounds"]) < 6 and all(r["rate"] == 100.0 for r in got["rounds"])
+
+
+def test_the_pacer_never_runs_ahead_of_its_schedule_and_a_stop_ends_it() -> None:
+    import threading
+
+    from secoverhead.workloads.paced import paced
+
+    assert paced(200.0, 0.2, lambda: None) <= 200 * 0.2 + 1  # late ones catch up; none is early
+    stop = threading.Event()
+    stop.set()
+    assert paced(1000.0, 5.0, lambda: None, stop) == 0

@@ -579,7 +579,7 @@ def test_a_statement_is_priced_at_the_users_load_where_its_study_measured_a_load
 
     run = _audit_report(tmp_path, "reproduced")
     store = ResultStore(run / "results", "audit-mysql")
-    store.update_metadata(load_curves={"general_log": _curve({600.0: 30.0, 2400.0: 20.0, 9600.0: 10.0})})
+    store.update_metadata(load_curves=[_curve({600.0: 30.0, 2400.0: 20.0, 9600.0: 10.0})])
     inputs = {"features": ["audit"], "audit_approach": "general_log", "audited_statements_per_s": rate, "cores": 2}
     calc = sizing.calculate(reports_dir=str(tmp_path), **inputs)
     (line,) = calc.lines

@@ -151,11 +151,16 @@ class Book:
                        load=got, pooled=(), between="")  # fmt: skip
 
     def load_curve(self, m: Measure) -> dict[str, Any]:
-        """The load curve the source run's part recorded for the arm against the same baseline ({} where none)."""
+        """The load curve the source run's part recorded for the arm against the same baseline, of the measure's
+        kind of operation ({} where none)."""
         exp = self.sources[m.study].experiment(m.part)
         meta = ResultStore(exp.path.parent, exp.path.name, readonly=True).metadata() if exp is not None else {}
-        curve = (meta.get("load_curves") or {}).get(m.arm) or {}
-        return curve if curve.get("baseline") == m.baseline and curve.get("rounds") else {}
+        mine = (
+            c
+            for c in meta.get("load_curves") or []
+            if (c.get("arm"), c.get("baseline"), c.get("kind")) == (m.arm, m.baseline, m.load_kind) and c.get("rounds")
+        )
+        return next(mine, {})
 
     def _price_busy(self, m: Measure, confidence: float) -> Priced:
         """The newest report's cost, or where POOL_FROM reports of its series priced it, theirs pooled."""

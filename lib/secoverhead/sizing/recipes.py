@@ -63,6 +63,7 @@ class Measure:
     # curve for the arm: priced at that load (sizing/curves.py), else as measured back to back
     load_rate: float | None = None
     load_cores: float | None = None
+    load_kind: str = "query"  # the operation the curve paces (studies/protocol/loads.py): "query" or "new"
 
 
 @dataclass(frozen=True)
@@ -117,64 +118,55 @@ def _arm(src: Mapping[str, Source], study: str, part: str, *arms: str) -> str:
     )
 
 
-def _db_tls(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
-    part = TLS[p.engine]
-    base = TLS["no tls"]
-    out: list[Line] = []
-    if new_conn > 0:
-        arm, measured_key, notes = _tls_arm(p, src, part)
-        what = f"TLS {p.tls_version} ({KEY_NAME[p.tls_key]})"
-        setup = Measure(
-            "tls",
-            part,
-            arm,
-            base,
-            TLS.metric("server cpu per connection"),
-            primitives=full_handshake(measured_key),
-            to_primitives=full_handshake(p.tls_key),
-        )
-        client = Measure("tls", part, arm, base, TLS.metric("client cpu per connection"))
-        out += [
-            Line(
-                "tls_setup",
-                "tls",
-                f"{what} handshakes on new connections",
-                NEW_CONNECTIONS,
-                new_conn,
-                "connection",
-                (setup,),
-                FULL_RTT[p.tls_version],
-                notes=notes,
-            ),
-            Line(
-                "tls_client",
-                "tls",
-                f"{what} handshakes, on your clients",
-                NEW_CONNECTIONS,
-                new_conn,
-                "connection",
-                (client,),
-                side="client",
-                notes=notes,
-            ),
-        ]
+def _db_tls(
+    p: Params, src: Mapping[str, Source], new_conn: float, calibration: Mapping[str, Any] | None = None
+) -> list[Line]:
+    """Handshakes on new connections (the server's and your clients'), and TLS on queries over open ones."""
+    cores, _ = your_cores(p.cores, calibration or {})
+    out = _tls_handshakes(p, src, new_conn, cores) if new_conn > 0 else []
     if p.reused_queries_per_s > 0:
+        part = TLS[p.engine]
         arm = _arm(src, "tls", part, TLS["tls 1.3 rsa"])
-        reused = Measure("tls", part, arm, base, TLS.metric("server cpu per reused query"))
-        out.insert(
-            1,
-            Line(
-                "tls_reused",
-                "tls",
-                "TLS on queries over open connections",
-                "reused_queries_per_s",
-                p.reused_queries_per_s,
-                "query",
-                (reused,),
-                busy_price="floor",
-            ),
-        )
+        reused = Measure("tls", part, arm, TLS["no tls"], TLS.metric("server cpu per reused query"),
+                         load_rate=p.reused_queries_per_s, load_cores=cores)  # fmt: skip
+        line = Line("tls_reused", "tls", "TLS on queries over open connections", "reused_queries_per_s",
+                    p.reused_queries_per_s, "query", (reused,), busy_price="floor")  # fmt: skip
+        out.insert(1, line)
     return out
+
+
+def _tls_handshakes(p: Params, src: Mapping[str, Source], new_conn: float, cores: float | None) -> list[Line]:
+    part, base = TLS[p.engine], TLS["no tls"]
+    arm, measured_key, notes = _tls_arm(p, src, part)
+    what = f"TLS {p.tls_version} ({KEY_NAME[p.tls_key]})"
+    setup = Measure("tls", part, arm, base, TLS.metric("server cpu per connection"),
+                    primitives=full_handshake(measured_key), to_primitives=full_handshake(p.tls_key),
+                    load_rate=new_conn, load_cores=cores, load_kind="new")  # fmt: skip
+    client = Measure("tls", part, arm, base, TLS.metric("client cpu per connection"))
+    return [
+        Line(
+            "tls_setup",
+            "tls",
+            f"{what} handshakes on new connections",
+            NEW_CONNECTIONS,
+            new_conn,
+            "connection",
+            (setup,),
+            FULL_RTT[p.tls_version],
+            notes=notes,
+        ),
+        Line(
+            "tls_client",
+            "tls",
+            f"{what} handshakes, on your clients",
+            NEW_CONNECTIONS,
+            new_conn,
+            "connection",
+            (client,),
+            side="client",
+            notes=notes,
+        ),
+    ]
 
 
 def _tls_arm(p: Params, src: Mapping[str, Source], part: str) -> tuple[str, str, tuple[str, ...]]:
@@ -197,7 +189,9 @@ def _tls_arm(p: Params, src: Mapping[str, Source], part: str) -> tuple[str, str,
     return arm, key, (why,)
 
 
-def _scram(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
+def _scram(
+    p: Params, src: Mapping[str, Source], new_conn: float, calibration: Mapping[str, Any] | None = None
+) -> list[Line]:
     if new_conn <= 0:
         return []
     part = AUTH["mongodb"]
@@ -214,7 +208,19 @@ def _scram(p: Params, src: Mapping[str, Source], new_conn: float) -> list[Line]:
             NEW_CONNECTIONS,
             new_conn,
             "connection",
-            (Measure("auth", part, arm, base, AUTH.metric("server cpu per connection"), cell),),
+            (
+                Measure(
+                    "auth",
+                    part,
+                    arm,
+                    base,
+                    AUTH.metric("server cpu per connection"),
+                    cell,
+                    load_rate=new_conn,
+                    load_cores=your_cores(p.cores, calibration or {})[0],
+                    load_kind="new",
+                ),
+            ),
             SCRAM_RTT,
             busy_price="ceiling",
         ),
@@ -425,9 +431,9 @@ def lines(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] |
     new_conn = p.new_connections_per_s * (1.0 - p.pooled_share)
     out: list[Line] = []
     if "tls" in p.features:
-        out += _db_tls(p, src, new_conn)
+        out += _db_tls(p, src, new_conn, calibration)
     if "scram" in p.features:
-        out += _scram(p, src, new_conn)
+        out += _scram(p, src, new_conn, calibration)
     if "encryption_at_rest" in p.features:
         out += _tde(p, src, calibration or {})
     if "audit" in p.features:

@@ -53,11 +53,18 @@ class PacedRound:
 
 
 def paced_round(kinds: Mapping[str, tuple[float, Operation]], seconds: float, server: CpuSource | Any) -> PacedRound:
-    """Every kind at its rate at once for `seconds` (a rate of 0 leaves that kind out); the server's CPU over it."""
+    """Every kind at its rate at once for `seconds` (a rate of 0 leaves that kind out); the server's CPU over it.
+    An operation that fails stops every kind and is raised here (a thread's exception would otherwise vanish)."""
     counts: dict[str, int] = {}
+    failed: list[BaseException] = []
+    stop = threading.Event()
 
     def drive(kind: str, rate: float, op: Operation) -> None:
-        counts[kind] = paced(rate, seconds, op)
+        try:
+            counts[kind] = paced(rate, seconds, op, stop)
+        except BaseException as exc:
+            failed.append(exc)
+            stop.set()
 
     threads = [threading.Thread(target=drive, args=(k, r, op)) for k, (r, op) in kinds.items() if r > 0]
     with CpuMeter(server) as meter:
@@ -65,6 +72,8 @@ def paced_round(kinds: Mapping[str, tuple[float, Operation]], seconds: float, se
             t.start()
         for t in threads:
             t.join()
+    if failed:
+        raise failed[0]
     wall = meter.server.wall_s if meter.server is not None else seconds
     cores = meter.server.cores if meter.server is not None else float("nan")
     return PacedRound(wall, cores, {k: counts.get(k, 0) / wall for k in kinds})

@@ -12,7 +12,7 @@ from secoverhead.core.params import override, param
 from secoverhead.servers.builds import MARIADB, MYSQL_80, ServerBuild
 from secoverhead.servers.journal import check_arm_changes, persists
 from secoverhead.studies.protocol.external import ExternalMySQLParams
-from secoverhead.studies.protocol.loads import Curve
+from secoverhead.studies.protocol.loads import Curve, LoadCurveParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -94,9 +94,10 @@ NOT_RUN = {
 LOAD_STATEMENT = "SELECT c FROM sbtest1 WHERE id = 1"
 
 
-def load_curve(p: Params, arm: str) -> Curve:
-    """The load curve of an approach against its part's baseline at the run's rates."""
-    return Curve("query", "statement", arm, BASELINE, tuple(p.load_rates), p.load_seconds, p.load_pairs)
+def load_curves(p: Params, arm: str) -> list[Curve]:
+    """An approach's load curves against its part's baseline at the run's rates: a statement on a kept
+    connection (the calculator prices per statement)."""
+    return p.curves(arm, BASELINE, {"query": "statement"})
 
 
 SIX_MONTHS_S = 182.5 * 86400
@@ -136,7 +137,7 @@ PLANS = (
 
 
 @dataclass
-class Params(StudyParams, ExternalMySQLParams):
+class Params(StudyParams, ExternalMySQLParams, LoadCurveParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
     repetitions: int = override(StudyParams, "repetitions", 2)
     min_rounds: int = override(StudyParams, "min_rounds", 2)
@@ -165,17 +166,9 @@ class Params(StudyParams, ExternalMySQLParams):
         min=0,
         max=20,
     )
-    load_rates: list[float] = param(
-        [],
-        "statements a second the load curve paces each approach in load_arms at, after the rounds, a point select on "
-        "a kept connection (the calculator prices a DBA's rate on it; empty: none)",
-        items=(0, 8),
-    )
     load_arms: list[str] = param(
         ["server_audit"], "the approaches a load curve measures", choices=tuple(a.name for a in ARMS[1:]), items=(0, 4)
     )
-    load_seconds: float = param(2.0, "seconds of one load-curve round", min=0.5, max=600.0)
-    load_pairs: int = param(3, "pairs of load-curve rounds (off, on) per rate", min=2, max=50)
     compress_sample_mb: int = param(
         16, "MiB of each arm's real log compressed to measure gzip and zstd ratios", min=1, max=1024
     )
@@ -194,8 +187,7 @@ class Params(StudyParams, ExternalMySQLParams):
         self.check_mysql()
         if not self.mysql_host and BASELINE not in self.arms:
             raise ConfigError(f"the baseline arm {BASELINE!r} is needed for comparisons")
-        if any(not r > 0 for r in self.load_rates):
-            raise ConfigError(f"load_rates {self.load_rates}: each a rate above 0 statements a second")
+        self.check_loads()
         for name, spec in self.external_arms.items():
             if (
                 not isinstance(spec, dict)

@@ -40,7 +40,7 @@ from secoverhead.studies.audit.declarations import (
     Arm,
     Params,
     Rig,
-    load_curve,
+    load_curves,
 )
 from secoverhead.studies.protocol import load_runs, loads
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
@@ -263,23 +263,21 @@ def _sink_seconds(run_seconds: int) -> int:
 SINK_METRICS = ("tps", "server_cpu_us_per_op", "log_io_us_per_txn", "log_wait_share", "audit_bytes_per_transaction")
 
 
-def _load_curves(p: Params, targets: dict[str, Rig]) -> dict[str, Any]:
+def _load_curves(p: Params, targets: dict[str, Rig]) -> list[dict[str, Any]]:
     """Each approach in load_arms against the baseline, paced at the run's rates (protocol/loads.py), on the
     servers the rounds measured, before they stop."""
     base = targets.get(BASELINE)
-    if not p.load_rates or base is None or base.db is None:
-        return {}
+    if base is None or base.db is None:
+        return []
     cores = p.server_cpu_limit or float(os.cpu_count() or 1)
 
-    def side(db: Any) -> loads.Side:
+    def side(db: Any, kind: str) -> loads.Side:
         spec = ConnectSpec("mysql", db.endpoint.connect_args(tls=False), query=LOAD_STATEMENT)
-        return loads.Side(functools.partial(paced.sql_operations, spec), db.cpu, cores)
+        return loads.Side(functools.partial(paced.sql_operations, spec, kinds=(kind,)), db.cpu, cores)
 
-    return {
-        arm: load_runs.measure(load_curve(p, arm), side(base.db), side(targets[arm].db))
-        for arm in p.load_arms
-        if arm in targets and targets[arm].db is not None
-    }
+    arms = [a for a in p.load_arms if a in targets and targets[a].db is not None]
+    return [load_runs.measure(c, side(base.db, c.kind), side(targets[a].db, c.kind)) for a in arms
+            for c in load_curves(p, a)]  # fmt: skip
 
 
 def _null_sinks(targets: dict[str, Rig], opts: SysbenchOptions, rounds: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.servers import ExternalMongo, builds
 from secoverhead.servers.builds import MONGOD_42, MONGOD_60, ServerBuild
 from secoverhead.studies.protocol.external import BothEngines, check_mongo_uri
+from secoverhead.studies.protocol.loads import LoadCurveParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -128,7 +129,7 @@ VOCABULARY = Vocabulary(
 
 
 @dataclass
-class Params(BothEngines, StudyParams):
+class Params(BothEngines, StudyParams, LoadCurveParams):
     # Shares of the time budget. A MongoDB round (7 arms, 6 duets) takes several times a MySQL or nonce one, and
     # its server-CPU claim needs about 6 rounds (duet sd ~0.1 against a +-25 % precision); after the first look
     # only the undecided claim's duets run. (Shares by noise, 1.5 / 2 / 1.5, left it 3 rounds: inconclusive.)
@@ -203,9 +204,17 @@ class Params(BothEngines, StudyParams):
         items=(0, 64),
     )
 
+    load_arms: list[str] = param(
+        ["SCRAM-SHA-256"],
+        "the mechanisms a load curve measures on mongod (load_rates 'new': logins a second)",
+        choices=("SCRAM-SHA-1", "SCRAM-SHA-256"),
+        items=(0, 2),
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines("nonce_enabled")
+        self.check_loads()
         self._check_noauth()
         if self.load_hosts:
             if not os.environ.get(SCHEDULER_ENV):

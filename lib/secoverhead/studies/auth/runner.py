@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from typing import Any
 
 from secoverhead.measurement.parts import StudyResult
@@ -19,8 +21,9 @@ from secoverhead.studies.auth.declarations import (
     engine_of,
     one_build,
 )
+from secoverhead.studies.protocol import load_runs, loads
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
-from secoverhead.workloads import mongo_wire
+from secoverhead.workloads import mongo_wire, paced
 from secoverhead.workloads.logins import per_connection
 from secoverhead.workloads.measurement import Measurement
 from secoverhead.workloads.multihost import run_on_hosts
@@ -186,6 +189,25 @@ def _ask(p: Params, off: Any, on: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _load_curves(p: Params, part: str, servers: dict[str, Any]) -> dict[str, Any]:
+    """mongod's load curves (protocol/loads.py): each mechanism's logins paced against auth off, each on its own
+    server, one connection a login as the study's short connections (workloads/mongo_wire.py), before they stop;
+    none on a server the user named or a build beside."""
+    if part != "MongoDB" or p.mongo_uri or p.aa or not p.load_rates or not {"off", "on"} <= set(servers):
+        return {}
+    off, on = servers["off"], servers["on"]
+
+    def side(srv: Any, mechanism: str | None, kind: str) -> loads.Side:
+        e = srv.endpoint
+        args = e.client_args(tls=False, mechanism=mechanism) if mechanism else _strip_auth(e.client_args(tls=False))
+        spec = ConnectSpec("mongo", args, wire=mongo_wire.usable(args))
+        return loads.Side(functools.partial(paced.sql_operations, spec, kinds=(kind,)), srv.cpu, float(os.cpu_count()))
+
+    baseline = p.arms(part)[0].name  # auth off
+    curves = [(m, c) for m in p.load_arms for c in p.curves(m, baseline, {"new": "connection"})]
+    return {"load_curves": [load_runs.measure(c, side(off, None, c.kind), side(on, m, c.kind)) for m, c in curves]}
+
+
 NONCE_NOTE = (
     "nonces of 24 bytes, as a SCRAM server nonce; Python workers, so per-call interpreter overhead is in the "
     "user time of both sources"
@@ -217,7 +239,9 @@ def run(p: Params) -> StudyResult:
             profile_factors=[{"concurrency": top}],
             outlier=OUTLIER if p.part_design(name) == "duet" else None,
             conditions=dict(asked) if name == "nonce" else {},
-            finish=(lambda store: _random_source(p, name, servers, asked)) if name in PART_BUILDS else None,
+            finish=(lambda store: _random_source(p, name, servers, asked) | _load_curves(p, name, servers))
+            if name in PART_BUILDS
+            else None,
         )
 
     return run_parts(p, STUDY, p.parts(), plan)

@@ -14,7 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from secoverhead.core.errors import ConfigError
+from secoverhead.core.params import param
+
 SCHEMA = 1
+KINDS = {"new": "connection", "query": "query"}  # the operations a curve paces (workloads/paced.py), one of each
 
 
 @dataclass(frozen=True)
@@ -50,3 +54,33 @@ def order(pairs: int) -> Iterator[tuple[int, bool]]:
     for i in range(pairs):
         for on in (False, True) if i % 2 == 0 else (True, False):
             yield i, on
+
+
+@dataclass
+class LoadCurveParams:
+    """How a study's load curves run: the rates per kind of operation (empty: none), each round's length and the
+    pairs per rate. Which arms they price is the study's (`load_arms`)."""
+
+    load_rates: dict[str, list[float]] = param(
+        {},
+        "load curves after the rounds: operations a second per kind ('new': a connection made, used once and closed; "
+        "'query': a query on a kept connection), each paced on the priced arms and their baseline (empty: none)",
+        items=(0, 2),
+    )
+    load_seconds: float = param(2.0, "seconds of one load-curve round", min=0.5, max=600.0)
+    load_pairs: int = param(3, "pairs of load-curve rounds (off, on) per rate", min=2, max=50)
+
+    def check_loads(self) -> None:
+        for kind, rates in self.load_rates.items():
+            if kind not in KINDS:
+                raise ConfigError(f"load_rates: {kind!r} is not a kind of operation ({', '.join(KINDS)})")
+            if not rates or not all(isinstance(r, int | float) and r > 0 for r in rates):
+                raise ConfigError(f"load_rates {kind}: {rates}: one or more rates above 0 a second")
+
+    def curves(self, arm: str, baseline: str, per: dict[str, str] | None = None) -> list[Curve]:
+        """The arm's curves against its baseline, one per kind asked (`per`: what one operation is, by kind)."""
+        words = KINDS | (per or {})
+        return [
+            Curve(kind, words[kind], arm, baseline, tuple(float(r) for r in rates), self.load_seconds, self.load_pairs)
+            for kind, rates in self.load_rates.items()
+        ]

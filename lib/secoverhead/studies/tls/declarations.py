@@ -11,6 +11,7 @@ from secoverhead.host.calibration import CryptoBound, full_handshake
 from secoverhead.network import available
 from secoverhead.servers.builds import FERRETDB, MARIADB, MONGOD_42, MONGOD_60, MYSQL_80, ServerBuild, engine_of
 from secoverhead.studies.protocol.external import BothEngines
+from secoverhead.studies.protocol.loads import LoadCurveParams
 from secoverhead.studies.protocol.params import StudyParams, aa_copy
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -203,7 +204,7 @@ PLANS = (
 
 
 @dataclass
-class Params(BothEngines, StudyParams):
+class Params(BothEngines, StudyParams, LoadCurveParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
     # The round-trip part runs first and takes the largest share: it is the only part where both of seed 000's
     # claims are testable (on loopback the reused-client claim's round-trip precondition fails). Run last it got
@@ -242,9 +243,14 @@ class Params(BothEngines, StudyParams):
     mysql_reused_iterations: int = param(200, "queries on one connection per run", min=1, max=1_000_000)
     mysql_query: str = param("SELECT id, k, c, pad FROM sbtest1 WHERE id = 1", "the query each probe runs")
 
+    load_arms: list[str] = param(
+        [TLS13_RSA], "the TLS arms a load curve measures on MySQL 8.0 (load_rates)", choices=(TLS13_RSA,), items=(0, 1)
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_engines()
+        self.check_loads()
 
     def mongo_mechanisms_used(self) -> tuple[str, ...]:
         return (self.mongo_auth_mechanism,)

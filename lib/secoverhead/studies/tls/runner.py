@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -12,9 +14,11 @@ from secoverhead.network.link import connect_ms
 from secoverhead.servers.builds import ServerBuild, described, nearest, stand_in_note
 from secoverhead.servers.counters import cpu_note
 from secoverhead.servers.labels import settled_transport
+from secoverhead.studies.protocol import load_runs, loads
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
 from secoverhead.studies.tls.claims import baseline_conditions, part_claims
 from secoverhead.studies.tls.declarations import (
+    BASELINE,
     MONGO_TLS_VERSION,
     PART_BUILDS,
     RTT_PART,
@@ -24,8 +28,9 @@ from secoverhead.studies.tls.declarations import (
     Params,
     _engine,
 )
-from secoverhead.workloads import probes
+from secoverhead.workloads import paced, probes
 from secoverhead.workloads.measurement import Measurement
+from secoverhead.workloads.short_connections import ConnectSpec
 from secoverhead.workloads.sysbench import sbtest_table
 from secoverhead.workloads.ycsb import load_usertable
 
@@ -204,10 +209,29 @@ def _loopback_plan(p: Params, part: str, stack: contextlib.ExitStack) -> PartPla
         baseline_conditions=baseline_conditions,
         profile_measure=_measure(p, part, servers, connections_only=True),  # "per connection" is exact
         ops_metric="connections",
+        finish=lambda _store: {"load_curves": _load_curves(p, part, servers)},
         # a profiling run's connections spend 0.02-0.5 s of server CPU; 1 sample per 200 us gives the arms
         # without TLS 100+ samples and the TLS arms 700+, where 1 ms gave 24 and 147-497
         profile_period_ns=200_003,
     )
+
+
+def _load_curves(p: Params, part: str, servers: dict[str, Any]) -> list[dict[str, Any]]:
+    """MySQL 8.0's load curves (protocol/loads.py): the TLS arm's connections and queries paced against no TLS on
+    the one server the arms share (TLS is the client's choice), before it stops; none elsewhere (a server the user
+    named, a build beside)."""
+    if part != "MySQL" or p.external(part) or not p.load_rates:
+        return []
+    arms = {a.name: a for a in p.arms(part)}
+    base = arms[BASELINE]
+    srv = servers[base.server]
+
+    def side(tls: bool, kind: str) -> loads.Side:
+        spec = ConnectSpec("mysql", srv.endpoint.connect_args(tls=tls), query=p.mysql_query)
+        return loads.Side(functools.partial(paced.sql_operations, spec, kinds=(kind,)), srv.cpu, float(os.cpu_count()))
+
+    return [load_runs.measure(c, side(False, c.kind), side(True, c.kind)) for a in p.load_arms if a in arms
+            for c in p.curves(a, BASELINE)]  # fmt: skip
 
 
 def run(p: Params) -> StudyResult:
