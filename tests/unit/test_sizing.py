@@ -610,3 +610,32 @@ def test_without_a_load_curve_or_a_rate_per_core_the_back_to_back_price_stays(tm
     from secoverhead.sizing import tables as sizing_tables
 
     assert recipes.BUSY_PRICE["floor"] in line.notes and sizing_tables.load_figure(calc) is None
+
+
+@pytest.mark.parametrize(
+    ("cal", "slowdown", "factor"),
+    [
+        ({"python_loop_ms": 60.0, "rsa2048_sign_us": 300.0}, None, 1.0),  # no speed check: as it is
+        ({"python_loop_ms": 60.0, "rsa2048_sign_us": 300.0}, 1.5, 1.5),  # rounds in the slow state
+        ({"python_loop_ms": 90.0, "python_loop_boot_fastest_ms": 60.0, "rsa2048_sign_us": 300.0}, 1.0, 60 / 90),
+    ],
+)
+def test_a_calibration_as_the_vcpu_ran_the_rounds_slows_every_reference_alike(cal, slowdown, factor):
+    from secoverhead.sizing.scaling import as_it_ran
+
+    ran = as_it_ran(cal, slowdown)
+    assert ran["python_loop_ms"] == pytest.approx(cal["python_loop_ms"] * factor)
+    assert ran["rsa2048_sign_us"] == pytest.approx(300.0 * factor)
+
+
+@pytest.mark.parametrize("slowdown", [1.0, 1.6])
+def test_a_report_taken_in_the_slow_state_prices_at_the_machines_own_speed(tmp_path, slowdown):
+    """The same measured cost, its report's rounds 1.6x slower than the vCPU's fastest: priced 1/1.6 of it
+    with no machine of the user's given, and the factor named among the references that moved it."""
+    run = _audit_report(tmp_path, "reproduced")
+    checks = [{"loop_ms": CAL["python_loop_ms"] * slowdown, "others_cores": 0.0}] * 3
+    ResultStore(run / "results", "audit-mysql").update_metadata(speed_checks=checks)
+    inputs = {"features": ["audit"], "audit_approach": "general_log", "audited_statements_per_s": 1000.0}
+    (line,) = sizing.calculate(reports_dir=str(tmp_path), **inputs).lines
+    assert line.us.point == pytest.approx(line.measured_us.point / slowdown)
+    assert any(label.startswith("python_loop_ms x") for label in line.scaled_by)

@@ -36,12 +36,12 @@ from secoverhead.core.errors import ConfigError
 from secoverhead.core.units import significant
 from secoverhead.measurement.parts import part_slug
 from secoverhead.measurement.results import ResultStore
-from secoverhead.series.reports import collect, reports_like, stale_metrics
+from secoverhead.series.reports import collect, reports_like, stale_metrics, vcpu_slowdown
 from secoverhead.sizing import curves
 from secoverhead.sizing.curves import AtLoad
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.recipes import LOG_BYTE, PAGE, Line, Measure
-from secoverhead.sizing.scaling import Primitives, speed_factor
+from secoverhead.sizing.scaling import GENERAL, Primitives, as_it_ran, reference_us, speed_factor
 from secoverhead.sizing.sources import Source, experiments_of
 
 
@@ -59,11 +59,17 @@ class Priced:
     design: str
     confidence: float
     primitives: Primitives  # the cryptography in the extra, per operation (TDE: the pages measured)
-    calibration: Mapping[str, Any]  # the measuring machine's speed reference
+    calibration: Mapping[str, Any]  # the measuring machine's speed reference as its vCPU ran the rounds
     run_dir: Path
     between: str = ""  # the between-run sd added, as its claims say it, or the reports pooled ("" when neither)
     pooled: tuple[Path, ...] = ()  # the reports of the series pooled, oldest first (empty: the newest alone)
     load: AtLoad | None = None  # priced on the part's load curve at the user's load (None: back to back)
+    reference: Mapping[str, Any] | None = None  # the measuring machine at its own speed (None: as calibration)
+
+    @property
+    def machine(self) -> Mapping[str, Any]:
+        """The measuring machine at its own speed: a price for it, with no machine of the user's given."""
+        return self.reference if self.reference is not None else self.calibration
 
     @property
     def reports(self) -> tuple[Path, ...]:
@@ -144,7 +150,7 @@ class Book:
         if not lv:
             return None
         cores = m.load_cores or float(recorded.get("cores") or 1.0)  # unknown: as many as the measuring server's
-        per_core = m.load_rate / cores * speed_factor(busy.calibration, busy.calibration | self.target)
+        per_core = m.load_rate / cores * speed_factor(busy.calibration, dict(busy.machine) | self.target)
         got = curves.at(lv, per_core, Interval(busy.point, busy.lo, busy.hi))
         e = got.extra
         return replace(busy, point=e.point, lo=e.lo, hi=e.hi, n=min(v.pairs for v in lv), design="paced at load",
@@ -173,8 +179,9 @@ class Book:
             f"pooled over {len(reports)} reports of its series ({reports[0].name} to {reports[-1].name}): their sd "
             f"between reports {significant(p.tau, 3)} µs (Paule-Mandel), the random-effects interval (Hartung-Knapp)"
         )
+        mine = dict(one.machine)  # every report's estimate is at its machine's own speed (_estimate)
         return replace(one, point=p.estimate, lo=p.low, hi=p.high, n=len(reports), design="reports pooled",
-                       between=why, pooled=reports)  # fmt: skip
+                       between=why, pooled=reports, calibration=mine, reference=mine)  # fmt: skip
 
     def _estimate(self, m: Measure, run_dir: Path) -> RunEstimate | None:
         """An earlier report's cost over its own rounds (None where it did not price it: another plan's arms, or a
@@ -187,7 +194,17 @@ class Book:
             c, n, _ = self._compare(m, 0.95, run_dir)
         except ConfigError:
             return None
-        return run_estimate("difference", c.ci_low, c.ci_high, n, 0.95) if np.isfinite(c.ci_low) else None
+        if not np.isfinite(c.ci_low):
+            return None
+        k = self._ran(m.study, run_dir)  # at the machine's own speed: reports taken in a slow state pool alike
+        return run_estimate("difference", c.ci_low / k, c.ci_high / k, n, 0.95)
+
+    def _ran(self, study: str, run_dir: Path) -> float:
+        """How much slower than its calibration's own speed a report's vCPU ran its rounds (1: not known)."""
+        cal = self.sources[study].calibration_of(run_dir)
+        ran = reference_us(as_it_ran(cal, vcpu_slowdown(run_dir)), GENERAL)
+        own = reference_us(cal, GENERAL)
+        return ran / own if ran and own else 1.0
 
     def _compare(self, m: Measure, confidence: float, run_dir: Path | None = None) -> tuple[Any, int, pd.DataFrame]:
         """The arm against its baseline on the metric in one report: the comparison, its pairs and the cell's runs."""
@@ -224,6 +241,7 @@ class Book:
             lo, hi = widen(lo, hi, float(c.candidate_median) * term.sd, n, confidence, log=False)
         arm_runs = runs[runs["arm"] == m.arm]
         prims = _tde_primitives(arm_runs) if m.pages else tuple(m.primitives)
+        cal = self.sources[m.study].calibration_of(run_dir)
         return Priced(
             m,
             float(c.ratio),
@@ -235,9 +253,10 @@ class Book:
             c.design,
             confidence,
             prims,
-            self.sources[m.study].calibration_of(run_dir),
+            as_it_ran(cal, vcpu_slowdown(run_dir)),
             run_dir,
             term.text() if term is not None and term.sd else "",
+            reference=cal,
         )
 
     def price_all(self, lines: Sequence[Line], level: float) -> dict[Measure, Priced]:

@@ -42,8 +42,8 @@ class LineResult:
 
 def target_for(priced: Priced, target: Mapping[str, Any]) -> dict[str, Any]:
     """The user's machine as far as they described it; any reference they did not give is the measuring
-    machine's (that part of the cost stays as measured)."""
-    return dict(priced.calibration) | dict(target)
+    machine's at its own speed (a report taken in the vCPU's slow state is priced at the machine's own)."""
+    return dict(priced.machine) | dict(target)
 
 
 def _scaled(priced: Priced, target: Mapping[str, Any]) -> tuple[Interval, list[str]]:

@@ -39,10 +39,11 @@ class Origin:
     why: str  # the first of those claims' failed preconditions, in words
 
     def text(self) -> str:
-        """`audit/2026…-quick (quick; MySQL 8.0.31; vCPU 1.31× its fastest)`, and the warning when there is one."""
+        """`audit/2026…-quick (quick; MySQL 8.0.31; vCPU 1.31× its fastest, priced at its own speed)`, and the
+        warning when there is one."""
         facts = [self.scale or "scale unknown", " / ".join(self.builds) or "server build not recorded"]
         if self.vcpu_slowdown is not None:
-            facts.append(f"vCPU {self.vcpu_slowdown:.2f}× its fastest")
+            facts.append(f"vCPU {self.vcpu_slowdown:.2f}× its fastest, priced at its own speed")
         text = f"{self.study}/{self.run} ({'; '.join(facts)})"
         return f"{text}: {self.warning()}" if self.not_testable else text
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from secoverhead.host.calibration import fastest
+
 # The reference that scales what is not cryptography: a fixed pure-Python loop (integer arithmetic, branches,
 # memory): a measure of the core's general speed, not of any instruction set extension.
 GENERAL = "python_loop_ms"
@@ -109,3 +111,21 @@ def rescale(
     if us >= c_from:
         return us + (c_to - c_from) + (us - c_from) * (g - 1.0)
     return us * (c_to / c_from)
+
+
+def as_it_ran(cal: Mapping[str, Any], slowdown: float | None) -> dict[str, Any]:
+    """The calibration as the vCPU ran during a report's rounds: every reference slowed by the rounds' speed
+    against the calibration's own (`slowdown`: the quiet speed checks over the loop's fastest since boot,
+    host/calibration.py). A slow state slows all of a vCPU's work alike, so a cost measured in it moves back to the
+    machine's own speed by this one factor. No slowdown known: the calibration as it is."""
+    own, ran = reference_us(cal, GENERAL), None
+    best = fastest(cal)
+    if slowdown and best and own:
+        ran = slowdown * best * 1e3 / own  # the rounds' loop time over the calibration's
+    if ran is None or not ran > 0:
+        return dict(cal)
+    out = dict(cal)
+    for key in REFERENCES:
+        if isinstance(cal.get(key), int | float) and not isinstance(cal.get(key), bool):
+            out[key] = cal[key] * ran
+    return out
