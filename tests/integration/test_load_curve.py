@@ -29,3 +29,18 @@ def test_a_load_curve_paces_each_rate_in_abba_pairs_and_reads_the_servers_cpu_pe
     assert all(r["cpu_us_per_op"] > 0 and r["server_cores"] > 0 for r in rounds)
     lv = levels(got, 0.95)
     assert [v.rate for v in lv] == [100.0, 400.0] and all(v.extra.lo <= v.extra.point <= v.extra.hi for v in lv)
+
+
+def test_nginx_load_curves_give_a_tls_request_and_a_full_handshake_their_extra_cpu():
+    """HTTP against HTTPS on one nginx, as the HTTPS study's curves run: the handshake costs the server more than
+    a plain connection, whatever the machine's noise at these rates (a full RSA handshake is hundreds of µs)."""
+    from secoverhead.servers import NginxServer
+    from secoverhead.studies.https import runner
+    from secoverhead.studies.https.declarations import Params
+
+    p = Params(load_rates={"new": [30.0]}, load_seconds=1.0, load_pairs=2)
+    with NginxServer(worker_core=0, cert_type="rsa") as srv:
+        (got,) = runner._load_curves(p, {"rsa": srv})
+    assert not got["error"] and got["arm"] == "TLS 1.3 full, RSA" and len(got["rounds"]) == 4
+    (level,) = levels(got, 0.95)
+    assert level.extra.point > 0

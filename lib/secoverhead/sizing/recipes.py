@@ -9,6 +9,7 @@ part and metric comes from the studies' vocabularies (the registry): a study ren
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -365,64 +366,46 @@ def _audit(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] 
     ]
 
 
-def _https(p: Params, src: Mapping[str, Source]) -> list[Line]:
+def _https(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] | None = None) -> list[Line]:
+    """Full handshakes, resumptions and kept-alive requests, each priced against plain HTTP's own kind."""
     v, key, rate = p.tls_version, p.tls_key, p.https_requests_per_s
-    new, res = p.https_new_share, p.https_resumed_share
-    (part,) = HTTPS.parts
-    cpu = HTTPS.metric("server cpu per request")
-
-    def measured(role: str, baseline: str, primitives: Primitives = ()) -> Measure:
-        return Measure(
-            "https", part, _arm(src, "https", part, HTTPS[role]), HTTPS[baseline], cpu, primitives=primitives
-        )
-
+    new, res = rate * p.https_new_share, rate * p.https_resumed_share
+    kept = rate * max(0.0, 1 - p.https_new_share - p.https_resumed_share)
+    measured = functools.partial(_https_measure, src, your_cores(p.cores, calibration or {})[0])
     out = []
-    if rate * new > 0:
-        full = measured(f"full {v} {key}", "http", full_handshake(key))
-        out.append(
-            Line(
-                "https_full",
-                "https",
-                f"HTTPS full handshakes (TLS {v}, {KEY_NAME[key]})",
-                "https_requests_per_s x https_new_share",
-                rate * new,
-                "request",
-                (full,),
-                FULL_RTT[v],
-            )
-        )
-    if rate * res > 0:
+    if new > 0:
+        full = measured(f"full {v} {key}", "http", full_handshake(key), (new, "new"))
+        label = f"HTTPS full handshakes (TLS {v}, {KEY_NAME[key]})"
+        out.append(Line("https_full", "https", label, "https_requests_per_s x https_new_share", new, "request",
+                        (full,), FULL_RTT[v]))  # fmt: skip
+    if res > 0:
         resumed = measured(f"resumed {v} {p.resumption}", "http", RESUMED_TLS13 if v == "1.3" else ())
-        out.append(
-            Line(
-                "https_resumed",
-                "https",
-                f"HTTPS resumed sessions (TLS {v}, {p.resumption})",
-                "https_requests_per_s x https_resumed_share",
-                rate * res,
-                "request",
-                (resumed,),
-                RESUMED_RTT,
-            )
-        )
-    kept = rate * max(0.0, 1 - new - res)
+        label = f"HTTPS resumed sessions (TLS {v}, {p.resumption})"
+        out.append(Line("https_resumed", "https", label, "https_requests_per_s x https_resumed_share", res,
+                        "request", (resumed,), RESUMED_RTT))  # fmt: skip
     if kept > 0:
-        notes = (
-            ("TLS 1.3 keep-alive measured: the cost of encrypting a kept connection's requests",) if v == "1.2" else ()
-        )
-        out.append(
-            Line(
-                "https_keepalive",
-                "https",
-                "HTTPS requests on kept-alive connections",
-                "https_requests_per_s x (1 - new - resumed shares)",
-                kept,
-                "request",
-                (measured("https keep-alive", "http keep-alive"),),
-                notes=notes,
-            )
-        )
+        keep = measured("https keep-alive", "http keep-alive", load=(kept, "query"))
+        notes = ("TLS 1.3 keep-alive measured: the cost of encrypting a kept connection's requests",)
+        out.append(Line("https_keepalive", "https", "HTTPS requests on kept-alive connections",
+                        "https_requests_per_s x (1 - new - resumed shares)", kept, "request", (keep,),
+                        notes=notes if v == "1.2" else ()))  # fmt: skip
     return out
+
+
+def _https_measure(
+    src: Mapping[str, Source],
+    cores: float | None,
+    role: str,
+    baseline: str,
+    primitives: Primitives = (),
+    load: tuple[float, str] = (0.0, ""),
+) -> Measure:
+    """An HTTPS arm against its plain baseline; `load`: the user's rate of it and the curve's kind of operation."""
+    (part,) = HTTPS.parts
+    arm, (rate, kind) = _arm(src, "https", part, HTTPS[role]), load
+    metric = HTTPS.metric("server cpu per request")
+    return Measure("https", part, arm, HTTPS[baseline], metric, primitives=primitives, load_rate=rate or None,
+                   load_cores=cores, load_kind=kind or "query")  # fmt: skip
 
 
 def lines(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] | None = None) -> list[Line]:
@@ -439,7 +422,7 @@ def lines(p: Params, src: Mapping[str, Source], calibration: Mapping[str, Any] |
     if "audit" in p.features:
         out += _audit(p, src, calibration)
     if "https" in p.features:
-        out += _https(p, src)
+        out += _https(p, src, calibration)
     for m in {m for ln in out for m in ln.measures}:  # the baseline too: every comparison has both arms
         _arm(src, m.study, m.part, m.baseline)
     return out

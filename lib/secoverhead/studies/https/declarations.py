@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from secoverhead.analysis.design import ClaimPlan
 from secoverhead.core.params import override, param
 from secoverhead.host.calibration import RESUMED_TLS13, SIGNATURE, CryptoBound, full_handshake
+from secoverhead.studies.protocol.loads import Curve, LoadCurveParams
 from secoverhead.studies.protocol.params import StudyParams
 from secoverhead.studies.protocol.spec import Vocabulary
 
@@ -63,6 +64,18 @@ ARMS = (
 )
 
 
+# The load curves' arms (load_rates): a kept-alive request over TLS 1.3 against one over plain HTTP, a new
+# connection's full TLS 1.3 handshake (RSA) against a plain one, as the calculator prices HTTPS
+LOAD_ARMS = {"query": ("HTTPS keep-alive", "HTTP keep-alive"), "new": ("TLS 1.3 full, RSA", BASELINE)}
+
+
+def load_curves(p: Params) -> list[Curve]:
+    return [
+        Curve(kind, "request", *LOAD_ARMS[kind], tuple(float(r) for r in rates), p.load_seconds, p.load_pairs)
+        for kind, rates in p.load_rates.items()
+    ]
+
+
 SERVERS = {
     "rsa": {"cert_type": "rsa"},
     "ecdsa": {"cert_type": "ecdsa"},
@@ -106,7 +119,7 @@ VOCABULARY = Vocabulary(
 
 
 @dataclass
-class Params(StudyParams):
+class Params(StudyParams, LoadCurveParams):
     STUDY, PLANS, PRIMARY_METRICS = STUDY, PLANS, PRIMARY_METRICS  # the study's facts, declared above
     repetitions: int = override(StudyParams, "repetitions", 2)
     min_rounds: int = override(StudyParams, "min_rounds", 2)
@@ -125,6 +138,7 @@ class Params(StudyParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.check_loads()
         if self.client_cpus == "auto":
             self.client_cpus = "1" if (os.cpu_count() or 1) > 1 else ""
 

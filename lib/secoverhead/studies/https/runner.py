@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -11,10 +12,11 @@ from typing import Any
 from secoverhead.measurement.parts import StudyResult
 from secoverhead.servers import NginxServer
 from secoverhead.studies.https.claims import baseline_conditions, part_claims
-from secoverhead.studies.https.declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params
+from secoverhead.studies.https.declarations import ARMS, FULL, SERVERS, STUDY, Arm, Params, load_curves
+from secoverhead.studies.protocol import load_runs, loads
 from secoverhead.studies.protocol.params import aa_copy
 from secoverhead.studies.protocol.runner import PartPlan, run_parts
-from secoverhead.workloads import http
+from secoverhead.workloads import http, paced
 
 
 def _load(arm: Arm, server: Any, p: Params):
@@ -48,6 +50,36 @@ def _load(arm: Arm, server: Any, p: Params):
         ca_file=e.ca_file,
         cpus=p.client_cpus,
     )
+
+
+def _load_curves(p: Params, servers: dict[str, Any]) -> list[dict[str, Any]]:
+    """nginx's load curves (protocol/loads.py) on the RSA server the arms share, TLS the client's choice (its
+    port), this process on the client's cores as the study's load clients are."""
+    srv = servers.get("rsa")
+    if srv is None or p.aa or not p.load_rates:
+        return []
+    e = srv.endpoint
+
+    def side(tls: bool, kind: str) -> loads.Side:
+        ops = functools.partial(paced.http_operations, e.host, e.https_port if tls else e.http_port,
+                                e.ca_file if tls else None)  # fmt: skip
+        return loads.Side(lambda: _on_client_cpus(ops(), p.client_cpus), srv.cpu, 1.0)  # nginx: one worker
+
+    return [load_runs.measure(c, side(False, c.kind), side(True, c.kind)) for c in load_curves(p)]
+
+
+@contextlib.contextmanager
+def _on_client_cpus(ops: Any, cpus: str):
+    """The operations, this process pinned to the load clients' cores meanwhile (off nginx's worker)."""
+    before = os.sched_getaffinity(0)
+    wanted = {int(c) for c in cpus.split(",") if c.strip().isdigit()} & before
+    if wanted:
+        os.sched_setaffinity(0, wanted)
+    try:
+        with ops as got:
+            yield got
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 NOTES = [
@@ -88,6 +120,7 @@ def run(p: Params) -> StudyResult:
             judge=functools.partial(part_claims, STUDY),
             baseline_conditions=baseline_conditions,
             ops_metric="requests",
+            finish=lambda _store: {"load_curves": _load_curves(p, servers)},
         )
 
     return run_parts(p, STUDY, [STUDY], plan)
