@@ -50,12 +50,13 @@ from secoverhead.core import paths
 from secoverhead.core.errors import ConfigError
 from secoverhead.core.params import build
 from secoverhead.core.report import read_report
+from secoverhead.host import calibration
 from secoverhead.servers.builds import nearest
 from secoverhead.servers.engines import MYSQL_8_0
 from secoverhead.servers.mariadb import MariaDBServer
 from secoverhead.servers.mysql import MySQLServer
 from secoverhead.servers.nginx import NginxServer
-from secoverhead.sizing import recipes
+from secoverhead.sizing import recipes, scaling
 from secoverhead.studies.auth.declarations import PART_BUILDS as AUTH_BUILDS
 from secoverhead.studies.tde import declarations as tde
 from secoverhead.studies.tde.runner import as_instance
@@ -164,16 +165,30 @@ def calculator_inputs(feature: str, rate: dict[str, float], workload: str) -> di
     return {"features": ["encryption_at_rest" if feature == "tde" else feature], **common, **own}
 
 
-def predicted(feature: str, reports: Path, rate: dict[str, float], workload: str = "read_only") -> dict:
+def machine_now(checks: int = 7) -> dict[str, float]:
+    """This machine as its vCPU runs now, as the calculator's "your machine": its calibration, every reference
+    slowed by the quiet speed checks taken now over the loop's fastest since boot (the calculator prices a report
+    at the machine's own speed; the check's rounds run at whatever speed the vCPU has meanwhile)."""
+    cal = calibration.shared()
+    taken = [calibration.speed_check() for _ in range(checks)]
+    now = scaling.as_it_ran(cal, calibration.slowdown(taken, cal))
+    return {k: float(now[k]) for k in scaling.REFERENCES if isinstance(now.get(k), int | float)}
+
+
+def predicted(
+    feature: str, reports: Path, rate: dict[str, float], workload: str = "read_only", speed: dict | None = None
+) -> dict:
     """The calculator's server cores for the feature at these rates, from its study's newest counting run (TDE's
-    on the measured instance nearest this machine's 2 cores, at 1 thread as the check runs it)."""
+    on the measured instance nearest this machine's 2 cores, at 1 thread as the check runs it), on this machine
+    as it runs now (`speed`; none: at the measuring machine's own speed)."""
     inputs = calculator_inputs(feature, rate, workload)
-    calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2)
+    calc = sizing.calculate(**inputs, reports_dir=str(reports), cores=2, speed=speed or {})
     iv = calc.totals.server  # every feature's lines, each at least zero, summed
     lines = {r.line.key: [r.cores.point, r.cores.lo, r.cores.hi] for r in calc.lines if r.line.side == "server"}
     study = FEATURE_STUDY[feature]
     runs = {s: str(src.run_dir) for s, src in calc.book.sources.items()}
-    out = {"point": iv.point, "lo": iv.lo, "hi": iv.hi, "lines": lines, "run": runs[study], "runs": runs}
+    out = {"point": iv.point, "lo": iv.lo, "hi": iv.hi, "lines": lines, "run": runs[study], "runs": runs,
+           "machine_now": speed or {}}  # fmt: skip
     out["at_load"] = [p.load.note(r.line.per) for r in calc.lines for p in r.priced if p.load is not None]
     if feature == "tde":  # the instance it priced from (the measured one nearest this machine's 2 cores)
         out["instance"] = recipes.tde_instance(calc.params, calc.book.sources, calc.target)
@@ -256,9 +271,11 @@ def check(feature: str, a: argparse.Namespace) -> dict:
     if feature == "tde":  # priced at the rate asked: each round's CPU is taken per transaction at that rate
         want = predicted(feature, a.reports, rate, a.workload)
         rounds, server = _tde(a, order, rate, want)
+        want = predicted(feature, a.reports, rate, a.workload, machine_now())
     else:
         rounds, server = _servers(feature, a, order, rate)
-        want = predicted(feature, a.reports, {k: statistics.fmean(getattr(r, k) for r in rounds) for k in RATES})
+        met = {k: statistics.fmean(getattr(r, k) for r in rounds) for k in RATES}
+        want = predicted(feature, a.reports, met, speed=machine_now())
     got = measured(rounds)
     ratio = got["point"] / want["point"] if want["point"] > 0 else float("nan")
     return {
