@@ -48,7 +48,7 @@ def test_a_slope_that_falls_toward_light_loads_widens_the_low_end() -> None:
 def test_above_the_heaviest_rate_the_interval_runs_to_the_back_to_back_price() -> None:
     busy = Interval(1.0, 0.5, 1.5)
     got = at(CURVE, 10_000, busy)
-    assert got.where == "above" and got.extra.point == 3 and (got.extra.lo, got.extra.hi) == (0.5, 4)
+    assert got.where == "above" and got.extra.point == 1.0 and (got.extra.lo, got.extra.hi) == (0.5, 4)
     assert "back-to-back" in got.note("statement")
 
 

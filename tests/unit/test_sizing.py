@@ -591,7 +591,7 @@ def test_a_statement_is_priced_at_the_users_load_where_its_study_measured_a_load
         assert 20 < extra < 30 and priced.lo < extra < priced.hi
     if where == "below":
         assert extra == pytest.approx(30, rel=0.05) and priced.hi > priced.load.levels[0].extra.hi
-    if where == "above":  # up to the back-to-back price the study measured (~15 µs here)
+    if where == "above":  # the back-to-back price the study measured (~15 µs here), the hull of both intervals
         assert priced.lo <= min(priced.load.levels[-1].extra.lo, 15 * 0.97)
     results = tmp_path / "cost" / "results"
     sizing_tables.save(calc, results)

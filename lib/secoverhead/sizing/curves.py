@@ -6,8 +6,8 @@ server twice as fast at the same rate per core is as busy as this one at half of
 on how busy the server is, the wake-up and cold cache of a statement that arrives at an idle thread (capacity
 planning's load-dependent service demand, Zhang, Li and Zhou 2013). Between two measured rates the estimate and
 both ends are interpolated in log rate. Outside them nothing is assumed: below the lightest rate the interval is
-that rate's widened to where the first segment's slope leads; above the heaviest, up to the back-to-back price the
-study measured (the server as busy as its clients could make it), the hull of the two."""
+that rate's widened to where the first segment's slope leads; above the heaviest, the back-to-back price the study
+measured (the server as busy as its clients could make it) with the hull of the two intervals."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def at(curve: Sequence[Level], per_core: float, busy: Interval) -> AtLoad:
     if not lv or per_core <= 0:
         raise ValueError("a price at load needs a measured level and a load above 0")
     first, last = lv[0], lv[-1]
-    if per_core > last.per_core:
-        return AtLoad(_hull(last.extra, busy, last.extra.point), "above", per_core, lv)
+    if per_core > last.per_core:  # busier than any paced rate: toward the back-to-back price, the busiest measured
+        return AtLoad(_hull(last.extra, busy, busy.point), "above", per_core, lv)
     if per_core < first.per_core:
         if len(lv) == 1:
             return AtLoad(first.extra, "below", per_core, lv)
