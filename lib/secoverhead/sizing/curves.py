@@ -46,8 +46,8 @@ class AtLoad:
 
     def note(self, per: str) -> str:
         lo, hi = self.levels[0].per_core, self.levels[-1].per_core
-        yours = f"your load, {_n(self.per_core)} {per}s/s a core of the measuring machine"
-        measured = f"measured at {_n(lo)} to {_n(hi)} {per}s/s a core"
+        yours = f"your load, {_n(self.per_core)} {plural(per)}/s a core of the measuring machine"
+        measured = f"measured at {_n(lo)} to {_n(hi)} {plural(per)}/s a core"
         return {
             "inside": f"priced at {yours} ({measured})",
             "below": f"{yours}, is below what was measured ({measured}): the interval widened to where the lightest "
@@ -55,6 +55,11 @@ class AtLoad:
             "above": f"{yours}, is above what was measured ({measured}): the interval runs up to the back-to-back "
             "price",
         }[self.where]
+
+
+def plural(per: str) -> str:
+    """What a line prices, counted: "queries", "statements", "connections"."""
+    return per[:-1] + "ies" if per.endswith("y") else per + "s"
 
 
 def _n(x: float) -> str:

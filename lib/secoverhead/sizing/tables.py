@@ -11,11 +11,13 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from secoverhead.core.files import atomic_write_json
 from secoverhead.core.report import Report, readable
 from secoverhead.core.units import figure as four_digits
 from secoverhead.sizing.calculator import Calculation, number
+from secoverhead.sizing.curves import plural
 from secoverhead.sizing.estimate import LineResult
 from secoverhead.sizing.interval import Interval
 from secoverhead.sizing.scaling import GENERAL, REFERENCES, speed_factor
@@ -312,9 +314,9 @@ def loads(calc: Calculation) -> pd.DataFrame:
                 continue
             per = r.line.per
             for v in p.load.levels:
-                rows.append({"line": r.line.label, f"{per}s/s a core": number(v.per_core),
+                rows.append({"line": r.line.label, "per": per, "a second a core": number(v.per_core),
                              "extra (µs/op)": ci(v.extra), "pairs": v.pairs, "": ""})  # fmt: skip
-            rows.append({"line": r.line.label, f"{per}s/s a core": number(p.load.per_core),
+            rows.append({"line": r.line.label, "per": per, "a second a core": number(p.load.per_core),
                          "extra (µs/op)": ci(p.load.extra), "pairs": "-",
                          "": f"your load ({p.load.where} what was measured)"})  # fmt: skip
     return pd.DataFrame(rows)
@@ -337,7 +339,9 @@ def load_figure(calc: Calculation):
                     capsize=4, label=f"your load ({p.load.where})")  # fmt: skip
         ax.set_xscale("log")
         ax.axhline(0, color="#888", lw=0.8)
-        ax.set_xlabel(f"{r.line.per}s a second a core (the measuring machine)")
+        ax.set_xlabel(f"{plural(r.line.per)} a second a core (the measuring machine)")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())  # log-scale minor labels overlap at three rates
         ax.set_ylabel(f"extra server CPU (µs per {r.line.per})")
         ax.set_title(r.line.label, fontsize=10)
         ax.legend(fontsize=8)
