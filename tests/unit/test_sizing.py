@@ -586,6 +586,7 @@ def test_a_statement_is_priced_at_the_users_load_where_its_study_measured_a_load
     (priced,) = line.priced
     assert priced.load is not None and priced.load.where == where and priced.design == "paced at load"
     assert recipes.BUSY_PRICE["floor"] not in line.notes and any("your load" in n for n in line.notes)
+    assert "(per statement at your load, on the curve its study measured)" in calc.headline()[0]
     extra = priced.point
     if where == "inside":  # between 600/s (30 µs) and 2,400/s (20 µs) a statement, in log rate
         assert 20 < extra < 30 and priced.lo < extra < priced.hi

@@ -166,13 +166,17 @@ def _caveat(c: Calculation, feature: str) -> str:
 
 
 def _busy(c: Calculation, feature: str) -> str:
-    """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE)."""
+    """What a feature's busy-priced lines mean on a quieter server, in its sentence (recipes.BUSY_PRICE), and
+    which of its lines were priced at the user's load instead."""
     out = []
     for kind in recipes.BUSY_PRICE:
         mine = (r for r in c.lines if r.line.feature == feature and r.line.busy_price == kind and not r.at_load)
         per = sorted({r.line.per for r in mine})
         if per:
             out.append(f" (per {' and per '.join(per)} as on a busy server: on a quieter one, a {kind})")
+    at_load = sorted({r.line.per for r in c.lines if r.line.feature == feature and r.at_load})
+    if at_load:
+        out.append(f" (per {' and per '.join(at_load)} at your load, on the curve its study measured)")
     return "".join(out)
 
 
